@@ -6,4 +6,6 @@ import "errors"
 func fmpPacket(b []byte) (any, error) { return nil, errors.New("FMP dissector not implemented yet") }
 
 // fmpInner dissects a decrypted FMP plaintext. Owned by the FMP codec work.
-func fmpInner(b []byte) (any, error) { return nil, errors.New("FMP inner dissector not implemented yet") }
+func fmpInner(b []byte) (any, error) {
+	return nil, errors.New("FMP inner dissector not implemented yet")
+}
