@@ -1,0 +1,125 @@
+// Package transport defines what the node needs from a transport (UDP, TCP,
+// and later Ethernet, Tor, BLE, AF_XDP): send one FMP packet to an address,
+// hand received packets to the node, report MTU and state. Implementations
+// live in fallback/ (portable sockets) and dataplane/ (Linux fast paths).
+//
+// A transport never interprets FMP beyond framing: authentication, peers
+// and routing belong to the node.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// ID identifies a transport instance within one node. Receiver indices are
+// allocated per transport, so (ID, index) names a link.
+type ID uint32
+
+// Addr is a remote transport address. It is comparable and allocation-free
+// so it can key maps on the per-packet path. IP transports use AddrPort.
+type Addr struct {
+	IP netip.AddrPort
+}
+
+// AddrFromIP wraps an IP address and port.
+func AddrFromIP(ap netip.AddrPort) Addr { return Addr{IP: ap} }
+
+// String renders the address as operators write it ("192.0.2.1:2121").
+func (a Addr) String() string { return a.IP.String() }
+
+// IsValid reports whether the address is set.
+func (a Addr) IsValid() bool { return a.IP.IsValid() }
+
+// Packet is one received FMP packet. Data is owned by the receiver.
+type Packet struct {
+	Transport ID
+	From      Addr
+	Data      []byte
+}
+
+// Deliver hands a received packet to the node. It must not block; it
+// returns false when the node's queue is full and the packet was dropped,
+// so the transport can count the drop.
+type Deliver func(Packet) bool
+
+// State is a transport's lifecycle state as shown by show_transports.
+type State string
+
+// Transport states.
+const (
+	StateConfigured State = "configured"
+	StateStarting   State = "starting"
+	StateUp         State = "up"
+	StateFailed     State = "failed"
+	StateDown       State = "down"
+)
+
+// Transport is one running transport instance.
+type Transport interface {
+	ID() ID
+	// Type is the config section name: "udp", "tcp", ….
+	Type() string
+	// Name is the instance name for named instances (transports.udp.<name>), or "".
+	Name() string
+	// MTU is the largest FMP packet this transport sends.
+	MTU() int
+	// LinkMTU is the MTU towards one address (TCP can learn it per connection).
+	LinkMTU(Addr) int
+	// LocalAddr is the bound address, for show_transports; "" when not bound.
+	LocalAddr() string
+	State() State
+	// AcceptConnections says whether inbound handshakes (msg1 from strangers) are admitted.
+	AcceptConnections() bool
+	// Start binds and begins delivering received packets until ctx ends or Close.
+	Start(ctx context.Context, deliver Deliver) error
+	// Send transmits one FMP packet. It never blocks on the network for
+	// long: connection-oriented transports queue behind a connection
+	// attempt. A packet larger than LinkMTU fails with *MTUError.
+	Send(to Addr, pkt []byte) error
+	// CloseConnection drops any connection state for addr (no-op for UDP).
+	CloseConnection(addr Addr)
+	// ResolveAddr turns a configured peer address ("host:port") into an Addr.
+	ResolveAddr(ctx context.Context, s string) (Addr, error)
+	// Stats is a snapshot of the transport's counters for show_transports.
+	Stats() Stats
+	// Close stops the transport and releases its sockets; it waits for its goroutines.
+	Close() error
+}
+
+// Stats are counters every transport keeps.
+type Stats struct {
+	PacketsSent     uint64 `json:"packets_sent"`
+	PacketsRecv     uint64 `json:"packets_recv"`
+	BytesSent       uint64 `json:"bytes_sent"`
+	BytesRecv       uint64 `json:"bytes_recv"`
+	SendErrors      uint64 `json:"send_errors"`
+	RecvErrors      uint64 `json:"recv_errors"`
+	MTUExceeded     uint64 `json:"mtu_exceeded"`
+	DroppedQueue    uint64 `json:"dropped_queue_full"`  // node queue full on delivery
+	DroppedInvalid  uint64 `json:"dropped_invalid"`     // framing errors, punch packets, oversize
+	KernelDrops     uint64 `json:"kernel_drops"`        // SO_RXQ_OVFL where available
+	ConnectionsUp   uint64 `json:"connections_active"`  // connection-oriented only
+	ConnectsRefused uint64 `json:"connections_refused"` // inbound over the cap, or accept off
+	ConnectFailures uint64 `json:"connect_failures"`    // outbound dials that failed
+}
+
+// MTUError reports a send larger than the transport allows.
+type MTUError struct {
+	Size, MTU int
+}
+
+func (e *MTUError) Error() string {
+	return fmt.Sprintf("packet of %d bytes exceeds transport MTU %d", e.Size, e.MTU)
+}
+
+// Errors transports return, wrapped.
+var (
+	ErrClosed         = errors.New("transport closed")
+	ErrNotStarted     = errors.New("transport not started")
+	ErrOutboundOnly   = errors.New("transport is outbound-only")
+	ErrQueueFull      = errors.New("send queue full")
+	ErrInvalidAddress = errors.New("invalid transport address")
+)
