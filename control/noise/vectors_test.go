@@ -78,8 +78,18 @@ func evenLift(t testing.TB, k *secp256k1.PublicKey) *secp256k1.PublicKey {
 	return p
 }
 
-// fixedRand yields the same 32-byte ephemeral secret for every draw.
-func fixedRand(b byte) Option { return WithRand(bytes.NewReader(bytes.Repeat([]byte{b}, 32))) }
+// repeatReader yields the same byte forever.
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// fixedRand makes every ephemeral key the secret b×32.
+func fixedRand(b byte) Option { return WithRand(repeatReader(b)) }
 
 func eqHex(t testing.TB, what string, got []byte, want string) {
 	t.Helper()
