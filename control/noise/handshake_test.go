@@ -342,9 +342,9 @@ func TestWrongLength(t *testing.T) {
 func TestInvalidEphemeral(t *testing.T) {
 	b := mustKey(t, hexB)
 	for _, e := range [][]byte{
-		append([]byte{0x04}, make([]byte, 32)...),                // bad prefix
+		append([]byte{0x04}, make([]byte, 32)...),               // bad prefix
 		append([]byte{0x02}, bytes.Repeat([]byte{0xff}, 32)...), // x ≥ p
-		append([]byte{0x02}, make([]byte, 32)...),                // x = 0: not on the curve
+		append([]byte{0x02}, make([]byte, 32)...),               // x = 0: not on the curve
 	} {
 		r, _ := NewIKResponder(b, epochR)
 		msg := append(append([]byte(nil), e...), make([]byte, IKMsg1Size-PubKeySize)...)
