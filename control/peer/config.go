@@ -1,0 +1,94 @@
+package peer
+
+import (
+	"time"
+)
+
+// Config holds the node.* settings the link layer uses. Zero values are not
+// defaults: start from DefaultConfig.
+type Config struct {
+	HeartbeatInterval time.Duration // node.heartbeat_interval_secs
+	LinkDeadTimeout   time.Duration // node.link_dead_timeout_secs
+
+	HandshakeTimeout        time.Duration // node.rate_limit.handshake_timeout_secs
+	HandshakeResendInterval time.Duration // node.rate_limit.handshake_resend_interval_ms
+	HandshakeResendBackoff  float64       // node.rate_limit.handshake_resend_backoff
+	HandshakeMaxResends     int           // node.rate_limit.handshake_max_resends
+	HandshakeBurst          float64       // node.rate_limit.handshake_burst (stranger msg1 bucket)
+	HandshakeRate           float64       // node.rate_limit.handshake_rate (per second)
+	EstablishedBurst        float64       // node.rate_limit.established_handshake_burst
+	EstablishedRate         float64       // node.rate_limit.established_handshake_rate
+
+	MaxConnections     int // node.limits.max_connections: handshakes in flight
+	MaxPeers           int // node.limits.max_peers (0 = unlimited)
+	MaxPendingInbound  int // node.limits.max_pending_inbound
+	RetryBase          time.Duration
+	RetryMax           time.Duration
+	RetryMaxRetries    int // limits non-auto-reconnect entries only
+	RekeyEnabled       bool
+	RekeyAfter         time.Duration // node.rekey.after_secs
+	RekeyAfterMessages uint64        // node.rekey.after_messages
+	// RekeyJitter is the half-width of the uniform jitter added to RekeyAfter,
+	// redrawn per session.
+	RekeyJitter time.Duration
+
+	// DecryptFailureThreshold consecutive failures remove a peer.
+	DecryptFailureThreshold int
+	// RekeyMinAge: a peer's msg1 for an established session younger than
+	// this is a duplicate, not a rekey.
+	RekeyMinAge time.Duration
+	// RekeyDampening suppresses our own rekey after a peer-initiated one.
+	RekeyDampening time.Duration
+	// DrainWindow keeps the previous session decrypting after a cutover.
+	DrainWindow time.Duration
+	// RetryDialsPerTick bounds reconnect dials started in one tick.
+	RetryDialsPerTick int
+}
+
+// DefaultConfig returns upstream's defaults.
+func DefaultConfig() Config {
+	c := Config{
+		HeartbeatInterval:       10 * time.Second,
+		LinkDeadTimeout:         30 * time.Second,
+		HandshakeTimeout:        30 * time.Second,
+		HandshakeResendInterval: time.Second,
+		HandshakeResendBackoff:  2.0,
+		HandshakeMaxResends:     5,
+		HandshakeBurst:          100,
+		HandshakeRate:           10,
+		MaxConnections:          256,
+		MaxPeers:                128,
+		MaxPendingInbound:       1000,
+		RetryBase:               5 * time.Second,
+		RetryMax:                300 * time.Second,
+		RetryMaxRetries:         5,
+		RekeyEnabled:            true,
+		RekeyAfter:              120 * time.Second,
+		RekeyAfterMessages:      65536,
+		RekeyJitter:             15 * time.Second,
+		DecryptFailureThreshold: 20,
+		RekeyMinAge:             30 * time.Second,
+		RekeyDampening:          30 * time.Second,
+		DrainWindow:             10 * time.Second,
+		RetryDialsPerTick:       16,
+	}
+	c.EstablishedBurst, c.EstablishedRate = DerivedEstablishedBucket(c)
+	return c
+}
+
+// DerivedEstablishedBucket is upstream's default for the bucket that admits
+// msg1 from addresses of established links (rekeys and restarts): burst =
+// max_peers, rate = max(1, max_peers / rekey_after_secs * (1 + max_resends)).
+func DerivedEstablishedBucket(c Config) (burst, rate float64) {
+	burst = float64(c.MaxPeers)
+	if burst < 1 {
+		burst = 1
+	}
+	rate = 1
+	if secs := c.RekeyAfter.Seconds(); secs > 0 {
+		if r := float64(c.MaxPeers) / secs * float64(1+c.HandshakeMaxResends); r > rate {
+			rate = r
+		}
+	}
+	return burst, rate
+}

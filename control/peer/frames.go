@@ -1,0 +1,148 @@
+package peer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	f, err := wire.ParseFMPFrame(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		return
+	}
+	// The receiver index routes the frame before any crypto; indices are
+	// per session, so it also picks current, previous or pending.
+	e := m.byIndex[linkKey{t, f.ReceiverIndex}]
+	if e == nil {
+		m.stats.DropUnknownIndex++
+		return
+	}
+	p, s := e.peer, e.sess
+	pt, err := s.s.Open(m.pt[:0], f.Counter, f.Header, f.Sealed)
+	if err != nil {
+		if errors.Is(err, noise.ErrReplay) {
+			m.stats.DropReplay++
+			p.Stats.Replays++
+			return
+		}
+		m.stats.DropDecrypt++
+		p.Stats.DecryptFailures++
+		p.decryptFailures++
+		if p.decryptFailures >= m.cfg.DecryptFailureThreshold {
+			m.stats.DecryptFailRemovals++
+			m.removePeer(now, p, fmt.Sprintf("%d consecutive decrypt failures", p.decryptFailures), true)
+		}
+		return
+	}
+	p.decryptFailures = 0
+	p.LastRecv = now
+	p.Stats.PacketsRecv++
+	p.Stats.BytesRecv += uint64(len(pkt))
+	if from != p.Addr {
+		// Roaming: authenticated frames move the peer to their source.
+		if m.byAddr[addrKey{t, p.Addr}] == p {
+			delete(m.byAddr, addrKey{t, p.Addr})
+		}
+		m.log.Info("peer roamed", "peer", p.String(), "from", p.Addr.String(), "to", from.String())
+		p.Addr = from
+		m.byAddr[addrKey{t, from}] = p
+		p.Stats.Roams++
+	}
+	if s == p.pending {
+		// The initiator has cut over: the first frame that authenticates
+		// under the pending session promotes it here too.
+		m.cutover(now, p, s)
+	}
+	in, err := wire.ParseFMPInner(pt)
+	if err != nil {
+		m.stats.DropMalformed++
+		return
+	}
+	switch in.Type() {
+	case wire.MsgHeartbeat:
+		m.stats.HeartbeatsRecv++
+	case wire.MsgDisconnect:
+		m.stats.DisconnectsRecv++
+		reason := wire.DisconnectOther
+		if d, err := wire.ParseDisconnect(in.Message); err == nil {
+			reason = d.Reason
+		}
+		m.removePeer(now, p, "peer sent Disconnect: "+reason.String(), true)
+	default:
+		if !in.Type().Known() {
+			m.stats.DropUnknownMsgType++
+			return
+		}
+		m.upper.LinkMessage(p, f.Flags, in.Timestamp, in.Message)
+	}
+}
+
+// SendLink seals one link message (msg_type first) to p on its current
+// session. flags may carry CE and SP; K is set from the session.
+func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) error {
+	s := p.cur
+	n := wire.FMPHeaderSize + 4 + len(msg) + wire.FMPTagSize
+	if n > len(m.buf) {
+		return fmt.Errorf("link message of %d bytes too large", len(msg))
+	}
+	if mtu := m.env.LinkMTU(p.Transport, p.Addr); mtu > 0 && n > mtu {
+		return &transport.MTUError{Size: n, MTU: mtu}
+	}
+	ctr, err := s.s.NextSendCounter()
+	if err != nil {
+		return err
+	}
+	flags &^= wire.FMPFlagK
+	if p.kbit {
+		flags |= wire.FMPFlagK
+	}
+	if _, err := wire.PutFMPFrameHeader(m.buf[:], flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
+		return err
+	}
+	// Stage the plaintext separately: msg may alias the receive buffer.
+	binary.LittleEndian.PutUint32(m.spt[:], uint32(now.Sub(s.start).Milliseconds()))
+	copy(m.spt[4:], msg)
+	out, err := s.s.Seal(m.buf[wire.FMPHeaderSize:wire.FMPHeaderSize], ctr, m.buf[:wire.FMPHeaderSize], m.spt[:4+len(msg)])
+	if err != nil {
+		return err
+	}
+	pkt := m.buf[:wire.FMPHeaderSize+len(out)]
+	p.LastSent = now
+	p.Stats.PacketsSent++
+	p.Stats.BytesSent += uint64(len(pkt))
+	if err := m.env.Send(p.Transport, p.Addr, pkt); err != nil {
+		m.stats.SendErrors++
+		return err
+	}
+	return nil
+}
+
+// Disconnect tells p we are closing the link and removes it.
+func (m *Manager) Disconnect(now time.Time, p *Peer, reason wire.DisconnectReason, reconnect bool) {
+	msg := [2]byte{byte(wire.MsgDisconnect), byte(reason)}
+	if err := m.SendLink(now, p, 0, msg[:]); err == nil {
+		m.stats.DisconnectsSent++
+	}
+	m.removePeer(now, p, "local Disconnect: "+reason.String(), reconnect)
+}
+
+// Shutdown sends Disconnect(Shutdown) to every peer and forgets them all,
+// scheduling nothing.
+func (m *Manager) Shutdown(now time.Time) {
+	for _, p := range m.peers {
+		m.Disconnect(now, p, wire.DisconnectShutdown, false)
+	}
+	for _, l := range m.legs {
+		m.dropLeg(l)
+	}
+	for _, st := range m.static {
+		st.pending = false
+	}
+}

@@ -1,0 +1,397 @@
+package peer
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// leg is an outbound IK handshake in flight: a new link, or a rekey of an
+// active peer's link.
+type leg struct {
+	t          transport.ID
+	addr       transport.Addr
+	ourIndex   uint32
+	expect     identity.PublicKey
+	expectAddr identity.NodeAddr
+	hs         *noise.IKInitiator
+	pkt        [wire.FMPMsg1Size]byte
+	started    time.Time
+	nextResend time.Time
+	resends    int
+	rekeyOf    *Peer
+}
+
+// ErrConnectionLimit: node.limits.max_connections handshakes are in flight.
+var ErrConnectionLimit = errors.New("too many handshakes in flight")
+
+// ErrACLDenied: the ACL refuses this peer.
+var ErrACLDenied = errors.New("peer denied by ACL")
+
+// Dial starts an outbound handshake to pk at c. It does nothing when the
+// peer is already active or a handshake to it on the same address is in
+// flight.
+func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error {
+	na := pk.NodeAddr()
+	if na == m.id.NodeAddr() {
+		return fmt.Errorf("refusing to dial our own key")
+	}
+	if _, active := m.peers[na]; active {
+		return nil
+	}
+	for _, l := range m.legs {
+		if l.rekeyOf == nil && l.expectAddr == na && l.t == c.Transport && l.addr == c.Addr {
+			return nil
+		}
+	}
+	if m.cfg.MaxConnections > 0 && len(m.legs) >= m.cfg.MaxConnections {
+		m.stats.ConnectionLimit++
+		return ErrConnectionLimit
+	}
+	if d := m.acl.Check(pk); !d.Allowed {
+		return fmt.Errorf("%w (%s)", ErrACLDenied, d.Rule)
+	}
+	l, err := m.newLeg(now, pk, c.Transport, c.Addr, nil)
+	if err != nil {
+		return err
+	}
+	m.log.Debug("dialing peer", "peer", na.Short(), "transport", c.Transport, "addr", c.Addr)
+	m.send(c.Transport, c.Addr, l.pkt[:])
+	return nil
+}
+
+func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer) (*leg, error) {
+	rs, err := pk.Point()
+	if err != nil {
+		return nil, err
+	}
+	hs, err := noise.NewIKInitiator(m.id.Secret().Private(), rs, m.epoch, noise.WithRand(m.rand))
+	if err != nil {
+		return nil, fmt.Errorf("start handshake: %w", err)
+	}
+	idx, err := m.allocIndex(t)
+	if err != nil {
+		return nil, err
+	}
+	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(), hs: hs,
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf}
+	noiseMsg, err := hs.WriteMessage1(l.pkt[8:8])
+	if err != nil {
+		return nil, fmt.Errorf("write msg1: %w", err)
+	}
+	if _, err := (wire.FMPMsg1{SenderIndex: idx, Noise: noiseMsg}).MarshalTo(l.pkt[:]); err != nil {
+		return nil, err
+	}
+	m.legs[linkKey{t, idx}] = l
+	m.stats.HandshakesStarted++
+	return l, nil
+}
+
+func (m *Manager) dropLeg(l *leg) {
+	delete(m.legs, linkKey{l.t, l.ourIndex})
+	if l.rekeyOf != nil && l.rekeyOf.rekey == l {
+		l.rekeyOf.rekey = nil
+	}
+}
+
+func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.Msg1Received++
+	msg, err := wire.ParseFMPMsg1(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		return
+	}
+	// Classify and rate-limit before any crypto. A source address that
+	// belongs to an active peer (rekey, restart) draws from its own bucket
+	// and bypasses accept_connections, so a flood of strangers cannot
+	// starve rekeys.
+	known := m.byAddr[addrKey{t, from}]
+	bucket := &m.stranger
+	if known != nil {
+		bucket = &m.established
+	}
+	if !bucket.take(now) {
+		m.stats.Msg1RateLimited++
+		return
+	}
+	if known == nil && !m.env.AcceptConnections(t) {
+		m.stats.Msg1NotAccepting++
+		return
+	}
+	// A byte-identical msg1 means our msg2 was lost: answer with the same
+	// msg2, no new crypto, no new state.
+	sum := sha256.Sum256(pkt)
+	if rec := m.inbound[addrKey{t, from}]; rec != nil && rec.msg1Hash == sum {
+		m.stats.Msg1Duplicate++
+		m.send(t, from, rec.msg2[:])
+		return
+	}
+	hs, err := noise.NewIKResponder(m.id.Secret().Private(), m.epoch, noise.WithRand(m.rand))
+	if err != nil {
+		m.log.Error("cannot create handshake responder", "error", err)
+		return
+	}
+	rs, epoch, err := hs.ReadMessage1(msg.Noise)
+	if err != nil {
+		m.stats.Msg1DecryptFailed++
+		return
+	}
+	pk := identity.XOnly(rs)
+	na := pk.NodeAddr()
+	if na == m.id.NodeAddr() {
+		m.stats.Msg1Ignored++
+		return
+	}
+	if d := m.acl.Check(pk); !d.Allowed {
+		m.stats.Msg1ACLDenied++
+		m.log.Debug("msg1 denied by ACL", "peer", na.Short(), "rule", d.Rule)
+		return
+	}
+	existing := m.peers[na]
+	if existing != nil && existing.Epoch == epoch {
+		m.msg1FromActivePeer(now, existing, hs, t, from, msg.SenderIndex, sum)
+		return
+	}
+	if existing != nil {
+		m.stats.PeerRestarts++
+		m.log.Info("peer restarted (new epoch in handshake); replacing its link",
+			"peer", existing.String(), "old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
+		m.removePeer(now, existing, "peer restarted", false)
+	} else if m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers && !m.hasLegTo(na) {
+		m.stats.Msg1PeerLimit++
+		return
+	}
+	sess, ourIdx, ok := m.respond(now, hs, t, from, msg.SenderIndex, sum, na)
+	if !ok {
+		return
+	}
+	m.promote(now, pk, epoch, t, from, Inbound, sess, ourIdx, msg.SenderIndex)
+}
+
+// msg1FromActivePeer handles a msg1 from a peer whose epoch we already
+// have: a rekey when the session is old enough, otherwise a crossing or
+// stale attempt we leave unanswered (the link we have stands).
+func (m *Manager) msg1FromActivePeer(now time.Time, p *Peer, hs *noise.IKResponder, t transport.ID, from transport.Addr, theirIdx uint32, sum [32]byte) {
+	if !m.cfg.RekeyEnabled || now.Sub(p.cur.start) < m.cfg.RekeyMinAge || p.pending != nil {
+		m.stats.Msg1Ignored++
+		return
+	}
+	if p.rekey != nil {
+		// Both sides started a rekey: the smaller NodeAddr stays initiator.
+		if m.id.NodeAddr().Less(p.NodeAddr) {
+			m.stats.Msg1Ignored++
+			return
+		}
+		m.dropLeg(p.rekey)
+	}
+	sess, ourIdx, ok := m.respond(now, hs, t, from, theirIdx, sum, p.NodeAddr)
+	if !ok {
+		return
+	}
+	p.pending = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, kbit: !p.kbit}
+	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.pending}
+	p.dampenUntil = now.Add(m.cfg.RekeyDampening)
+	m.stats.RekeysResponded++
+	m.log.Debug("rekey: answered peer's msg1", "peer", p.String())
+}
+
+// respond writes and sends msg2 for a msg1 that hs has read, remembers it
+// for duplicates, and returns the transport session.
+func (m *Manager) respond(now time.Time, hs *noise.IKResponder, t transport.ID, from transport.Addr, theirIdx uint32, sum [32]byte, na identity.NodeAddr) (*noise.Session, uint32, bool) {
+	ourIdx, err := m.allocIndex(t)
+	if err != nil {
+		m.log.Warn("cannot answer msg1", "error", err)
+		return nil, 0, false
+	}
+	rec := &inboundRecord{msg1Hash: sum, peer: na, at: now}
+	noiseMsg, err := hs.WriteMessage2(rec.msg2[12:12])
+	if err != nil {
+		m.log.Warn("cannot write msg2", "error", err)
+		return nil, 0, false
+	}
+	if _, err := (wire.FMPMsg2{SenderIndex: ourIdx, ReceiverIndex: theirIdx, Noise: noiseMsg}).MarshalTo(rec.msg2[:]); err != nil {
+		return nil, 0, false
+	}
+	sess, err := hs.Session()
+	if err != nil {
+		return nil, 0, false
+	}
+	if m.cfg.MaxPendingInbound <= 0 || len(m.inbound) < m.cfg.MaxPendingInbound {
+		m.inbound[addrKey{t, from}] = rec
+	}
+	m.send(t, from, rec.msg2[:])
+	return sess, ourIdx, true
+}
+
+func (m *Manager) hasLegTo(na identity.NodeAddr) bool {
+	for _, l := range m.legs {
+		if l.expectAddr == na {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.Msg2Received++
+	msg, err := wire.ParseFMPMsg2(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		return
+	}
+	l := m.legs[linkKey{t, msg.ReceiverIndex}]
+	if l == nil {
+		m.stats.Msg2Unmatched++
+		return
+	}
+	// A msg2 that fails to authenticate leaves the leg as it was, so a
+	// forged msg2 cannot kill a genuine handshake.
+	epoch, err := l.hs.ReadMessage2(msg.Noise)
+	if err != nil {
+		m.stats.Msg2DecryptFailed++
+		return
+	}
+	sess, err := l.hs.Session()
+	if err != nil {
+		m.stats.Msg2DecryptFailed++
+		return
+	}
+	m.dropLeg(l)
+	if d := m.acl.Check(l.expect); !d.Allowed {
+		m.stats.Msg2ACLDenied++
+		return
+	}
+	na := l.expectAddr
+	existing := m.peers[na]
+	if l.rekeyOf != nil {
+		p := l.rekeyOf
+		if existing != p {
+			return // the peer went away while we rekeyed
+		}
+		if epoch != p.Epoch {
+			m.stats.PeerRestarts++
+			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
+			m.removePeer(now, p, "peer restarted", false)
+			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+			return
+		}
+		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex})
+		return
+	}
+	switch {
+	case existing == nil:
+		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+	case existing.Epoch != epoch:
+		m.stats.PeerRestarts++
+		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
+			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
+		m.removePeer(now, existing, "peer restarted", false)
+		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+	default:
+		// Both sides dialed at once. Both keep the link the smaller
+		// NodeAddr initiated, so both converge on the same session.
+		m.stats.CrossConnections++
+		if !m.id.NodeAddr().Less(na) {
+			return // their outbound (our inbound) wins; drop ours
+		}
+		m.log.Debug("cross-connection: our outbound link wins", "peer", existing.String())
+		oldT, oldAddr := existing.Transport, existing.Addr
+		m.unregisterSessions(existing)
+		delete(m.byAddr, addrKey{oldT, oldAddr})
+		existing.cur = &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex, start: now,
+			rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
+		existing.prev, existing.pending = nil, nil
+		existing.Transport, existing.Addr, existing.Direction = t, from, Outbound
+		existing.kbit = false
+		m.byIndex[linkKey{t, l.ourIndex}] = &indexEntry{peer: existing, sess: existing.cur}
+		m.byAddr[addrKey{t, from}] = existing
+		if oldT != t || oldAddr != from {
+			m.env.CloseConnection(oldT, oldAddr)
+		}
+	}
+}
+
+// promote makes a completed handshake an active peer.
+func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32) {
+	m.nextLID++
+	p := &Peer{
+		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: m.nextLID,
+		Transport: t, Addr: addr, Direction: dir, Epoch: epoch,
+		Since: now, LastRecv: now, lastHB: now,
+	}
+	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
+		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
+	if st := m.static[p.NodeAddr]; st != nil {
+		p.Alias = st.cfg.Alias
+		st.pending, st.retries = false, 0
+	}
+	m.peers[p.NodeAddr] = p
+	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.cur}
+	m.byAddr[addrKey{t, addr}] = p
+	m.stats.PeersPromoted++
+	m.log.Info("peer connected", "peer", p.String(), "npub", pk.Npub(), "direction", string(dir),
+		"transport", t, "addr", addr.String())
+	m.upper.PeerUp(p)
+}
+
+// cutover makes next the current session of p and keeps the old one for
+// the drain window. The K bit toggles: it is a parity bit, not "new".
+func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
+	if p.prev != nil {
+		delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
+	}
+	p.prev = p.cur
+	p.prevDrainUntil = now.Add(m.cfg.DrainWindow)
+	next.start = now
+	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
+	p.kbit = !p.kbit
+	next.kbit = p.kbit
+	p.cur, p.pending = next, nil
+	m.byIndex[linkKey{p.Transport, next.ourIndex}] = &indexEntry{peer: p, sess: next}
+	p.Stats.Rekeys++
+	m.stats.RekeyCutovers++
+	m.log.Debug("rekey cutover", "peer", p.String(), "k", p.kbit)
+}
+
+func (m *Manager) unregisterSessions(p *Peer) {
+	for _, s := range []*linkSession{p.cur, p.prev, p.pending} {
+		if s != nil {
+			delete(m.byIndex, linkKey{p.Transport, s.ourIndex})
+		}
+	}
+	if p.rekey != nil {
+		m.dropLeg(p.rekey)
+	}
+}
+
+// removePeer drops p and everything keyed to it. reconnect schedules a
+// redial for configured peers.
+func (m *Manager) removePeer(now time.Time, p *Peer, why string, reconnect bool) {
+	if m.peers[p.NodeAddr] != p {
+		return
+	}
+	m.unregisterSessions(p)
+	delete(m.peers, p.NodeAddr)
+	if m.byAddr[addrKey{p.Transport, p.Addr}] == p {
+		delete(m.byAddr, addrKey{p.Transport, p.Addr})
+	}
+	m.stats.PeersRemoved++
+	m.log.Info("peer removed", "peer", p.String(), "reason", why)
+	m.upper.PeerDown(p, why)
+	if reconnect {
+		m.scheduleRetry(now, p.NodeAddr, false)
+	}
+}
+
+func (m *Manager) send(t transport.ID, to transport.Addr, pkt []byte) {
+	if err := m.env.Send(t, to, pkt); err != nil {
+		m.stats.SendErrors++
+		m.log.Debug("send failed", "transport", t, "to", to, "error", err)
+	}
+}

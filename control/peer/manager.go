@@ -1,0 +1,228 @@
+package peer
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Env is how a Manager reaches transports.
+type Env interface {
+	// Send transmits one FMP packet. The Manager reuses pkt after Send
+	// returns, so an implementation that queues must copy it.
+	Send(t transport.ID, to transport.Addr, pkt []byte) error
+	// LinkMTU is the MTU of the transport towards an address.
+	LinkMTU(t transport.ID, to transport.Addr) int
+	// AcceptConnections says whether the transport admits msg1 from strangers.
+	AcceptConnections(t transport.ID) bool
+	// CloseConnection drops a connection-oriented transport's connection.
+	CloseConnection(t transport.ID, to transport.Addr)
+}
+
+// Upper receives what the link layer does not consume itself.
+type Upper interface {
+	// PeerUp: a peer became active (or was replaced after a restart).
+	PeerUp(p *Peer)
+	// PeerDown: a peer was removed.
+	PeerDown(p *Peer, why string)
+	// LinkMessage: an authenticated link message other than Heartbeat and
+	// Disconnect. msg starts with the msg_type byte and is only valid during
+	// the call.
+	LinkMessage(p *Peer, flags uint8, timestamp uint32, msg []byte)
+}
+
+// StaticPeer is a configured peer the node keeps connected.
+type StaticPeer struct {
+	PublicKey     identity.PublicKey
+	Alias         string
+	Addresses     []Candidate // in preference order
+	AutoReconnect bool
+}
+
+// Candidate is one transport address to dial a peer at.
+type Candidate struct {
+	Transport transport.ID
+	Addr      transport.Addr
+}
+
+// Manager runs every link of one node. Not safe for concurrent use.
+type Manager struct {
+	cfg   Config
+	id    *identity.Identity
+	epoch noise.Epoch
+	env   Env
+	upper Upper
+	log   *slog.Logger
+	rand  io.Reader
+	acl   *ACL
+
+	peers   map[identity.NodeAddr]*Peer
+	byIndex map[linkKey]*indexEntry
+	// byAddr finds the active peer at a transport address (msg1 carve-out,
+	// restart detection before crypto).
+	byAddr map[addrKey]*Peer
+	// legs are outbound handshakes in flight, keyed by our sender index.
+	legs map[linkKey]*leg
+	// inbound remembers the msg2 we answered a msg1 with, keyed by source
+	// address, so a duplicate msg1 gets the same msg2 without new crypto.
+	inbound map[addrKey]*inboundRecord
+
+	static  map[identity.NodeAddr]*staticState
+	nextLID uint64
+
+	stranger, established tokenBucket
+	stats                 Stats
+
+	buf [wire.FMPHeaderSize + 65535 + wire.FMPTagSize]byte
+	pt  [65535]byte // receive plaintext
+	spt [65535]byte // send plaintext staging
+}
+
+type linkKey struct {
+	t   transport.ID
+	idx uint32
+}
+
+type addrKey struct {
+	t    transport.ID
+	addr transport.Addr
+}
+
+// indexEntry maps one of our receiver indices to the peer session it opens.
+type indexEntry struct {
+	peer *Peer
+	sess *linkSession
+}
+
+type inboundRecord struct {
+	msg1Hash [32]byte
+	msg2     [wire.FMPMsg2Size]byte
+	peer     identity.NodeAddr
+	at       time.Time
+}
+
+type staticState struct {
+	cfg       StaticPeer
+	nodeAddr  identity.NodeAddr
+	retries   int
+	nextDial  time.Time
+	candidate int  // next address to try
+	pending   bool // a retry is scheduled
+}
+
+// New makes a Manager. rnd may be nil (crypto/rand).
+func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logger, rnd io.Reader) (*Manager, error) {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	m := &Manager{
+		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd,
+		peers:       map[identity.NodeAddr]*Peer{},
+		byIndex:     map[linkKey]*indexEntry{},
+		byAddr:      map[addrKey]*Peer{},
+		legs:        map[linkKey]*leg{},
+		inbound:     map[addrKey]*inboundRecord{},
+		static:      map[identity.NodeAddr]*staticState{},
+		stranger:    newTokenBucket(cfg.HandshakeBurst, cfg.HandshakeRate),
+		established: newTokenBucket(cfg.EstablishedBurst, cfg.EstablishedRate),
+	}
+	if _, err := io.ReadFull(rnd, m.epoch[:]); err != nil {
+		return nil, fmt.Errorf("draw epoch: %w", err)
+	}
+	return m, nil
+}
+
+// SetACL installs the peer ACL (nil = admit everyone).
+func (m *Manager) SetACL(a *ACL) { m.acl = a }
+
+// ACL returns the installed ACL, or nil.
+func (m *Manager) ACL() *ACL { return m.acl }
+
+// Epoch is this node's restart epoch, sent in every handshake.
+func (m *Manager) Epoch() noise.Epoch { return m.epoch }
+
+// Identity is the local identity.
+func (m *Manager) Identity() *identity.Identity { return m.id }
+
+// Stats returns the counters.
+func (m *Manager) Stats() Stats { return m.stats }
+
+// Peer returns the active peer with this address.
+func (m *Manager) Peer(a identity.NodeAddr) *Peer { return m.peers[a] }
+
+// Peers calls f for each active peer.
+func (m *Manager) Peers(f func(*Peer)) {
+	for _, p := range m.peers {
+		f(p)
+	}
+}
+
+// PeerCount is the number of active peers.
+func (m *Manager) PeerCount() int { return len(m.peers) }
+
+// HandlePacket processes one packet received on a transport.
+func (m *Manager) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.PacketsIn++
+	if len(pkt) < wire.FMPPrefixSize {
+		m.stats.DropMalformed++
+		return
+	}
+	if pkt[0]>>4 != wire.FMPVersion {
+		m.stats.DropMalformed++
+		return
+	}
+	switch pkt[0] & 0x0f {
+	case wire.FMPPhaseEstablished:
+		m.handleFrame(now, t, from, pkt)
+	case wire.FMPPhaseMsg1:
+		m.handleMsg1(now, t, from, pkt)
+	case wire.FMPPhaseMsg2:
+		m.handleMsg2(now, t, from, pkt)
+	default:
+		m.stats.DropMalformed++
+	}
+}
+
+// allocIndex draws a random receiver index unused on transport t.
+func (m *Manager) allocIndex(t transport.ID) (uint32, error) {
+	var b [4]byte
+	for range 64 {
+		if _, err := io.ReadFull(m.rand, b[:]); err != nil {
+			return 0, fmt.Errorf("draw index: %w", err)
+		}
+		idx := binary.LittleEndian.Uint32(b[:])
+		k := linkKey{t, idx}
+		if _, used := m.byIndex[k]; used {
+			continue
+		}
+		if _, used := m.legs[k]; used {
+			continue
+		}
+		return idx, nil
+	}
+	return 0, fmt.Errorf("no free receiver index on transport %d", t)
+}
+
+func (m *Manager) jitter() time.Duration {
+	if m.cfg.RekeyJitter <= 0 {
+		return 0
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(m.rand, b[:]); err != nil {
+		return 0
+	}
+	// Whole seconds in [-J, +J], as upstream draws them.
+	span := int64(m.cfg.RekeyJitter/time.Second)*2 + 1
+	return time.Duration(int64(binary.LittleEndian.Uint64(b[:])%uint64(span))-span/2) * time.Second
+}

@@ -1,0 +1,93 @@
+package peer
+
+import (
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// Direction says which side dialed the link the peer runs on.
+type Direction string
+
+// Link directions.
+const (
+	Inbound  Direction = "inbound"
+	Outbound Direction = "outbound"
+)
+
+// Peer is an authenticated, active neighbour.
+type Peer struct {
+	PublicKey identity.PublicKey
+	NodeAddr  identity.NodeAddr
+	Alias     string
+	LinkID    uint64
+	Transport transport.ID
+	Addr      transport.Addr
+	Direction Direction
+	Epoch     noise.Epoch // the peer's restart epoch
+
+	Since    time.Time // promotion
+	LastRecv time.Time // last authenticated frame
+	LastSent time.Time
+	lastHB   time.Time
+
+	cur, prev, pending *linkSession
+	prevDrainUntil     time.Time
+	kbit               bool
+	rekey              *leg // our rekey handshake in flight
+	dampenUntil        time.Time
+
+	decryptFailures int
+	Stats           PeerStats
+}
+
+// PeerStats are per-peer counters.
+type PeerStats struct {
+	PacketsSent     uint64 `json:"packets_sent"`
+	PacketsRecv     uint64 `json:"packets_recv"`
+	BytesSent       uint64 `json:"bytes_sent"`
+	BytesRecv       uint64 `json:"bytes_recv"`
+	DecryptFailures uint64 `json:"decrypt_failures"`
+	Replays         uint64 `json:"replays"`
+	Rekeys          uint64 `json:"rekeys"`
+	Roams           uint64 `json:"roams"`
+}
+
+// linkSession is one Noise transport session of a peer.
+type linkSession struct {
+	s          *noise.Session
+	ourIndex   uint32
+	theirIndex uint32
+	start      time.Time // timestamp base; rekey age
+	rekeyAt    time.Time // start + RekeyAfter + jitter
+	kbit       bool
+}
+
+// KBit is the current key-epoch parity bit.
+func (p *Peer) KBit() bool { return p.kbit }
+
+// RekeyInProgress reports whether a rekey handshake or cutover is pending.
+func (p *Peer) RekeyInProgress() bool { return p.rekey != nil || p.pending != nil }
+
+// Draining reports whether the previous session is still accepted.
+func (p *Peer) Draining() bool { return p.prev != nil }
+
+// OurIndex and TheirIndex are the current session's receiver indices.
+func (p *Peer) OurIndex() uint32   { return p.cur.ourIndex }
+func (p *Peer) TheirIndex() uint32 { return p.cur.theirIndex }
+
+// SendCounter is the next counter of the current session.
+func (p *Peer) SendCounter() uint64 { return p.cur.s.Send().Nonce() }
+
+// SessionStart is when the current session began (link timestamp base).
+func (p *Peer) SessionStart() time.Time { return p.cur.start }
+
+// String is the short form used in logs.
+func (p *Peer) String() string {
+	if p.Alias != "" {
+		return p.Alias + "(" + p.NodeAddr.Short() + ")"
+	}
+	return p.NodeAddr.Short()
+}

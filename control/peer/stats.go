@@ -1,0 +1,43 @@
+package peer
+
+// Stats counts what the link layer did and, above all, what it refused.
+type Stats struct {
+	PacketsIn           uint64 `json:"packets_in"`
+	DropMalformed       uint64 `json:"drop_malformed"`
+	DropUnknownIndex    uint64 `json:"drop_unknown_index"`
+	DropDecrypt         uint64 `json:"drop_decrypt_failed"`
+	DropReplay          uint64 `json:"drop_replay"`
+	DropUnknownMsgType  uint64 `json:"drop_unknown_msg_type"`
+	Msg1Received        uint64 `json:"msg1_received"`
+	Msg1RateLimited     uint64 `json:"msg1_rate_limited"`
+	Msg1NotAccepting    uint64 `json:"msg1_not_accepting"`
+	Msg1DecryptFailed   uint64 `json:"msg1_decrypt_failed"`
+	Msg1Duplicate       uint64 `json:"msg1_duplicate"`
+	Msg1ACLDenied       uint64 `json:"msg1_acl_denied"`
+	Msg1PeerLimit       uint64 `json:"msg1_peer_limit"`
+	Msg1Ignored         uint64 `json:"msg1_ignored"`
+	Msg2Received        uint64 `json:"msg2_received"`
+	Msg2Unmatched       uint64 `json:"msg2_unmatched"`
+	Msg2DecryptFailed   uint64 `json:"msg2_decrypt_failed"`
+	Msg2ACLDenied       uint64 `json:"msg2_acl_denied"`
+	Msg2WrongIdentity   uint64 `json:"msg2_wrong_identity"`
+	HandshakesStarted   uint64 `json:"handshakes_started"`
+	HandshakeResends    uint64 `json:"handshake_resends"`
+	HandshakeTimeouts   uint64 `json:"handshake_timeouts"`
+	ConnectionLimit     uint64 `json:"connection_limit"`
+	PeersPromoted       uint64 `json:"peers_promoted"`
+	PeersRemoved        uint64 `json:"peers_removed"`
+	PeerRestarts        uint64 `json:"peer_restarts"`
+	CrossConnections    uint64 `json:"cross_connections"`
+	LinksDead           uint64 `json:"links_dead"`
+	DecryptFailRemovals uint64 `json:"decrypt_failure_removals"`
+	DisconnectsRecv     uint64 `json:"disconnects_received"`
+	DisconnectsSent     uint64 `json:"disconnects_sent"`
+	HeartbeatsSent      uint64 `json:"heartbeats_sent"`
+	HeartbeatsRecv      uint64 `json:"heartbeats_received"`
+	RekeysInitiated     uint64 `json:"rekeys_initiated"`
+	RekeysResponded     uint64 `json:"rekeys_responded"`
+	RekeyCutovers       uint64 `json:"rekey_cutovers"`
+	RekeysAbandoned     uint64 `json:"rekeys_abandoned"`
+	SendErrors          uint64 `json:"send_errors"`
+}

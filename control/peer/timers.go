@@ -1,0 +1,164 @@
+package peer
+
+import (
+	"math"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// AddStatic registers a configured peer and dials it at once.
+func (m *Manager) AddStatic(now time.Time, sp StaticPeer) {
+	na := sp.PublicKey.NodeAddr()
+	st := &staticState{cfg: sp, nodeAddr: na}
+	m.static[na] = st
+	m.dialStatic(now, st)
+}
+
+// StaticPeers calls f for each configured peer.
+func (m *Manager) StaticPeers(f func(StaticPeer)) {
+	for _, st := range m.static {
+		f(st.cfg)
+	}
+}
+
+func (m *Manager) dialStatic(now time.Time, st *staticState) {
+	if len(st.cfg.Addresses) == 0 {
+		return
+	}
+	c := st.cfg.Addresses[st.candidate%len(st.cfg.Addresses)]
+	st.candidate++
+	if err := m.Dial(now, st.cfg.PublicKey, c); err != nil {
+		m.log.Warn("cannot dial configured peer", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", err)
+		m.scheduleRetry(now, st.nodeAddr, true)
+	}
+}
+
+// scheduleRetry plans the next dial of a configured peer:
+// min(base·2^count, cap). A handshake timeout starts the count at 1, a lost
+// link at 0; an entry that already exists keeps counting up.
+func (m *Manager) scheduleRetry(now time.Time, na identity.NodeAddr, handshakeFailed bool) {
+	st := m.static[na]
+	if st == nil || (!st.cfg.AutoReconnect && st.retries >= m.cfg.RetryMaxRetries) {
+		return
+	}
+	if _, active := m.peers[na]; active {
+		return
+	}
+	switch {
+	case st.pending:
+		st.retries++
+	case handshakeFailed:
+		st.retries = 1
+	default:
+		st.retries = 0
+	}
+	st.pending = true
+	d := m.cfg.RetryMax
+	if st.retries < 32 {
+		if b := m.cfg.RetryBase << st.retries; b > 0 && b < d {
+			d = b
+		}
+	}
+	st.nextDial = now.Add(d)
+	m.log.Debug("reconnect scheduled", "peer", na.Short(), "in", d, "attempt", st.retries)
+}
+
+// NextRetry reports when a configured peer will next be dialed (zero when
+// none is scheduled).
+func (m *Manager) NextRetry(na identity.NodeAddr) time.Time {
+	if st := m.static[na]; st != nil && st.pending {
+		return st.nextDial
+	}
+	return time.Time{}
+}
+
+// Tick runs every timer: handshake resends and timeouts, drains, dead-link
+// detection, heartbeats, rekey triggers, reconnects, ACL reloads. The node
+// calls it once per node.tick_interval_secs; calling it more often is
+// harmless.
+func (m *Manager) Tick(now time.Time) {
+	if m.acl != nil {
+		m.acl.Reload(m.log)
+	}
+	for _, l := range m.legs {
+		switch {
+		case now.Sub(l.started) >= m.cfg.HandshakeTimeout:
+			m.dropLeg(l)
+			m.stats.HandshakeTimeouts++
+			if l.rekeyOf != nil {
+				m.stats.RekeysAbandoned++
+				m.log.Debug("rekey abandoned: no msg2", "peer", l.rekeyOf.String())
+			} else {
+				m.log.Debug("handshake timed out", "peer", l.expectAddr.Short(), "addr", l.addr.String())
+				m.scheduleRetry(now, l.expectAddr, true)
+			}
+		case l.resends < m.cfg.HandshakeMaxResends && !now.Before(l.nextResend):
+			l.resends++
+			m.stats.HandshakeResends++
+			m.send(l.t, l.addr, l.pkt[:])
+			gap := float64(m.cfg.HandshakeResendInterval) * math.Pow(m.cfg.HandshakeResendBackoff, float64(l.resends))
+			l.nextResend = now.Add(time.Duration(gap))
+		}
+	}
+	for k, rec := range m.inbound {
+		if now.Sub(rec.at) >= m.cfg.HandshakeTimeout {
+			delete(m.inbound, k)
+		}
+	}
+	for _, p := range m.peers {
+		if p.prev != nil && !now.Before(p.prevDrainUntil) {
+			delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
+			p.prev = nil
+		}
+		// Dead after link_dead_timeout of silence, unless a rekey msg1
+		// still has resends left (it may be what revives the link).
+		if now.Sub(p.LastRecv) >= m.cfg.LinkDeadTimeout &&
+			(p.rekey == nil || p.rekey.resends >= m.cfg.HandshakeMaxResends) {
+			m.stats.LinksDead++
+			m.removePeer(now, p, "link dead: nothing received for "+now.Sub(p.LastRecv).Truncate(time.Second).String(), true)
+			continue
+		}
+		if now.Sub(p.lastHB) >= m.cfg.HeartbeatInterval {
+			p.lastHB = now
+			hb := [1]byte{byte(wire.MsgHeartbeat)}
+			if m.SendLink(now, p, 0, hb[:]) == nil {
+				m.stats.HeartbeatsSent++
+			}
+		}
+		m.maybeRekey(now, p)
+	}
+	budget := m.cfg.RetryDialsPerTick
+	for _, st := range m.static {
+		if budget <= 0 {
+			break
+		}
+		if st.pending && !now.Before(st.nextDial) {
+			if _, active := m.peers[st.nodeAddr]; active {
+				st.pending = false
+				continue
+			}
+			budget--
+			m.dialStatic(now, st)
+		}
+	}
+}
+
+func (m *Manager) maybeRekey(now time.Time, p *Peer) {
+	if !m.cfg.RekeyEnabled || p.rekey != nil || p.pending != nil || now.Before(p.dampenUntil) {
+		return
+	}
+	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {
+		return
+	}
+	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p)
+	if err != nil {
+		m.log.Warn("cannot start rekey", "peer", p.String(), "error", err)
+		return
+	}
+	p.rekey = l
+	m.stats.RekeysInitiated++
+	m.log.Debug("rekey: sending msg1", "peer", p.String())
+	m.send(l.t, l.addr, l.pkt[:])
+}
