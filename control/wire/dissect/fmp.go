@@ -1,11 +1,310 @@
 package dissect
 
-import "errors"
+import (
+	"encoding/hex"
+	"fmt"
+	"math/bits"
 
-// fmpPacket dissects an outer FMP packet. Owned by the FMP codec work.
-func fmpPacket(b []byte) (any, error) { return nil, errors.New("FMP dissector not implemented yet") }
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/wire"
+)
 
-// fmpInner dissects a decrypted FMP plaintext. Owned by the FMP codec work.
+// fmpHexBytes renders a byte blob as a hex string rather than JSON's
+// default base64, so it can be compared with packet captures.
+type fmpHexBytes []byte
+
+func (h fmpHexBytes) MarshalText() ([]byte, error) {
+	out := make([]byte, hex.EncodedLen(len(h)))
+	hex.Encode(out, h)
+	return out, nil
+}
+
+// FMPMsg1 is the dissection of a Noise IK msg1 packet.
+type FMPMsg1 struct {
+	Layer       string       `json:"layer"` // "fmp"
+	Type        string       `json:"type"`  // "msg1"
+	Phase       uint8        `json:"phase"`
+	Flags       uint8        `json:"flags"`
+	PayloadLen  uint16       `json:"payload_len"`
+	SenderIndex uint32       `json:"sender_idx"`
+	Noise       FMPNoiseMsg1 `json:"noise"`
+}
+
+// FMPNoiseMsg1 labels the three parts of the 106-byte Noise message.
+type FMPNoiseMsg1 struct {
+	Hex             fmpHexBytes `json:"hex"`
+	Ephemeral       fmpHexBytes `json:"ephemeral"`        // 33, cleartext
+	EncryptedStatic fmpHexBytes `json:"encrypted_static"` // 49, initiator's static key + tag
+	EncryptedEpoch  fmpHexBytes `json:"encrypted_epoch"`  // 24, 8-byte epoch + tag
+}
+
+// FMPMsg2 is the dissection of a Noise IK msg2 packet.
+type FMPMsg2 struct {
+	Layer         string       `json:"layer"`
+	Type          string       `json:"type"` // "msg2"
+	Phase         uint8        `json:"phase"`
+	Flags         uint8        `json:"flags"`
+	PayloadLen    uint16       `json:"payload_len"`
+	SenderIndex   uint32       `json:"sender_idx"`
+	ReceiverIndex uint32       `json:"receiver_idx"` // echo of the initiator's sender_idx
+	Noise         FMPNoiseMsg2 `json:"noise"`
+}
+
+// FMPNoiseMsg2 labels the two parts of the 57-byte Noise message.
+type FMPNoiseMsg2 struct {
+	Hex            fmpHexBytes `json:"hex"`
+	Ephemeral      fmpHexBytes `json:"ephemeral"`       // 33
+	EncryptedEpoch fmpHexBytes `json:"encrypted_epoch"` // 24
+}
+
+// FMPFrame is the dissection of an established frame's cleartext.
+type FMPFrame struct {
+	Layer         string      `json:"layer"`
+	Type          string      `json:"type"` // "frame"
+	Phase         uint8       `json:"phase"`
+	Flags         uint8       `json:"flags"`
+	FlagNames     []string    `json:"flag_names"` // K, CE, SP, and reserved=0x.. if any other bit is set
+	PayloadLen    uint16      `json:"payload_len"`
+	ReceiverIndex uint32      `json:"receiver_idx"`
+	Counter       uint64      `json:"counter"`
+	AAD           fmpHexBytes `json:"aad"`
+	// CiphertextLen counts ciphertext and tag: what AEAD Open is given.
+	CiphertextLen int         `json:"ciphertext_len"`
+	Tag           fmpHexBytes `json:"tag"`
+}
+
+func fmpPacket(b []byte) (any, error) {
+	p, err := wire.ParseFMPPrefix(b)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Phase {
+	case wire.FMPPhaseMsg1:
+		m, err := wire.ParseFMPMsg1(b)
+		if err != nil {
+			return nil, err
+		}
+		return FMPMsg1{
+			Layer: "fmp", Type: "msg1", Phase: p.Phase, Flags: p.Flags, PayloadLen: p.PayloadLen,
+			SenderIndex: m.SenderIndex,
+			Noise: FMPNoiseMsg1{
+				Hex:             m.Noise,
+				Ephemeral:       m.Ephemeral(),
+				EncryptedStatic: m.EncryptedStatic(),
+				EncryptedEpoch:  m.EncryptedEpoch(),
+			},
+		}, nil
+	case wire.FMPPhaseMsg2:
+		m, err := wire.ParseFMPMsg2(b)
+		if err != nil {
+			return nil, err
+		}
+		return FMPMsg2{
+			Layer: "fmp", Type: "msg2", Phase: p.Phase, Flags: p.Flags, PayloadLen: p.PayloadLen,
+			SenderIndex: m.SenderIndex, ReceiverIndex: m.ReceiverIndex,
+			Noise: FMPNoiseMsg2{Hex: m.Noise, Ephemeral: m.Ephemeral(), EncryptedEpoch: m.EncryptedEpoch()},
+		}, nil
+	default:
+		// ParseFMPFrame reports version and unknown phases as well.
+		f, err := wire.ParseFMPFrame(b)
+		if err != nil {
+			return nil, err
+		}
+		return FMPFrame{
+			Layer: "fmp", Type: "frame", Phase: p.Phase, Flags: f.Flags, FlagNames: fmpFlagNames(f.Flags),
+			PayloadLen: p.PayloadLen, ReceiverIndex: f.ReceiverIndex, Counter: f.Counter,
+			AAD: f.AAD(), CiphertextLen: len(f.Sealed), Tag: f.Sealed[len(f.Sealed)-wire.FMPTagSize:],
+		}, nil
+	}
+}
+
+func fmpFlagNames(f uint8) []string {
+	names := []string{}
+	for _, n := range []struct {
+		bit  uint8
+		name string
+	}{{wire.FMPFlagK, "K"}, {wire.FMPFlagCE, "CE"}, {wire.FMPFlagSP, "SP"}} {
+		if f&n.bit != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if r := f &^ (wire.FMPFlagK | wire.FMPFlagCE | wire.FMPFlagSP); r != 0 {
+		names = append(names, fmt.Sprintf("reserved=0x%02x", r))
+	}
+	return names
+}
+
+// FMPPlaintext is the dissection of a decrypted FMP frame plaintext.
+type FMPPlaintext struct {
+	Layer       string `json:"layer"`     // "fmp-inner"
+	Timestamp   uint32 `json:"timestamp"` // ms since the link session started
+	MsgType     uint8  `json:"msg_type"`
+	MsgTypeName string `json:"msg_type_name"`
+	Body        any    `json:"body"`
+}
+
+// FMPSessionDatagram is a SessionDatagram body; the FSP packet it carries
+// is dissected in FSP, or FSPError says why it could not be.
+type FMPSessionDatagram struct {
+	TTL        uint8             `json:"ttl"`
+	PathMTU    uint16            `json:"path_mtu"`
+	Src        identity.NodeAddr `json:"src"`
+	Dest       identity.NodeAddr `json:"dest"`
+	PayloadLen int               `json:"payload_len"`
+	FSP        any               `json:"fsp,omitempty"`
+	FSPError   string            `json:"fsp_error,omitempty"`
+}
+
+// FMPAncestryEntry is one hop of a TreeAnnounce ancestry.
+type FMPAncestryEntry struct {
+	NodeAddr  identity.NodeAddr `json:"node_addr"`
+	Sequence  uint64            `json:"sequence"`
+	Timestamp uint64            `json:"timestamp"`
+}
+
+// FMPTreeAnnounce is a TreeAnnounce body. AncestryError carries the
+// reason the ancestry would be refused after signature checking, if any.
+type FMPTreeAnnounce struct {
+	Version       uint8              `json:"version"`
+	Sequence      uint64             `json:"sequence"`
+	Timestamp     uint64             `json:"timestamp"` // Unix seconds
+	Node          identity.NodeAddr  `json:"node"`
+	Parent        identity.NodeAddr  `json:"parent"`
+	IsRoot        bool               `json:"is_root"`
+	Ancestry      []FMPAncestryEntry `json:"ancestry"`
+	Signature     fmpHexBytes        `json:"signature"`
+	AncestryError string             `json:"ancestry_error,omitempty"`
+}
+
+// FMPFilterAnnounce summarises a FilterAnnounce: the set bits, not 1 KiB of hex.
+type FMPFilterAnnounce struct {
+	Sequence    uint64 `json:"sequence"`
+	HashCount   uint8  `json:"hash_count"`
+	SizeClass   uint8  `json:"size_class"`
+	FilterBytes int    `json:"filter_bytes"`
+	BitsSet     int    `json:"bits_set"`
+}
+
+// FMPLookupRequest is a LookupRequest body. request_id is a string because
+// it is a random u64 that JSON numbers in most consumers cannot hold.
+type FMPLookupRequest struct {
+	RequestID    uint64              `json:"request_id,string"`
+	Target       identity.NodeAddr   `json:"target"`
+	Origin       identity.NodeAddr   `json:"origin"`
+	TTL          uint8               `json:"ttl"`
+	MinMTU       uint16              `json:"min_mtu"`
+	OriginCoords []identity.NodeAddr `json:"origin_coords"`
+}
+
+// FMPLookupResponse is a LookupResponse body.
+type FMPLookupResponse struct {
+	RequestID    uint64              `json:"request_id,string"`
+	Target       identity.NodeAddr   `json:"target"`
+	PathMTU      uint16              `json:"path_mtu"`
+	TargetCoords []identity.NodeAddr `json:"target_coords"`
+	Proof        fmpHexBytes         `json:"proof"`
+}
+
+// FMPDisconnect is a Disconnect body. Reason is the byte as sent;
+// ReasonName is what it decodes to (unknown codes read as Other).
+type FMPDisconnect struct {
+	Reason     uint8  `json:"reason"`
+	ReasonName string `json:"reason_name"`
+}
+
+// FMPHeartbeat is the (empty) Heartbeat body.
+type FMPHeartbeat struct{}
+
 func fmpInner(b []byte) (any, error) {
-	return nil, errors.New("FMP inner dissector not implemented yet")
+	in, err := wire.ParseFMPInner(b)
+	if err != nil {
+		return nil, err
+	}
+	t := in.Type()
+	body, err := fmpLinkBody(t, in.Message)
+	if err != nil {
+		return nil, err
+	}
+	return FMPPlaintext{Layer: "fmp-inner", Timestamp: in.Timestamp, MsgType: uint8(t), MsgTypeName: t.String(), Body: body}, nil
+}
+
+func fmpLinkBody(t wire.MsgType, m []byte) (any, error) {
+	switch t {
+	case wire.MsgSessionDatagram:
+		d, err := wire.ParseSessionDatagram(m)
+		if err != nil {
+			return nil, err
+		}
+		v := FMPSessionDatagram{TTL: d.TTL, PathMTU: d.PathMTU, Src: d.Src, Dest: d.Dest, PayloadLen: len(d.Payload)}
+		if fsp, err := fspPacket(d.Payload); err != nil {
+			v.FSPError = err.Error()
+		} else {
+			v.FSP = fsp
+		}
+		return v, nil
+	case wire.MsgSenderReport:
+		r, err := wire.ParseSenderReport(m)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	case wire.MsgReceiverReport:
+		r, err := wire.ParseReceiverReport(m)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	case wire.MsgTreeAnnounce:
+		a, err := wire.ParseTreeAnnounce(m)
+		if err != nil {
+			return nil, err
+		}
+		v := FMPTreeAnnounce{
+			Version: m[1], Sequence: a.Sequence, Timestamp: a.Timestamp,
+			Node: a.Node(), Parent: a.Parent, IsRoot: a.IsRoot(), Signature: a.Signature,
+			Ancestry: make([]FMPAncestryEntry, a.Ancestry.Len()),
+		}
+		for i := range v.Ancestry {
+			e := a.Ancestry.At(i)
+			v.Ancestry[i] = FMPAncestryEntry{NodeAddr: e.NodeAddr, Sequence: e.Sequence, Timestamp: e.Timestamp}
+		}
+		if err := a.Validate(); err != nil {
+			v.AncestryError = err.Error()
+		}
+		return v, nil
+	case wire.MsgFilterAnnounce:
+		f, err := wire.ParseFilterAnnounce(m)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, x := range f.Filter {
+			n += bits.OnesCount8(x)
+		}
+		return FMPFilterAnnounce{Sequence: f.Sequence, HashCount: f.HashCount, SizeClass: f.SizeClass, FilterBytes: len(f.Filter), BitsSet: n}, nil
+	case wire.MsgLookupRequest:
+		r, err := wire.ParseLookupRequest(m)
+		if err != nil {
+			return nil, err
+		}
+		return FMPLookupRequest{RequestID: r.RequestID, Target: r.Target, Origin: r.Origin, TTL: r.TTL, MinMTU: r.MinMTU, OriginCoords: r.OriginCoords.Addrs()}, nil
+	case wire.MsgLookupResponse:
+		r, err := wire.ParseLookupResponse(m)
+		if err != nil {
+			return nil, err
+		}
+		return FMPLookupResponse{RequestID: r.RequestID, Target: r.Target, PathMTU: r.PathMTU, TargetCoords: r.TargetCoords.Addrs(), Proof: r.Proof}, nil
+	case wire.MsgDisconnect:
+		d, err := wire.ParseDisconnect(m)
+		if err != nil {
+			return nil, err
+		}
+		return FMPDisconnect{Reason: m[1], ReasonName: d.Reason.String()}, nil
+	case wire.MsgHeartbeat:
+		if _, err := wire.ParseHeartbeat(m); err != nil {
+			return nil, err
+		}
+		return FMPHeartbeat{}, nil
+	}
+	return nil, fmt.Errorf("%w 0x%02x (receivers drop it)", wire.ErrType, uint8(t))
 }
