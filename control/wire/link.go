@@ -236,8 +236,14 @@ func ParseTreeAnnounce(b []byte) (TreeAnnounce, error) {
 // Node is the declaring node (ancestry entry 0).
 func (t TreeAnnounce) Node() identity.NodeAddr { return t.Ancestry.addrAt(0) }
 
-// Root is the advertised root (the last ancestry entry).
-func (t TreeAnnounce) Root() identity.NodeAddr { return t.Ancestry.addrAt(t.Ancestry.Len() - 1) }
+// Root is the advertised root (the last ancestry entry), or the zero
+// address for an ancestry no parsed message can have: an empty one.
+func (t TreeAnnounce) Root() identity.NodeAddr {
+	if t.Ancestry.Len() == 0 {
+		return identity.NodeAddr{}
+	}
+	return t.Ancestry.addrAt(t.Ancestry.Len() - 1)
+}
 
 // IsRoot reports whether the node declares itself root (parent == self).
 func (t TreeAnnounce) IsRoot() bool { return t.Parent == t.Node() }

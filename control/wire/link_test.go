@@ -291,6 +291,11 @@ func TestTreeAnnounceMarshalRejects(t *testing.T) {
 	if _, err := bad.MarshalTo(buf); !errors.Is(err, wire.ErrValue) {
 		t.Fatalf("empty ancestry: %v", err)
 	}
+	// A hand-built announce with no ancestry neither panics nor validates.
+	if (wire.TreeAnnounce{}).Root() != (identity.NodeAddr{}) || (wire.TreeAnnounce{}).Node() != (identity.NodeAddr{}) {
+		t.Fatal("empty ancestry has a node or root")
+	}
+	fmpWantKind(t, wire.TreeAnnounce{}.Validate(), wire.ErrValue)
 	bad = good
 	bad.Ancestry = bad.Ancestry[:31]
 	if _, err := bad.MarshalTo(buf); !errors.Is(err, wire.ErrValue) {
