@@ -277,7 +277,7 @@ func TestTamperEveryByte(t *testing.T) {
 			refCT, _ := ref.Seal(nil, 0, nil, []byte("probe"))
 			for idx, size := range p.sizes {
 				for pos := range size {
-					for _, mask := range []byte{0x01, 0x80, 0xff} {
+					for _, mask := range []byte{0x01, 0x80} {
 						si, _, err := p.run(a, b, b.PubKey(), func(i int, m []byte) {
 							if i == idx {
 								m[pos] ^= mask

@@ -85,9 +85,7 @@ func (c *CipherState) Open(dst []byte, counter uint64, ad, ciphertext []byte) ([
 	if len(ciphertext) < TagSize {
 		return nil, ErrMessageTooShort
 	}
-	if len(ciphertext) > MaxMessageSize {
-		return nil, ErrMessageTooLarge
-	}
+	// No upper bound, as upstream: only Seal enforces MaxPlaintextSize.
 	nonce := noncePool.Get().(*[chacha20poly1305.NonceSize]byte)
 	binary.LittleEndian.PutUint64(nonce[4:], counter)
 	out, err := c.aead.Open(dst, nonce[:], ciphertext, ad)
