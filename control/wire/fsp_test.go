@@ -249,7 +249,7 @@ func TestFSPPrefixPinned(t *testing.T) {
 // fspEncryptedVector builds by hand an encrypted message with CP|K,
 // counter 0xDEADBEEF12345678, src coords [1,2,F0], dest coords [3,F0] and a
 // 20-byte ciphertext+tag filler (payload_len 4).
-func fspEncryptedVector(t *testing.T) []byte {
+func fspEncryptedVector(t testing.TB) []byte {
 	return fspCat(
 		fspHex(t, "00 03 04 00"),             // ver 0 phase 0, CP|K, payload_len 4
 		fspHex(t, "78 56 34 12 ef be ad de"), // counter LE
@@ -387,7 +387,7 @@ func TestFSPEncryptedRejects(t *testing.T) {
 
 // fspSetupVector is a SessionSetup built by hand: flags 0, src [1,2,F0],
 // dest [3,F0] and the XK msg1 vector: 44 + 16·5 = 124 bytes.
-func fspSetupVector(t *testing.T) []byte {
+func fspSetupVector(t testing.TB) []byte {
 	return fspCat(
 		fspHex(t, "01 00 78 00"), // phase 1, flags 0, payload_len 120
 		fspHex(t, "00"),          // session flags
@@ -519,7 +519,7 @@ func TestSessionSetupRejects(t *testing.T) {
 // fspAckVector is a SessionAck built by hand: flags 0, src (the
 // acknowledger's) [7,8,F0], dest (the initiator's) [3,4,F0] and the XK msg2
 // vector: 68 + 16·6 = 164 bytes.
-func fspAckVector(t *testing.T) []byte {
+func fspAckVector(t testing.TB) []byte {
 	return fspCat(
 		fspHex(t, "02 00 a0 00"), // phase 2, flags 0, payload_len 160
 		fspHex(t, "00"),

@@ -42,7 +42,7 @@ func fspSampleRR() wire.ReceiverReport {
 
 // The 44 field bytes of fspSampleSR, at the offsets of the digest §3.5
 // minus 4.
-func fspSRFields(t *testing.T) []byte {
+func fspSRFields(t testing.TB) []byte {
 	return fspCat(
 		fspHex(t, "64 00 00 00 00 00 00 00"), // [4]  interval_start_counter 100
 		fspHex(t, "c8 00 00 00 00 00 00 00"), // [12] interval_end_counter 200
@@ -54,7 +54,7 @@ func fspSRFields(t *testing.T) []byte {
 }
 
 // The 64 field bytes of fspSampleRR.
-func fspRRFields(t *testing.T) []byte {
+func fspRRFields(t testing.TB) []byte {
 	return fspCat(
 		fspHex(t, "c3 00 00 00 00 00 00 00"), // [4]  highest_counter 195
 		fspHex(t, "1c 25 00 00 00 00 00 00"), // [12] cumulative_packets_recv 9500
