@@ -195,6 +195,7 @@ func (m *Manager) msg1FromActivePeer(now time.Time, p *Peer, hs *noise.IKRespond
 		return
 	}
 	p.pending = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, kbit: !p.kbit}
+	p.pendingAt = now
 	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.pending}
 	p.dampenUntil = now.Add(m.cfg.RekeyDampening)
 	m.stats.RekeysResponded++

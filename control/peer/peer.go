@@ -34,6 +34,7 @@ type Peer struct {
 	lastHB   time.Time
 
 	cur, prev, pending *linkSession
+	pendingAt          time.Time // when pending was created (responder side)
 	prevDrainUntil     time.Time
 	kbit               bool
 	rekey              *leg // our rekey handshake in flight

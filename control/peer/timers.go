@@ -108,6 +108,13 @@ func (m *Manager) Tick(now time.Time) {
 		}
 	}
 	for _, p := range m.peers {
+		// A rekey we answered whose initiator never cut over (it gave up,
+		// or every frame since was lost) must not block later rekeys.
+		if p.pending != nil && now.Sub(p.pendingAt) >= m.cfg.HandshakeTimeout {
+			delete(m.byIndex, linkKey{p.Transport, p.pending.ourIndex})
+			p.pending = nil
+			m.stats.RekeysAbandoned++
+		}
 		if p.prev != nil && !now.Before(p.prevDrainUntil) {
 			delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
 			p.prev = nil
@@ -140,6 +147,9 @@ func (m *Manager) Tick(now time.Time) {
 				continue
 			}
 			budget--
+			// The entry stays (the next failure counts up from it); the
+			// handshake's own timeout reschedules it.
+			st.nextDial = now.Add(m.cfg.HandshakeTimeout + m.cfg.RetryMax)
 			m.dialStatic(now, st)
 		}
 	}
