@@ -22,7 +22,7 @@ func fspAddr(v byte) identity.NodeAddr {
 // fspA renders fspAddr(v) as the dissector does.
 func fspA(v string) string { return `"` + v + strings.Repeat("0", 30) + `"` }
 
-func fspEnc(t *testing.T, m interface {
+func fspEnc(t testing.TB, m interface {
 	Len() int
 	MarshalTo([]byte) (int, error)
 }) []byte {
@@ -232,4 +232,41 @@ func TestFSPDissectRejects(t *testing.T) {
 			t.Errorf("%s: got %v, want a %v DecodeError", c.name, err, c.kind)
 		}
 	}
+}
+
+// FuzzFSPDissect checks that the FSP dissectors never panic, fail only
+// with a *DecodeError, and produce values that marshal to JSON.
+func FuzzFSPDissect(f *testing.F) {
+	for _, s := range [][]byte{
+		fspEnc(f, wire.FSPEncrypted{Header: wire.FSPHeader{Flags: wire.FSPFlagCP, PayloadLen: 0}, SrcCoords: wire.CoordsOf(fspAddr(1)), Ciphertext: make([]byte, 16)}),
+		fspEnc(f, wire.SessionSetup{SrcCoords: wire.CoordsOf(fspAddr(1)), DestCoords: wire.CoordsOf(fspAddr(2)), Handshake: make([]byte, 33)}),
+		fspEnc(f, wire.SessionAck{SrcCoords: wire.CoordsOf(fspAddr(1)), DestCoords: wire.CoordsOf(fspAddr(2)), Handshake: make([]byte, 57)}),
+		fspEnc(f, wire.SessionMsg3{Handshake: make([]byte, 73)}),
+		fspEnc(f, wire.PathBroken{LastKnownCoords: wire.CoordsOf(fspAddr(3))}),
+		fspEnc(f, wire.MtuExceeded{MTU: 1280}),
+		{0, 0, 0, 0, 0x10, 1, 0, 1, 0, 1, 0, 0x60, 0, 0, 0, 6, 64, 0xAA},
+		{0, 0, 0, 0, 0x12, 0},
+		{0, 0, 0, 0, 0x14, 0},
+		nil,
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, inner bool) {
+		layer := dissect.FSP
+		if inner {
+			layer = dissect.FSPInner
+		}
+		v, err := dissect.Decode(b, layer)
+		if err != nil {
+			var de *wire.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %q (%T) is not a *DecodeError", err, err)
+			}
+			return
+		}
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("json: %v", err)
+		}
+	})
 }
