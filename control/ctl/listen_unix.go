@@ -1,0 +1,137 @@
+//go:build unix
+
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Socket and managed-parent modes (upstream's sockbind policy).
+const (
+	socketMode fs.FileMode = 0o770
+	parentMode fs.FileMode = 0o750
+)
+
+// SocketGroup is the group given access to the control socket.
+const SocketGroup = "fips"
+
+func listenPlatform(path string, log *slog.Logger, chown func(string)) (net.Listener, string, string, error) {
+	parent := filepath.Dir(path)
+	created, err := ensureSocketParent(parent)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("control socket directory %s: %w", parent, err)
+	}
+	if created {
+		log.Debug("Created private socket directory", "path", parent, "socket", "control")
+	}
+	managed := created || IsManagedSocketParent(parent, HostPathEnv())
+
+	if _, err := os.Stat(path); err == nil {
+		if err := removeStaleSocket(path, log); err != nil {
+			return nil, "", "", err
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, "", "", err
+	}
+	// Removal is explicit at shutdown, after in-flight connections finish.
+	ln.SetUnlinkOnClose(false)
+	fail := func(err error) (net.Listener, string, string, error) {
+		ln.Close()
+		os.Remove(path)
+		return nil, "", "", err
+	}
+	if err := os.Chmod(path, socketMode); err != nil {
+		return fail(err)
+	}
+	chown(path)
+	if managed {
+		if err := os.Chmod(parent, parentMode); err != nil {
+			return fail(err)
+		}
+		chown(parent)
+	}
+	log.Info("Control socket listening", "path", path)
+	return ln, path, path, nil
+}
+
+// ensureSocketParent creates parent (and missing ancestors) and reports
+// whether this call created the leaf itself: only a leaf we created, or a
+// canonical runtime directory, has its mode and group set.
+func ensureSocketParent(parent string) (bool, error) {
+	if parent == "" {
+		return false, nil
+	}
+	err := os.Mkdir(parent, 0o777)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		if fi, serr := os.Stat(parent); serr == nil && fi.IsDir() {
+			return false, nil
+		}
+		return false, err
+	case errors.Is(err, fs.ErrNotExist):
+		ancestor := filepath.Dir(parent)
+		if ancestor == parent {
+			return false, err
+		}
+		if _, err := ensureSocketParent(ancestor); err != nil {
+			return false, err
+		}
+		return ensureSocketParent(parent)
+	}
+	return false, err
+}
+
+// removeStaleSocket removes a socket file nobody listens on (an unclean
+// exit). A live listener is an error, so two daemons cannot share a path.
+func removeStaleSocket(path string, log *slog.Logger) error {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("control socket already in use: %s: %w", path, syscall.EADDRINUSE)
+	}
+	log.Debug("Removing stale socket", "path", path, "socket", "control")
+	return os.Remove(path)
+}
+
+func removeSocketFile(path string, log *slog.Logger) {
+	if _, err := os.Lstat(path); err != nil {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		log.Warn("Failed to remove socket file", "path", path, "socket", "control", "error", err)
+		return
+	}
+	log.Debug("Socket file removed", "path", path, "socket", "control")
+}
+
+// chownFipsGroup gives path to group fips, best effort: no such group is
+// normal on a developer machine (debug), a failing chown is a warning.
+func chownFipsGroup(path string, log *slog.Logger) {
+	g, err := user.LookupGroup(SocketGroup)
+	if err != nil {
+		log.Debug("'fips' group not found, skipping chown", "path", path)
+		return
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return
+	}
+	if err := os.Chown(path, -1, gid); err != nil {
+		log.Warn("Failed to chown socket to 'fips' group", "path", path, "error", err)
+	}
+}
+
+func acceptPeer(net.Conn, *slog.Logger) bool { return true }
