@@ -9,12 +9,14 @@ import (
 // SessionDatagram. Its packets have no length field of their own: an FSP
 // packet runs to the end of the datagram payload.
 //
-// Decoding policy, shared with signals.go: every length must be exact
-// (payload_len, handshake_len, trailing bytes), the version nibble must be 0,
-// and reserved bits and bytes are ignored on decode and written as zero on
-// encode. Upstream checks fewer lengths than this, but it never sends a
-// packet these checks refuse, so interoperability is unaffected and a
-// malformed packet stops here instead of deeper in the session code.
+// Decoding policy, shared with signals.go and mmp.go: every length must be
+// exact (payload_len, handshake_len, no trailing bytes), the version nibble
+// must be 0, and reserved bits and bytes are ignored on decode and written
+// as zero on encode. Upstream is looser: it ignores payload_len and
+// trailing bytes of these packets, and the version nibble outside encrypted
+// messages. It never sends a packet these checks refuse, so
+// interoperability is unaffected, and a malformed packet stops here rather
+// than deeper in the session code.
 
 // FSP prefix and header constants.
 const (
@@ -104,7 +106,7 @@ func (p FSPPrefix) MarshalTo(b []byte) (int, error) {
 		return 0, errBuffer("FSP prefix", len(b), FSPPrefixSize)
 	}
 	putFSPPrefix(b, p.Phase, p.Flags, p.PayloadLen)
-	b[0] |= p.Version << 4
+	b[0] = p.Version<<4 | p.Phase&0x0F // any version, unlike the message encoders
 	return FSPPrefixSize, nil
 }
 

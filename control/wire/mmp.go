@@ -20,11 +20,8 @@ const (
 	senderReportFieldsSize   = 44
 	receiverReportFieldsSize = 64
 
-	// Link message types of the reports.
-	mmpLinkSenderReport   = 0x01
-	mmpLinkReceiverReport = 0x02
-	mmpLinkReserved       = 3
-	mmpSessionReserved    = 2
+	mmpLinkReserved    = 3
+	mmpSessionReserved = 2
 )
 
 // SenderReport is what the sender of a link or session counted over the
@@ -43,7 +40,7 @@ type SenderReport struct {
 // first, 48 bytes).
 func ParseSenderReport(b []byte) (SenderReport, error) {
 	const msg = "SenderReport"
-	if err := checkLinkReport(b, msg, mmpLinkSenderReport, SenderReportSize); err != nil {
+	if err := checkLinkReport(b, msg, MsgSenderReport, SenderReportSize); err != nil {
 		return SenderReport{}, err
 	}
 	return parseSenderReportFields(b[1+mmpLinkReserved:]), nil
@@ -57,7 +54,7 @@ func (r SenderReport) MarshalTo(b []byte) (int, error) {
 	if len(b) < SenderReportSize {
 		return 0, errBuffer("SenderReport", len(b), SenderReportSize)
 	}
-	b[0] = mmpLinkSenderReport
+	b[0] = byte(MsgSenderReport)
 	clear(b[1 : 1+mmpLinkReserved])
 	r.putFields(b[1+mmpLinkReserved:])
 	return SenderReportSize, nil
@@ -112,7 +109,7 @@ type ReceiverReport struct {
 // first, 68 bytes).
 func ParseReceiverReport(b []byte) (ReceiverReport, error) {
 	const msg = "ReceiverReport"
-	if err := checkLinkReport(b, msg, mmpLinkReceiverReport, ReceiverReportSize); err != nil {
+	if err := checkLinkReport(b, msg, MsgReceiverReport, ReceiverReportSize); err != nil {
 		return ReceiverReport{}, err
 	}
 	return parseReceiverReportFields(b[1+mmpLinkReserved:]), nil
@@ -126,7 +123,7 @@ func (r ReceiverReport) MarshalTo(b []byte) (int, error) {
 	if len(b) < ReceiverReportSize {
 		return 0, errBuffer("ReceiverReport", len(b), ReceiverReportSize)
 	}
-	b[0] = mmpLinkReceiverReport
+	b[0] = byte(MsgReceiverReport)
 	clear(b[1 : 1+mmpLinkReserved])
 	r.putFields(b[1+mmpLinkReserved:])
 	return ReceiverReportSize, nil
@@ -231,12 +228,12 @@ func (r SessionReceiverReport) MarshalTo(b []byte) (int, error) {
 
 // checkLinkReport checks type and exact size of a link report. Upstream
 // tolerates trailing bytes but never sends them.
-func checkLinkReport(b []byte, msg string, typ byte, size int) error {
+func checkLinkReport(b []byte, msg string, typ MsgType, size int) error {
 	if len(b) < 1 {
 		return errTruncated(msg, "msg_type", 0, 1)
 	}
-	if b[0] != typ {
-		return errKind(ErrType, msg, "msg_type", fmt.Sprintf("got 0x%02x, want 0x%02x", b[0], typ))
+	if MsgType(b[0]) != typ {
+		return errKind(ErrType, msg, "msg_type", fmt.Sprintf("got 0x%02x, want 0x%02x", b[0], uint8(typ)))
 	}
 	return fixedBody(b, msg, size)
 }
