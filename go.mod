@@ -13,4 +13,5 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1
 )

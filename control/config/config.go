@@ -1,0 +1,563 @@
+package config
+
+import (
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+)
+
+// Config is the whole of fips.yaml. The zero value is not meaningful; start
+// from Default() or one of the loaders, which apply upstream's defaults to
+// every key a file leaves out.
+type Config struct {
+	Node       NodeConfig       `yaml:"node"`
+	TUN        TUNConfig        `yaml:"tun"`
+	DNS        DNSConfig        `yaml:"dns"`
+	Transports TransportsConfig `yaml:"transports"`
+	Peers      []PeerConfig     `yaml:"peers"`
+	// Gateway is read by fips-gateway (Linux only); nil when the file has no
+	// gateway section. Upstream parses it only on Linux, and so do we.
+	Gateway *GatewayConfig `yaml:"gateway"`
+
+	// src maps a dotted key path to where the loaders found it, so
+	// validation can cite file and line.
+	src map[string]srcPos
+}
+
+// Default is the configuration of a node started with an empty fips.yaml.
+// Note that it has no transports, so such a node would not start; the
+// shipped fips.yaml enables UDP and TCP.
+func Default() *Config {
+	return &Config{
+		Node: defaultNodeConfig(),
+		TUN:  defaultTUNConfig(),
+		DNS:  defaultDNSConfig(),
+	}
+}
+
+// NodeConfig is node.*.
+type NodeConfig struct {
+	Identity              IdentityConfig `yaml:"identity"`
+	LeafOnly              bool           `yaml:"leaf_only"`
+	TickIntervalSecs      uint64         `yaml:"tick_interval_secs"`
+	BaseRTTMs             uint64         `yaml:"base_rtt_ms"`
+	HeartbeatIntervalSecs uint64         `yaml:"heartbeat_interval_secs"`
+	LinkDeadTimeoutSecs   uint64         `yaml:"link_dead_timeout_secs"`
+	// DrainTimeoutSecs bounds the shutdown drain (undocumented upstream).
+	DrainTimeoutSecs uint64           `yaml:"drain_timeout_secs"`
+	Limits           LimitsConfig     `yaml:"limits"`
+	RateLimit        RateLimitConfig  `yaml:"rate_limit"`
+	Retry            RetryConfig      `yaml:"retry"`
+	Cache            CacheConfig      `yaml:"cache"`
+	Lookup           LookupConfig     `yaml:"lookup"`
+	Rendezvous       RendezvousConfig `yaml:"rendezvous"`
+	Tree             TreeConfig       `yaml:"tree"`
+	Bloom            BloomConfig      `yaml:"bloom"`
+	Session          SessionConfig    `yaml:"session"`
+	Buffers          BuffersConfig    `yaml:"buffers"`
+	Control          ControlConfig    `yaml:"control"`
+	NativeAPI        NativeAPIConfig  `yaml:"native_api"`
+	MMP              MMPConfig        `yaml:"mmp"`
+	SessionMMP       MMPConfig        `yaml:"session_mmp"`
+	ECN              ECNConfig        `yaml:"ecn"`
+	Rekey            RekeyConfig      `yaml:"rekey"`
+	// LogLevel is node.log_level as written; "" when absent. Use
+	// SlogLevel (or ParseLogLevel) for its meaning.
+	LogLevel string `yaml:"log_level"`
+}
+
+func defaultNodeConfig() NodeConfig {
+	return NodeConfig{
+		TickIntervalSecs:      1,
+		BaseRTTMs:             100,
+		HeartbeatIntervalSecs: 10,
+		LinkDeadTimeoutSecs:   30,
+		DrainTimeoutSecs:      2,
+		Limits:                defaultLimitsConfig(),
+		RateLimit:             defaultRateLimitConfig(),
+		Retry:                 defaultRetryConfig(),
+		Cache:                 defaultCacheConfig(),
+		Lookup:                defaultLookupConfig(),
+		Rendezvous:            defaultRendezvousConfig(),
+		Tree:                  defaultTreeConfig(),
+		Bloom:                 defaultBloomConfig(),
+		Session:               defaultSessionConfig(),
+		Buffers:               defaultBuffersConfig(),
+		Control:               defaultControlConfig(),
+		NativeAPI:             defaultNativeAPIConfig(),
+		MMP:                   defaultMMPConfig(),
+		SessionMMP:            defaultMMPConfig(),
+		ECN:                   defaultECNConfig(),
+		Rekey:                 defaultRekeyConfig(),
+	}
+}
+
+// SlogLevel is node.log_level as a slog level (see ParseLogLevel).
+func (n NodeConfig) SlogLevel() slog.Level { return ParseLogLevel(n.LogLevel) }
+
+// DrainTimeout is node.drain_timeout_secs as a duration.
+func (n NodeConfig) DrainTimeout() time.Duration {
+	return time.Duration(min(n.DrainTimeoutSecs, uint64(math.MaxInt64/int64(time.Second)))) * time.Second
+}
+
+// LevelTrace is the slog level node.log_level "trace" maps to: below Debug,
+// as tracing's TRACE is below DEBUG.
+const LevelTrace = slog.LevelDebug - 4
+
+// ParseLogLevel applies upstream's node.log_level rule: trace, debug, info,
+// warn or warning, error, compared case-insensitively; anything else,
+// including the empty string, is info.
+func ParseLogLevel(s string) slog.Level {
+	switch strings.ToLower(s) {
+	case "trace":
+		return LevelTrace
+	case "debug":
+		return slog.LevelDebug
+	case "warn", "warning":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// IdentityConfig is node.identity.*.
+type IdentityConfig struct {
+	// Nsec is an explicit secret key (nsec1… or 64 hex); nil when absent.
+	// It wins over any key file.
+	Nsec *string `yaml:"nsec"`
+	// Persistent keeps fips.key across restarts.
+	Persistent bool `yaml:"persistent"`
+}
+
+// NsecValue is the explicit nsec, or "" when none is configured.
+func (i IdentityConfig) NsecValue() string {
+	if i.Nsec == nil {
+		return ""
+	}
+	return *i.Nsec
+}
+
+// LimitsConfig is node.limits.*.
+type LimitsConfig struct {
+	MaxConnections    uint `yaml:"max_connections"`
+	MaxPeers          uint `yaml:"max_peers"` // 0 = unlimited
+	MaxLinks          uint `yaml:"max_links"`
+	MaxPendingInbound uint `yaml:"max_pending_inbound"`
+}
+
+func defaultLimitsConfig() LimitsConfig {
+	return LimitsConfig{MaxConnections: 256, MaxPeers: 128, MaxLinks: 256, MaxPendingInbound: 1000}
+}
+
+// RateLimitConfig is node.rate_limit.*.
+type RateLimitConfig struct {
+	HandshakeBurst            uint32  `yaml:"handshake_burst"`
+	HandshakeRate             float64 `yaml:"handshake_rate"`
+	HandshakeTimeoutSecs      uint64  `yaml:"handshake_timeout_secs"`
+	HandshakeResendIntervalMs uint64  `yaml:"handshake_resend_interval_ms"`
+	HandshakeResendBackoff    float64 `yaml:"handshake_resend_backoff"`
+	HandshakeMaxResends       uint32  `yaml:"handshake_max_resends"`
+	// EstablishedHandshakeBurst and EstablishedHandshakeRate are nil when
+	// absent, which means "derive from node.limits.max_peers" (see
+	// Config.EstablishedHandshakeBucket); an explicit 0 is a validation
+	// error, not "unlimited".
+	EstablishedHandshakeBurst *uint32  `yaml:"established_handshake_burst"`
+	EstablishedHandshakeRate  *float64 `yaml:"established_handshake_rate"`
+	SessionSetupBurst         uint32   `yaml:"session_setup_burst"`
+	SessionSetupRate          float64  `yaml:"session_setup_rate"`
+}
+
+func defaultRateLimitConfig() RateLimitConfig {
+	return RateLimitConfig{
+		HandshakeBurst:            100,
+		HandshakeRate:             10.0,
+		HandshakeTimeoutSecs:      30,
+		HandshakeResendIntervalMs: 1000,
+		HandshakeResendBackoff:    2.0,
+		HandshakeMaxResends:       5,
+		SessionSetupBurst:         64,
+		SessionSetupRate:          16.0,
+	}
+}
+
+// EstablishedRateFloor is the lowest derived refill rate (tokens/s) of an
+// established-peer bucket.
+const EstablishedRateFloor = 1.0
+
+// DeriveEstablishedBucket sizes a bucket for msg1/SessionSetup traffic from
+// already-established peers the way upstream does: burst = maxPeers, rate =
+// maxPeers/max(rekeyAfterSecs,1) × (1+maxResends), floored at
+// EstablishedRateFloor. maxPeers 0 (unlimited) reuses the stranger bucket's
+// parameters.
+func DeriveEstablishedBucket(maxPeers uint, rekeyAfterSecs uint64, maxResends uint32, strangerBurst uint32, strangerRate float64) (uint32, float64) {
+	if maxPeers == 0 {
+		return strangerBurst, strangerRate
+	}
+	burst := uint32(math.MaxUint32)
+	if uint64(maxPeers) < math.MaxUint32 {
+		burst = uint32(maxPeers)
+	}
+	period := float64(max(rekeyAfterSecs, 1))
+	rate := float64(maxPeers) / period * (1 + float64(maxResends))
+	return burst, max(rate, EstablishedRateFloor)
+}
+
+// EstablishedHandshakeBucket is the established-link msg1 bucket: the
+// configured node.rate_limit.established_handshake_* where set, derived
+// from max_peers, rekey.after_secs and handshake_max_resends otherwise.
+func (c *Config) EstablishedHandshakeBucket() (burst uint32, rate float64) {
+	rl := c.Node.RateLimit
+	burst, rate = DeriveEstablishedBucket(c.Node.Limits.MaxPeers, c.Node.Rekey.AfterSecs,
+		rl.HandshakeMaxResends, rl.HandshakeBurst, rl.HandshakeRate)
+	if rl.EstablishedHandshakeBurst != nil {
+		burst = *rl.EstablishedHandshakeBurst
+	}
+	if rl.EstablishedHandshakeRate != nil {
+		rate = *rl.EstablishedHandshakeRate
+	}
+	return burst, rate
+}
+
+// EstablishedSessionSetupBucket is the per-link bucket for SessionSetup
+// from already-established peers; always derived (there is no key).
+func (c *Config) EstablishedSessionSetupBucket() (burst uint32, rate float64) {
+	rl := c.Node.RateLimit
+	return DeriveEstablishedBucket(c.Node.Limits.MaxPeers, c.Node.Rekey.AfterSecs,
+		rl.HandshakeMaxResends, rl.SessionSetupBurst, rl.SessionSetupRate)
+}
+
+// RetryConfig is node.retry.*.
+type RetryConfig struct {
+	MaxRetries       uint32 `yaml:"max_retries"`
+	BaseIntervalSecs uint64 `yaml:"base_interval_secs"`
+	MaxBackoffSecs   uint64 `yaml:"max_backoff_secs"`
+}
+
+func defaultRetryConfig() RetryConfig {
+	return RetryConfig{MaxRetries: 5, BaseIntervalSecs: 5, MaxBackoffSecs: 300}
+}
+
+// CacheConfig is node.cache.*.
+type CacheConfig struct {
+	CoordSize    uint   `yaml:"coord_size"`
+	CoordTTLSecs uint64 `yaml:"coord_ttl_secs"`
+	IdentitySize uint   `yaml:"identity_size"`
+}
+
+func defaultCacheConfig() CacheConfig {
+	return CacheConfig{CoordSize: 50000, CoordTTLSecs: 300, IdentitySize: 10000}
+}
+
+// LookupConfig is node.lookup.* (formerly part of node.discovery.*).
+type LookupConfig struct {
+	TTL                    uint8    `yaml:"ttl"`
+	AttemptTimeoutsSecs    []uint64 `yaml:"attempt_timeouts_secs"`
+	RecentExpirySecs       uint64   `yaml:"recent_expiry_secs"`
+	BackoffBaseSecs        uint64   `yaml:"backoff_base_secs"`
+	BackoffMaxSecs         uint64   `yaml:"backoff_max_secs"`
+	ForwardMinIntervalSecs uint64   `yaml:"forward_min_interval_secs"`
+}
+
+func defaultLookupConfig() LookupConfig {
+	return LookupConfig{
+		TTL:                    64,
+		AttemptTimeoutsSecs:    []uint64{1, 2, 4, 8},
+		RecentExpirySecs:       10,
+		ForwardMinIntervalSecs: 2,
+	}
+}
+
+// RendezvousConfig is node.rendezvous.*.
+type RendezvousConfig struct {
+	Nostr NostrConfig `yaml:"nostr"`
+	LAN   LANConfig   `yaml:"lan"`
+}
+
+func defaultRendezvousConfig() RendezvousConfig {
+	return RendezvousConfig{Nostr: defaultNostrConfig(), LAN: defaultLANConfig()}
+}
+
+// NostrPolicy is node.rendezvous.nostr.policy.
+type NostrPolicy string
+
+// Nostr advert policies.
+const (
+	NostrPolicyDisabled       NostrPolicy = "disabled"
+	NostrPolicyConfiguredOnly NostrPolicy = "configured_only"
+	NostrPolicyOpen           NostrPolicy = "open"
+)
+
+func (NostrPolicy) enumValues() []string { return []string{"disabled", "configured_only", "open"} }
+
+// NostrConfig is node.rendezvous.nostr.*. Unknown keys here are an error,
+// as upstream.
+type NostrConfig struct {
+	Enabled                      bool        `yaml:"enabled"`
+	Advertise                    bool        `yaml:"advertise"`
+	AdvertRelays                 []string    `yaml:"advert_relays"`
+	DMRelays                     []string    `yaml:"dm_relays"`
+	StunServers                  []string    `yaml:"stun_servers"`
+	ShareLocalCandidates         bool        `yaml:"share_local_candidates"`
+	App                          string      `yaml:"app"`
+	SignalTTLSecs                uint64      `yaml:"signal_ttl_secs"`
+	Policy                       NostrPolicy `yaml:"policy"`
+	OpenDiscoveryMaxPending      uint        `yaml:"open_discovery_max_pending"`
+	MaxConcurrentIncomingOffers  uint        `yaml:"max_concurrent_incoming_offers"`
+	MaxConcurrentOffersPerNpub   uint        `yaml:"max_concurrent_offers_per_npub"`
+	AdvertCacheMaxEntries        uint        `yaml:"advert_cache_max_entries"`
+	SeenSessionsMaxEntries       uint        `yaml:"seen_sessions_max_entries"`
+	AttemptTimeoutSecs           uint64      `yaml:"attempt_timeout_secs"`
+	ReplayWindowSecs             uint64      `yaml:"replay_window_secs"`
+	PunchStartDelayMs            uint64      `yaml:"punch_start_delay_ms"`
+	PunchIntervalMs              uint64      `yaml:"punch_interval_ms"`
+	PunchDurationMs              uint64      `yaml:"punch_duration_ms"`
+	AdvertTTLSecs                uint64      `yaml:"advert_ttl_secs"`
+	AdvertRefreshSecs            uint64      `yaml:"advert_refresh_secs"`
+	StartupSweepDelaySecs        uint64      `yaml:"startup_sweep_delay_secs"`
+	StartupSweepMaxAgeSecs       uint64      `yaml:"startup_sweep_max_age_secs"`
+	FailureStreakThreshold       uint32      `yaml:"failure_streak_threshold"`
+	ExtendedCooldownSecs         uint64      `yaml:"extended_cooldown_secs"`
+	WarnLogIntervalSecs          uint64      `yaml:"warn_log_interval_secs"`
+	FailureStateMaxEntries       uint        `yaml:"failure_state_max_entries"`
+	ProtocolMismatchCooldownSecs uint64      `yaml:"protocol_mismatch_cooldown_secs"`
+}
+
+func (*NostrConfig) denyUnknownKeys() {}
+
+// Upstream's built-in relay and STUN lists.
+var (
+	defaultRelays = []string{"wss://relay.damus.io", "wss://nos.lol", "wss://offchain.pub"}
+	defaultStun   = []string{
+		"stun:stun.l.google.com:19302",
+		"stun:stun.cloudflare.com:3478",
+		"stun:global.stun.twilio.com:3478",
+	}
+)
+
+func defaultNostrConfig() NostrConfig {
+	return NostrConfig{
+		Advertise:                    true,
+		AdvertRelays:                 append([]string(nil), defaultRelays...),
+		DMRelays:                     append([]string(nil), defaultRelays...),
+		StunServers:                  append([]string(nil), defaultStun...),
+		App:                          "fips-overlay-v1",
+		SignalTTLSecs:                120,
+		Policy:                       NostrPolicyConfiguredOnly,
+		OpenDiscoveryMaxPending:      64,
+		MaxConcurrentIncomingOffers:  16,
+		MaxConcurrentOffersPerNpub:   4,
+		AdvertCacheMaxEntries:        2048,
+		SeenSessionsMaxEntries:       2048,
+		AttemptTimeoutSecs:           10,
+		ReplayWindowSecs:             300,
+		PunchStartDelayMs:            2000,
+		PunchIntervalMs:              200,
+		PunchDurationMs:              10000,
+		AdvertTTLSecs:                3600,
+		AdvertRefreshSecs:            1800,
+		StartupSweepDelaySecs:        5,
+		StartupSweepMaxAgeSecs:       3600,
+		FailureStreakThreshold:       5,
+		ExtendedCooldownSecs:         1800,
+		WarnLogIntervalSecs:          300,
+		FailureStateMaxEntries:       4096,
+		ProtocolMismatchCooldownSecs: 86400,
+	}
+}
+
+func (c *NostrConfig) applyDefaults() { *c = defaultNostrConfig() }
+
+// LANConfig is node.rendezvous.lan.* (mDNS peer rendezvous).
+type LANConfig struct {
+	Enabled     bool   `yaml:"enabled"`
+	ServiceType string `yaml:"service_type"`
+	// Scope is the optional LAN scope; nil when absent.
+	Scope *string `yaml:"scope"`
+}
+
+// DefaultMDNSServiceType is node.rendezvous.lan.service_type's default.
+const DefaultMDNSServiceType = "_fips._udp.local."
+
+func defaultLANConfig() LANConfig { return LANConfig{ServiceType: DefaultMDNSServiceType} }
+
+func (c *LANConfig) applyDefaults() { *c = defaultLANConfig() }
+
+// TreeConfig is node.tree.*.
+type TreeConfig struct {
+	AnnounceMinIntervalMs uint64  `yaml:"announce_min_interval_ms"`
+	ParentHysteresis      float64 `yaml:"parent_hysteresis"`
+	HoldDownSecs          uint64  `yaml:"hold_down_secs"`
+	ReevalIntervalSecs    uint64  `yaml:"reeval_interval_secs"`
+	FlapThreshold         uint32  `yaml:"flap_threshold"`
+	FlapWindowSecs        uint64  `yaml:"flap_window_secs"`
+	FlapDampeningSecs     uint64  `yaml:"flap_dampening_secs"`
+}
+
+func defaultTreeConfig() TreeConfig {
+	return TreeConfig{
+		AnnounceMinIntervalMs: 500,
+		ParentHysteresis:      0.2,
+		HoldDownSecs:          30,
+		ReevalIntervalSecs:    60,
+		FlapThreshold:         4,
+		FlapWindowSecs:        60,
+		FlapDampeningSecs:     120,
+	}
+}
+
+// BloomConfig is node.bloom.*.
+type BloomConfig struct {
+	UpdateDebounceMs uint64  `yaml:"update_debounce_ms"`
+	MaxInboundFPR    float64 `yaml:"max_inbound_fpr"`
+}
+
+func defaultBloomConfig() BloomConfig { return BloomConfig{UpdateDebounceMs: 500, MaxInboundFPR: 0.20} }
+
+// SessionConfig is node.session.*.
+type SessionConfig struct {
+	DefaultTTL               uint8  `yaml:"default_ttl"`
+	PendingPacketsPerDest    uint   `yaml:"pending_packets_per_dest"`
+	PendingMaxDestinations   uint   `yaml:"pending_max_destinations"`
+	IdleTimeoutSecs          uint64 `yaml:"idle_timeout_secs"`
+	CoordsWarmupPackets      uint8  `yaml:"coords_warmup_packets"`
+	CoordsResponseIntervalMs uint64 `yaml:"coords_response_interval_ms"`
+}
+
+func defaultSessionConfig() SessionConfig {
+	return SessionConfig{
+		DefaultTTL:               64,
+		PendingPacketsPerDest:    16,
+		PendingMaxDestinations:   256,
+		IdleTimeoutSecs:          90,
+		CoordsWarmupPackets:      5,
+		CoordsResponseIntervalMs: 2000,
+	}
+}
+
+// BuffersConfig is node.buffers.*.
+type BuffersConfig struct {
+	PacketChannel uint `yaml:"packet_channel"`
+	TUNChannel    uint `yaml:"tun_channel"`
+	DNSChannel    uint `yaml:"dns_channel"`
+}
+
+func defaultBuffersConfig() BuffersConfig {
+	return BuffersConfig{PacketChannel: 1024, TUNChannel: 1024, DNSChannel: 64}
+}
+
+// ControlConfig is node.control.*.
+type ControlConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// SocketPath is the control socket (a TCP port number on Windows). ""
+	// means the platform default, resolved by Path at the time of use.
+	SocketPath string `yaml:"socket_path"`
+}
+
+func defaultControlConfig() ControlConfig { return ControlConfig{Enabled: true} }
+
+// Path is SocketPath, or DefaultControlSocketPath() when unset.
+func (c ControlConfig) Path() string {
+	if c.SocketPath != "" {
+		return c.SocketPath
+	}
+	return DefaultControlSocketPath()
+}
+
+// MaxPendingPerFlow is the largest node.native_api.pending_per_flow.
+const MaxPendingPerFlow = 64
+
+// NativeAPIConfig is node.native_api.* (experimental datagram API).
+type NativeAPIConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// SocketPath "" means the platform default (api.sock beside the
+	// control socket), resolved by Path.
+	SocketPath     string `yaml:"socket_path"`
+	PendingPerFlow uint   `yaml:"pending_per_flow"`
+	Backlog        uint   `yaml:"backlog"`
+	MaxFlows       uint   `yaml:"max_flows"`
+	DebugCommands  bool   `yaml:"debug_commands"`
+}
+
+func defaultNativeAPIConfig() NativeAPIConfig {
+	return NativeAPIConfig{PendingPerFlow: 16, Backlog: 16, MaxFlows: 256}
+}
+
+// Path is SocketPath, or DefaultAPISocketPath() when unset.
+func (c NativeAPIConfig) Path() string {
+	if c.SocketPath != "" {
+		return c.SocketPath
+	}
+	return DefaultAPISocketPath()
+}
+
+// MMPMode is node.mmp.mode / node.session_mmp.mode.
+type MMPMode string
+
+// MMP operating modes.
+const (
+	MMPFull        MMPMode = "full"
+	MMPLightweight MMPMode = "lightweight"
+	MMPMinimal     MMPMode = "minimal"
+)
+
+func (MMPMode) enumValues() []string { return []string{"full", "lightweight", "minimal"} }
+
+// MMPConfig is node.mmp.* and node.session_mmp.*.
+type MMPConfig struct {
+	Mode            MMPMode `yaml:"mode"`
+	LogIntervalSecs uint64  `yaml:"log_interval_secs"`
+	OWDWindowSize   uint    `yaml:"owd_window_size"`
+}
+
+func defaultMMPConfig() MMPConfig {
+	return MMPConfig{Mode: MMPFull, LogIntervalSecs: 30, OWDWindowSize: 32}
+}
+
+// ECNConfig is node.ecn.*.
+type ECNConfig struct {
+	Enabled       bool    `yaml:"enabled"`
+	LossThreshold float64 `yaml:"loss_threshold"`
+	ETXThreshold  float64 `yaml:"etx_threshold"`
+}
+
+func defaultECNConfig() ECNConfig {
+	return ECNConfig{Enabled: true, LossThreshold: 0.05, ETXThreshold: 3.0}
+}
+
+// RekeyJitterSecs is upstream's per-session rekey timer jitter (±).
+const RekeyJitterSecs = 15
+
+// RekeyConfig is node.rekey.*.
+type RekeyConfig struct {
+	Enabled       bool   `yaml:"enabled"`
+	AfterSecs     uint64 `yaml:"after_secs"`
+	AfterMessages uint64 `yaml:"after_messages"`
+}
+
+func defaultRekeyConfig() RekeyConfig {
+	return RekeyConfig{Enabled: true, AfterSecs: 120, AfterMessages: 1 << 16}
+}
+
+// TUNConfig is tun.*.
+type TUNConfig struct {
+	Enabled bool   `yaml:"enabled"`
+	Name    string `yaml:"name"` // macOS/FreeBSD: the kernel picks utunN/tunN
+	MTU     uint16 `yaml:"mtu"`
+}
+
+func defaultTUNConfig() TUNConfig { return TUNConfig{Name: "fips0", MTU: 1280} }
+
+// DNSConfig is dns.*.
+type DNSConfig struct {
+	Enabled  bool   `yaml:"enabled"`
+	BindAddr string `yaml:"bind_addr"`
+	Port     uint16 `yaml:"port"`
+	TTL      uint32 `yaml:"ttl"`
+}
+
+func defaultDNSConfig() DNSConfig {
+	return DNSConfig{Enabled: true, BindAddr: "::1", Port: 5354, TTL: 300}
+}
