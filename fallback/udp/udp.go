@@ -1,0 +1,422 @@
+// Package udp is the portable UDP transport: one socket serves every peer
+// and each datagram carries exactly one FMP packet with nothing around it.
+//
+// The receive path reads into one reusable buffer of MTU+100 bytes (the
+// headroom upstream allows, so a peer with a slightly larger MTU still gets
+// through) and copies each accepted datagram into a right-sized slice that
+// it hands to the node, which owns it from then on: one allocation per
+// packet, acceptable for the fallback path. Datagrams longer than MTU+100
+// and NAT hole-punch probes that reach the socket after it was handed to
+// FIPS are dropped here and counted as DroppedInvalid.
+package udp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Defaults and limits (transports.udp.* in fips.yaml).
+const (
+	DefaultBindAddr = "0.0.0.0:2121"
+	DefaultMTU      = 1280
+	DefaultBufSize  = 2 << 20 // SO_RCVBUF and SO_SNDBUF request
+
+	// MinMTU is the smallest MTU that can carry handshake msg1. Upstream
+	// takes any u16 here; below this a transport could never handshake.
+	MinMTU = wire.FMPMsg1Size
+	// MaxMTU is upstream's bound (the config field is a u16).
+	MaxMTU = 65535
+
+	// RecvHeadroom is how far past the MTU a received datagram may run.
+	RecvHeadroom = 100
+
+	outboundOnlyBind = "0.0.0.0:0"
+)
+
+// Options configure one UDP transport instance. Start from Defaults: the
+// zero value is not valid.
+type Options struct {
+	// BindAddr is a numeric "ip:port". "0.0.0.0:p" binds IPv4 only;
+	// "[::]:p" binds one dual-stack socket. Ignored when OutboundOnly.
+	BindAddr string
+	// MTU is the largest FMP packet sent, MinMTU..MaxMTU.
+	MTU int
+	// RecvBufSize and SendBufSize are requested for SO_RCVBUF/SO_SNDBUF;
+	// the kernel may clamp them. 0 leaves the OS default.
+	RecvBufSize, SendBufSize int
+	// OutboundOnly binds an ephemeral port (0.0.0.0:0) whatever BindAddr
+	// says, and refuses inbound handshakes.
+	OutboundOnly bool
+	// AcceptConnections admits msg1 from strangers. Forced off by OutboundOnly.
+	AcceptConnections bool
+}
+
+// Defaults returns upstream's defaults.
+func Defaults() Options {
+	return Options{
+		BindAddr:          DefaultBindAddr,
+		MTU:               DefaultMTU,
+		RecvBufSize:       DefaultBufSize,
+		SendBufSize:       DefaultBufSize,
+		AcceptConnections: true,
+	}
+}
+
+// effectiveBind returns the address the socket binds.
+func (o Options) effectiveBind() string {
+	if o.OutboundOnly {
+		return outboundOnlyBind
+	}
+	return o.BindAddr
+}
+
+// Validate reports the first problem with o.
+func (o Options) Validate() error {
+	if _, err := netip.ParseAddrPort(o.effectiveBind()); err != nil {
+		return fmt.Errorf("udp: invalid bind address %q: %w", o.BindAddr, err)
+	}
+	if o.MTU < MinMTU || o.MTU > MaxMTU {
+		return fmt.Errorf("udp: mtu %d out of range [%d, %d]", o.MTU, MinMTU, MaxMTU)
+	}
+	if o.RecvBufSize < 0 || o.SendBufSize < 0 {
+		return fmt.Errorf("udp: negative socket buffer size (recv %d, send %d)", o.RecvBufSize, o.SendBufSize)
+	}
+	return nil
+}
+
+// counters are the live Stats.
+type counters struct {
+	packetsSent, packetsRecv     atomic.Uint64
+	bytesSent, bytesRecv         atomic.Uint64
+	sendErrors, recvErrors       atomic.Uint64
+	mtuExceeded                  atomic.Uint64
+	droppedQueue, droppedInvalid atomic.Uint64
+	kernelDrops                  atomic.Uint64
+}
+
+// Transport is a UDP transport instance. It implements transport.Transport.
+type Transport struct {
+	id   transport.ID
+	name string
+	opts Options
+	bind netip.AddrPort
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	state   transport.State
+	conn    *net.UDPConn
+	local   string
+	stopCtx func() bool
+	wg      sync.WaitGroup
+
+	// send is the socket Send uses; nil before Start and after Close.
+	send   atomic.Pointer[net.UDPConn]
+	closed atomic.Bool
+
+	stats counters
+	res   *resolver
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// New validates opts and returns a transport in StateConfigured. A nil
+// log means slog.Default().
+func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transport, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	bind := netip.MustParseAddrPort(opts.effectiveBind())
+	bind = netip.AddrPortFrom(bind.Addr().Unmap(), bind.Port())
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("transport", "udp", "transport_id", uint32(id))
+	if name != "" {
+		log = log.With("name", name)
+	}
+	return &Transport{
+		id:    id,
+		name:  name,
+		opts:  opts,
+		bind:  bind,
+		log:   log,
+		state: transport.StateConfigured,
+		res:   newResolver(lookupFamily(bind)),
+	}, nil
+}
+
+// ID implements transport.Transport.
+func (t *Transport) ID() transport.ID { return t.id }
+
+// Type implements transport.Transport.
+func (t *Transport) Type() string { return "udp" }
+
+// Name implements transport.Transport.
+func (t *Transport) Name() string { return t.name }
+
+// MTU implements transport.Transport.
+func (t *Transport) MTU() int { return t.opts.MTU }
+
+// LinkMTU implements transport.Transport: UDP has one MTU for every address.
+func (t *Transport) LinkMTU(transport.Addr) int { return t.opts.MTU }
+
+// LocalAddr implements transport.Transport.
+func (t *Transport) LocalAddr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.local
+}
+
+// State implements transport.Transport.
+func (t *Transport) State() transport.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
+
+// AcceptConnections implements transport.Transport.
+func (t *Transport) AcceptConnections() bool {
+	return !t.opts.OutboundOnly && t.opts.AcceptConnections
+}
+
+// CloseConnection implements transport.Transport; UDP keeps no per-address state.
+func (t *Transport) CloseConnection(transport.Addr) {}
+
+// Stats implements transport.Transport.
+func (t *Transport) Stats() transport.Stats {
+	s := &t.stats
+	return transport.Stats{
+		PacketsSent:    s.packetsSent.Load(),
+		PacketsRecv:    s.packetsRecv.Load(),
+		BytesSent:      s.bytesSent.Load(),
+		BytesRecv:      s.bytesRecv.Load(),
+		SendErrors:     s.sendErrors.Load(),
+		RecvErrors:     s.recvErrors.Load(),
+		MTUExceeded:    s.mtuExceeded.Load(),
+		DroppedQueue:   s.droppedQueue.Load(),
+		DroppedInvalid: s.droppedInvalid.Load(),
+		KernelDrops:    s.kernelDrops.Load(),
+	}
+}
+
+// Start binds the socket and starts the receive goroutine, which runs
+// until ctx ends or Close is called. A failed Start may be retried.
+func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error {
+	if deliver == nil {
+		return errors.New("udp: nil deliver")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return fmt.Errorf("udp: start: %w", transport.ErrClosed)
+	}
+	if t.state != transport.StateConfigured && t.state != transport.StateFailed {
+		return fmt.Errorf("udp: start: already %s", t.state)
+	}
+	t.state = transport.StateStarting
+	if t.opts.OutboundOnly && t.opts.BindAddr != "" && t.opts.BindAddr != outboundOnlyBind {
+		t.log.Info("outbound_only set: bind_addr ignored, binding an ephemeral port",
+			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
+	}
+	conn, err := net.ListenUDP(listenNetwork(t.bind), net.UDPAddrFromAddrPort(t.bind))
+	if err != nil {
+		t.state = transport.StateFailed
+		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
+	}
+	if err := t.configure(conn); err != nil {
+		conn.Close()
+		t.state = transport.StateFailed
+		return err
+	}
+	t.conn = conn
+	t.local = conn.LocalAddr().String()
+	t.send.Store(conn)
+	t.wg.Add(1)
+	go t.readLoop(conn, deliver)
+	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
+	t.state = transport.StateUp
+	return nil
+}
+
+// configure sets socket buffers and the kernel drop counter, and logs what
+// the kernel granted.
+func (t *Transport) configure(conn *net.UDPConn) error {
+	if n := t.opts.RecvBufSize; n > 0 {
+		if err := conn.SetReadBuffer(n); err != nil {
+			return fmt.Errorf("udp: set recv buffer: %w", err)
+		}
+	}
+	if n := t.opts.SendBufSize; n > 0 {
+		if err := conn.SetWriteBuffer(n); err != nil {
+			return fmt.Errorf("udp: set send buffer: %w", err)
+		}
+	}
+	drops := "unsupported"
+	if haveDropCounter {
+		drops = "on"
+		if err := enableDropCounting(conn); err != nil {
+			drops = "off"
+			t.log.Warn("SO_RXQ_OVFL unavailable: kernel drops will not be counted", "err", err)
+		}
+	}
+	rcv, snd, err := grantedBufSizes(conn)
+	if err != nil {
+		t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+			"kernel_drop_counter", drops, "buffers", "unknown: "+err.Error())
+		return nil
+	}
+	if rcv < t.opts.RecvBufSize {
+		t.log.Warn("UDP recv buffer clamped by kernel (raise net.core.rmem_max)",
+			"requested", t.opts.RecvBufSize, "granted", rcv)
+	}
+	if snd < t.opts.SendBufSize {
+		t.log.Warn("UDP send buffer clamped by kernel (raise net.core.wmem_max)",
+			"requested", t.opts.SendBufSize, "granted", snd)
+	}
+	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops)
+	return nil
+}
+
+// listenNetwork picks the socket family: an IPv4 bind is IPv4 only (as
+// upstream), the IPv6 wildcard is one dual-stack socket, and a specific
+// IPv6 address is IPv6 only.
+func listenNetwork(bind netip.AddrPort) string {
+	a := bind.Addr()
+	switch {
+	case a.Is4():
+		return "udp4"
+	case a.IsUnspecified():
+		return "udp"
+	default:
+		return "udp6"
+	}
+}
+
+// readLoop delivers datagrams until the socket is closed.
+func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
+	defer t.wg.Done()
+	limit := t.opts.MTU + RecvHeadroom
+	// One byte past the limit: a datagram that fills it was longer than
+	// the limit (the kernel truncates silently on Unix).
+	buf := make([]byte, limit+1)
+	rx := newReceiver(conn)
+	for {
+		n, from, drops, err := rx.recv(buf)
+		if drops != 0 {
+			t.stats.kernelDrops.Add(drops)
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if isMsgSize(err) { // Windows reports truncation as an error
+				t.stats.packetsRecv.Add(1)
+				t.stats.droppedInvalid.Add(1)
+				continue
+			}
+			t.stats.recvErrors.Add(1)
+			t.log.Warn("UDP receive error", "err", err)
+			continue
+		}
+		t.stats.packetsRecv.Add(1)
+		t.stats.bytesRecv.Add(uint64(n))
+		if n > limit {
+			t.stats.droppedInvalid.Add(1)
+			t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
+			continue
+		}
+		if wire.IsPunchPacket(buf[:n]) {
+			t.stats.droppedInvalid.Add(1)
+			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
+			continue
+		}
+		data := make([]byte, n)
+		copy(data, buf[:n])
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data}) {
+			t.stats.droppedQueue.Add(1)
+		}
+	}
+}
+
+// Send transmits one datagram. It fails with *transport.MTUError when pkt
+// is larger than the MTU.
+func (t *Transport) Send(to transport.Addr, pkt []byte) error {
+	conn := t.send.Load()
+	if conn == nil {
+		if t.closed.Load() {
+			return fmt.Errorf("udp: send: %w", transport.ErrClosed)
+		}
+		return fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
+	}
+	if len(pkt) > t.opts.MTU {
+		t.stats.mtuExceeded.Add(1)
+		return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
+	}
+	if !to.IsValid() {
+		return fmt.Errorf("udp: send: %w", transport.ErrInvalidAddress)
+	}
+	dst := to.IP
+	if t.bind.Addr().Is4() {
+		if !dst.Addr().Unmap().Is4() {
+			t.stats.sendErrors.Add(1)
+			return fmt.Errorf("udp: send to %s from an IPv4 socket: %w", to, transport.ErrInvalidAddress)
+		}
+		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+	}
+	n, err := conn.WriteToUDPAddrPort(pkt, dst)
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("udp: send: %w", transport.ErrClosed)
+		}
+		t.stats.sendErrors.Add(1)
+		return fmt.Errorf("udp: send to %s: %w", to, err)
+	}
+	t.stats.packetsSent.Add(1)
+	t.stats.bytesSent.Add(uint64(n))
+	return nil
+}
+
+// ResolveAddr turns "host:port" into an address. Numeric addresses are
+// parsed directly; host names are looked up (in the socket's address
+// family) and cached for 60 seconds.
+func (t *Transport) ResolveAddr(ctx context.Context, s string) (transport.Addr, error) {
+	ap, err := t.res.resolve(ctx, s)
+	if err != nil {
+		return transport.Addr{}, err
+	}
+	return transport.AddrFromIP(ap), nil
+}
+
+// Close stops the receive goroutine, closes the socket and waits. It is
+// idempotent; a closed transport cannot be restarted.
+func (t *Transport) Close() error {
+	var err error
+	t.mu.Lock()
+	if !t.closed.Swap(true) {
+		if t.stopCtx != nil {
+			t.stopCtx()
+		}
+		t.send.Store(nil)
+		if t.conn != nil {
+			err = t.conn.Close()
+			t.conn = nil
+			t.log.Info("UDP transport stopped")
+		}
+		t.local = ""
+		t.state = transport.StateDown
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return err
+}
