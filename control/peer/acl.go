@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,17 +76,18 @@ func (a *ACL) Reload(log *slog.Logger) bool {
 
 // Mode names the effective policy as upstream's show_acl does.
 func (a *ACL) Mode() string {
-	hasAllow := len(a.allow.keys) > 0
-	hasDeny := len(a.deny.keys) > 0
+	hasAllow, hasDeny := len(a.allow.keys) > 0, len(a.deny.keys) > 0
 	switch {
 	case a.allow.all:
 		return "allow_all"
-	case a.deny.all && hasAllow:
+	case hasAllow && a.deny.all:
+		return "allow_then_deny_all"
+	case hasAllow && hasDeny:
+		return "allow_then_deny"
+	case hasAllow:
 		return "allowlist"
 	case a.deny.all:
 		return "deny_all"
-	case hasAllow && hasDeny:
-		return "allow_then_deny"
 	case hasDeny:
 		return "denylist"
 	default:
@@ -93,36 +95,49 @@ func (a *ACL) Mode() string {
 	}
 }
 
+func (a *ACL) empty() bool {
+	return len(a.allow.keys) == 0 && len(a.deny.keys) == 0 && !a.allow.all && !a.deny.all
+}
+
 // ACLSnapshot is what show_acl reports.
 type ACLSnapshot struct {
-	AllowFile         string   `json:"allow_file"`
-	DenyFile          string   `json:"deny_file"`
-	EnforcementActive bool     `json:"enforcement_active"`
-	EffectiveMode     string   `json:"effective_mode"`
-	DefaultDecision   string   `json:"default_decision"`
-	AllowAll          bool     `json:"allow_all"`
-	DenyAll           bool     `json:"deny_all"`
-	AllowFileEntries  int      `json:"allow_file_entries"`
-	DenyFileEntries   int      `json:"deny_file_entries"`
-	AllowEntries      []string `json:"allow_entries"`
-	DenyEntries       []string `json:"deny_entries"`
+	AllowFile, DenyFile           string
+	EnforcementActive             bool
+	EffectiveMode                 string
+	DefaultDecision               string
+	AllowAll, DenyAll             bool
+	AllowFileLines, DenyFileLines []string // tokens as written, sorted, deduplicated
+	AllowEntries, DenyEntries     []string // effective npubs, sorted
 }
 
 // Snapshot reports the loaded lists.
 func (a *ACL) Snapshot() ACLSnapshot {
 	s := ACLSnapshot{
 		AllowFile: a.AllowFile, DenyFile: a.DenyFile,
-		EffectiveMode: a.Mode(), DefaultDecision: "allow",
+		EnforcementActive: !a.empty(), EffectiveMode: a.Mode(), DefaultDecision: "allow",
 		AllowAll: a.allow.all, DenyAll: a.deny.all,
-		AllowFileEntries: len(a.allow.entries), DenyFileEntries: len(a.deny.entries),
-		AllowEntries: append([]string{}, a.allow.entries...),
-		DenyEntries:  append([]string{}, a.deny.entries...),
+		AllowFileLines: sortedUnique(a.allow.entries), DenyFileLines: sortedUnique(a.deny.entries),
+		AllowEntries: npubs(a.allow.keys), DenyEntries: npubs(a.deny.keys),
 	}
-	s.EnforcementActive = s.EffectiveMode != "default_open" && s.EffectiveMode != "allow_all"
-	if a.deny.all && !a.allow.all {
+	if !a.allow.all && a.deny.all {
 		s.DefaultDecision = "deny"
 	}
 	return s
+}
+
+func sortedUnique(in []string) []string {
+	out := append([]string{}, in...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func npubs(keys map[identity.PublicKey]struct{}) []string {
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k.Npub())
+	}
+	slices.Sort(out)
+	return out
 }
 
 func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(string) (identity.PublicKey, bool), log *slog.Logger) (aclList, time.Time, bool, bool) {

@@ -26,6 +26,8 @@ type leg struct {
 	nextResend time.Time
 	resends    int
 	rekeyOf    *Peer
+	linkID     uint64
+	lastSent   time.Time
 }
 
 // ErrConnectionLimit: node.limits.max_connections handshakes are in flight.
@@ -79,8 +81,9 @@ func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, a
 	if err != nil {
 		return nil, err
 	}
+	m.nextLID++
 	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(), hs: hs,
-		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf}
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now}
 	noiseMsg, err := hs.WriteMessage1(l.pkt[8:8])
 	if err != nil {
 		return nil, fmt.Errorf("write msg1: %w", err)
@@ -171,7 +174,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	if !ok {
 		return
 	}
-	m.promote(now, pk, epoch, t, from, Inbound, sess, ourIdx, msg.SenderIndex)
+	m.promote(now, pk, epoch, t, from, Inbound, sess, ourIdx, msg.SenderIndex, 0)
 }
 
 // msg1FromActivePeer handles a msg1 from a peer whose epoch we already
@@ -279,7 +282,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			m.stats.PeerRestarts++
 			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
 			m.removePeer(now, p, "peer restarted", false)
-			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
 		}
 		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex})
@@ -287,13 +290,13 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	}
 	switch {
 	case existing == nil:
-		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	case existing.Epoch != epoch:
 		m.stats.PeerRestarts++
 		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
 			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
 		m.removePeer(now, existing, "peer restarted", false)
-		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex)
+		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	default:
 		// Both sides dialed at once. Both keep the link the smaller
 		// NodeAddr initiated, so both converge on the same session.
@@ -309,6 +312,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
 		existing.prev, existing.pending = nil, nil
 		existing.Transport, existing.Addr, existing.Direction = t, from, Outbound
+		existing.LinkID = l.linkID
 		existing.kbit = false
 		m.byIndex[linkKey{t, l.ourIndex}] = &indexEntry{peer: existing, sess: existing.cur}
 		m.byAddr[addrKey{t, from}] = existing
@@ -319,10 +323,13 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 }
 
 // promote makes a completed handshake an active peer.
-func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32) {
-	m.nextLID++
+func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32, linkID uint64) {
+	if linkID == 0 {
+		m.nextLID++
+		linkID = m.nextLID
+	}
 	p := &Peer{
-		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: m.nextLID,
+		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: linkID,
 		Transport: t, Addr: addr, Direction: dir, Epoch: epoch,
 		Since: now, LastRecv: now, lastHB: now,
 	}

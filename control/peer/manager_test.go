@@ -311,7 +311,7 @@ func TestACLDeniesBothWays(t *testing.T) {
 	if b.m.Peer(c.id.NodeAddr()) == nil || b.m.Peer(a.id.NodeAddr()) != nil {
 		t.Error("allowlist semantics wrong")
 	}
-	if acl2.Mode() != "allowlist" {
+	if acl2.Mode() != "allow_then_deny_all" {
 		t.Errorf("mode %s", acl2.Mode())
 	}
 }

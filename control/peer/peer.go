@@ -92,3 +92,9 @@ func (p *Peer) String() string {
 	}
 	return p.NodeAddr.Short()
 }
+
+// HighestRecv is the highest counter accepted on the current session.
+func (p *Peer) HighestRecv() uint64 { return p.cur.s.Replay().Highest() }
+
+// ConsecutiveDecryptFailures counts failures since the last good frame.
+func (p *Peer) ConsecutiveDecryptFailures() int { return p.decryptFailures }

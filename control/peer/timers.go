@@ -96,6 +96,7 @@ func (m *Manager) Tick(now time.Time) {
 			}
 		case l.resends < m.cfg.HandshakeMaxResends && !now.Before(l.nextResend):
 			l.resends++
+			l.lastSent = now
 			m.stats.HandshakeResends++
 			m.send(l.t, l.addr, l.pkt[:])
 			gap := float64(m.cfg.HandshakeResendInterval) * math.Pow(m.cfg.HandshakeResendBackoff, float64(l.resends))

@@ -1,0 +1,260 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// ipv6Overhead is FIPS_IPV6_OVERHEAD: transport MTU − this = IPv6 MTU.
+const ipv6Overhead = 77
+
+// Register installs the node's control-socket commands.
+func (n *Node) Register(r *ctl.Registry) {
+	r.Register("show_status", func(context.Context, json.RawMessage) (any, error) { return n.showStatus(), nil })
+	r.Register("show_peers", func(context.Context, json.RawMessage) (any, error) { return n.showPeers(), nil })
+	r.Register("show_links", func(context.Context, json.RawMessage) (any, error) { return n.showLinks(), nil })
+	r.Register("show_transports", func(context.Context, json.RawMessage) (any, error) { return n.showTransports(), nil })
+	r.Register("show_connections", func(context.Context, json.RawMessage) (any, error) { return n.showConnections(), nil })
+	r.Register("show_acl", func(context.Context, json.RawMessage) (any, error) { return n.showACL(), nil })
+	r.Register("connect", n.apiConnect)
+	r.Register("disconnect", n.apiDisconnect)
+}
+
+func msSince(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(t.UnixMilli())
+}
+
+// StatusData is show_status: every upstream key, plus fips-go additions
+// under new keys.
+type StatusData struct {
+	ctl.ShowStatus
+	// LinkLayer counts what the link layer did and refused (msg1 rate
+	// limiting, decrypt failures, unknown indices, …).
+	LinkLayer peer.Stats `json:"link_layer"`
+	// ReceiveQueueDrops counts packets dropped because the event loop's
+	// receive queue (node.buffers.packet_channel) was full.
+	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
+}
+
+func (n *Node) showStatus() StatusData {
+	s := n.Snapshot()
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "-"
+	}
+	d := StatusData{ShowStatus: ctl.ShowStatus{
+		ConnectionCount: uint64(len(s.Connections)), ControlSocket: n.opts.ControlSocket,
+		ExePath: exe, IPv6Addr: n.id.IPv6().String(), IsLeafOnly: n.opts.LeafOnly,
+		// No spanning tree yet: every node is its own root.
+		IsRoot: true, Root: n.id.NodeAddr().String(),
+		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
+		PeerCount: uint64(len(s.Peers)), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
+		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: "-",
+		TunState: "disabled", Version: n.opts.Version,
+	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops}
+	if !s.Started.IsZero() {
+		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
+	}
+	minMTU := 0
+	for _, t := range s.Transports {
+		d.TransportPeerCounts[t.Type] += 0 // configured types appear at 0
+		if t.State == transport.StateUp && (minMTU == 0 || t.MTU < minMTU) {
+			minMTU = t.MTU
+		}
+	}
+	if minMTU == 0 {
+		minMTU = 1280
+	}
+	d.EffectiveIPv6MTU = uint16(minMTU - ipv6Overhead)
+	for _, p := range s.Peers {
+		d.TransportPeerCounts[p.TransportType]++
+	}
+	return d
+}
+
+func displayName(alias, npub string) string {
+	if alias != "" {
+		return alias
+	}
+	if len(npub) > 16 {
+		return npub[:16] + "…"
+	}
+	return npub
+}
+
+func (n *Node) showPeers() ctl.ShowPeers {
+	s := n.Snapshot()
+	out := make(ctl.List[ctl.PeerInfo], 0, len(s.Peers))
+	for _, p := range s.Peers {
+		out = append(out, ctl.PeerInfo{
+			NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub), IPv6Addr: p.IPv6,
+			Connectivity: "connected", LinkID: p.LinkID, AuthenticatedAtMs: msSince(p.Since), LastSeenMs: msSince(p.LastRecv),
+			TransportAddr: p.TransportAddr, Direction: string(p.Direction), TransportType: p.TransportType,
+			Stats: ctl.TrafficStats{PacketsSent: p.Stats.PacketsSent, PacketsRecv: p.Stats.PacketsRecv,
+				BytesSent: p.Stats.BytesSent, BytesRecv: p.Stats.BytesRecv},
+			ReplaySuppressed: uint32(p.Stats.Replays), ConsecutiveDecryptFailures: uint32(p.DecryptFailures),
+			Noise:       &ctl.NoiseCounters{HighestRecvCounter: p.HighestRecv, SendCounter: p.SendCounter},
+			CurrentKBit: p.KBit, RekeyInProgress: p.RekeyInProgress, RekeyDraining: p.Draining,
+			OurSessionIndex: fmt.Sprintf("%08x", p.OurIndex),
+		})
+	}
+	return ctl.ShowPeers{Peers: out}
+}
+
+func (n *Node) showLinks() ctl.ShowLinks {
+	s := n.Snapshot()
+	out := make(ctl.List[ctl.LinkInfo], 0, len(s.Peers)+len(s.Connections))
+	for _, p := range s.Peers {
+		out = append(out, ctl.LinkInfo{LinkID: p.LinkID, TransportID: uint32(p.TransportID), RemoteAddr: p.TransportAddr,
+			Direction: string(p.Direction), State: "connected", CreatedAtMs: msSince(p.Since),
+			Stats: ctl.LinkStats{PacketsSent: p.Stats.PacketsSent, PacketsRecv: p.Stats.PacketsRecv,
+				BytesSent: p.Stats.BytesSent, BytesRecv: p.Stats.BytesRecv, LastRecvMs: msSince(p.LastRecv)}})
+	}
+	for _, c := range s.Connections {
+		if c.Rekey {
+			continue
+		}
+		out = append(out, ctl.LinkInfo{LinkID: c.LinkID, TransportID: uint32(c.Transport), RemoteAddr: c.Addr.String(),
+			Direction: string(c.Direction), State: "connecting", CreatedAtMs: msSince(c.Started)})
+	}
+	return ctl.ShowLinks{Links: out}
+}
+
+func (n *Node) showTransports() ctl.ShowTransports {
+	s := n.Snapshot()
+	out := make(ctl.List[ctl.TransportInfo], 0, len(s.Transports))
+	for _, t := range s.Transports {
+		out = append(out, ctl.TransportInfo{TransportID: uint32(t.ID), Type: t.Type, State: string(t.State),
+			MTU: uint16(t.MTU), Name: t.Name, LocalAddr: t.LocalAddr, Stats: t.Stats})
+	}
+	return ctl.ShowTransports{Transports: out}
+}
+
+func (n *Node) showConnections() ctl.ShowConnections {
+	s := n.Snapshot()
+	out := make(ctl.List[ctl.ConnectionInfo], 0, len(s.Connections))
+	for _, c := range s.Connections {
+		state := "sent_msg1"
+		if c.Rekey {
+			state = "rekey_sent_msg1"
+		}
+		out = append(out, ctl.ConnectionInfo{LinkID: c.LinkID, Direction: string(c.Direction), HandshakeState: state,
+			StartedAtMs: msSince(c.Started), IdleMs: uint64(max(0, s.At.Sub(c.LastSent).Milliseconds())),
+			ResendCount: uint32(c.Resends), ExpectedPeer: c.Expected.Npub()})
+	}
+	return ctl.ShowConnections{Connections: out}
+}
+
+func (n *Node) showACL() ctl.ShowACL {
+	s := n.Snapshot()
+	a := s.ACL
+	if a == nil {
+		a = &peer.ACLSnapshot{EffectiveMode: "default_open", DefaultDecision: "allow"}
+	}
+	return ctl.ShowACL{AllowAll: a.AllowAll, AllowEntries: a.AllowEntries, AllowFile: a.AllowFile,
+		AllowFileEntries: a.AllowFileLines, DefaultDecision: a.DefaultDecision, DenyAll: a.DenyAll,
+		DenyEntries: a.DenyEntries, DenyFile: a.DenyFile, DenyFileEntries: a.DenyFileLines,
+		EffectiveMode: a.EffectiveMode, EnforcementActive: a.EnforcementActive}
+}
+
+func (n *Node) apiConnect(ctx context.Context, raw json.RawMessage) (any, error) {
+	p, err := ctl.RequireParams("connect", raw)
+	if err != nil {
+		return nil, err
+	}
+	npub, err := p.String("npub")
+	if err != nil {
+		return nil, err
+	}
+	address, err := p.String("address")
+	if err != nil {
+		return nil, err
+	}
+	tsel, err := p.String("transport")
+	if err != nil {
+		return nil, err
+	}
+	pk, err := identity.DecodeNpub(npub)
+	if err != nil {
+		return nil, ctl.Errorf("invalid npub '%s': %v", npub, err)
+	}
+	t, err := n.transportFor(tsel)
+	if err != nil {
+		return nil, ctl.Errorf("%v", err)
+	}
+	// Resolve off the loop: DNS must not stall packet processing.
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	addr, err := t.ResolveAddr(rctx, address)
+	cancel()
+	if err != nil {
+		return nil, ctl.Errorf("cannot resolve %s: %v", address, err)
+	}
+	v, err := n.Do(ctx, func(now time.Time) any {
+		refreshed := n.peers.Peer(pk.NodeAddr()) != nil
+		if err := n.peers.Dial(now, pk, peer.Candidate{Transport: t.ID(), Addr: addr}); err != nil {
+			return err
+		}
+		return refreshed
+	})
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := v.(error); ok {
+		return nil, ctl.Errorf("%v", e)
+	}
+	return map[string]any{"npub": npub, "address": address, "transport": tsel, "refreshed": v.(bool)}, nil
+}
+
+func (n *Node) apiDisconnect(ctx context.Context, raw json.RawMessage) (any, error) {
+	p, err := ctl.RequireParams("disconnect", raw)
+	if err != nil {
+		return nil, err
+	}
+	npub, err := p.String("npub")
+	if err != nil {
+		return nil, err
+	}
+	pk, err := identity.DecodeNpub(npub)
+	if err != nil {
+		return nil, ctl.Errorf("invalid npub '%s': %v", npub, err)
+	}
+	v, err := n.Do(ctx, func(now time.Time) any {
+		pe := n.peers.Peer(pk.NodeAddr())
+		if pe == nil {
+			return errPeerNotFound
+		}
+		t, addr := pe.Transport, pe.Addr
+		n.peers.Disconnect(now, pe, wire.DisconnectConfigurationChange, false)
+		n.CloseConnection(t, addr)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if errors.Is(asErr(v), errPeerNotFound) {
+		return nil, ctl.Errorf("peer not found: %s", npub)
+	}
+	return map[string]any{"npub": npub, "disconnected": true}, nil
+}
+
+var errPeerNotFound = errors.New("peer not found")
+
+func asErr(v any) error {
+	if e, ok := v.(error); ok {
+		return e
+	}
+	return nil
+}

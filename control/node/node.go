@@ -1,0 +1,340 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// State is the node lifecycle state as show_status reports it.
+type State string
+
+// Node states (upstream names).
+const (
+	StateCreated  State = "created"
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateDegraded State = "degraded"
+	StateDraining State = "draining"
+	StateFailed   State = "failed"
+	StateStopping State = "stopping"
+	StateStopped  State = "stopped"
+)
+
+// StaticPeer is a configured peer with unresolved addresses.
+type StaticPeer struct {
+	PublicKey     identity.PublicKey
+	Alias         string
+	Addresses     []PeerAddress
+	AutoReconnect bool
+}
+
+// PeerAddress is one configured address: a transport selector ("udp",
+// "tcp", "udp/<instance>") and an address string.
+type PeerAddress struct {
+	Transport string
+	Addr      string
+	Priority  int
+}
+
+// Options configure a Node.
+type Options struct {
+	Identity       *identity.Identity
+	IdentitySource identity.Source
+	Persistent     bool
+	Peer           peer.Config
+	Transports     []transport.Transport
+	StaticPeers    []StaticPeer
+	ACL            *peer.ACL
+	TickInterval   time.Duration // default 1 s
+	QueueSize      int           // receive queue bound; default 1024
+	DrainTimeout   time.Duration // shutdown drain; default 2 s
+	Version        string
+	ControlSocket  string
+	LeafOnly       bool
+	Log            *slog.Logger
+}
+
+// Node is a running node.
+type Node struct {
+	opts  Options
+	log   *slog.Logger
+	id    *identity.Identity
+	peers *peer.Manager
+
+	transports map[transport.ID]transport.Transport
+	order      []transport.ID
+
+	rx       chan transport.Packet
+	requests chan request
+	rxDrops  atomic.Uint64
+
+	state   atomic.Value // State
+	snap    atomic.Pointer[Snapshot]
+	started time.Time
+
+	linkMsgs map[wire.MsgType]uint64 // link messages handed up, by type
+
+	runOnce sync.Once
+}
+
+type request struct {
+	f    func(now time.Time) any
+	resp chan any
+}
+
+// ErrShuttingDown is returned by Do once the loop has stopped.
+var ErrShuttingDown = errors.New("node shutting down")
+
+// New builds a node; Run starts it.
+func New(o Options) (*Node, error) {
+	if o.Identity == nil {
+		return nil, errors.New("node: no identity")
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = time.Second
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 2 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	n := &Node{
+		opts: o, log: o.Log, id: o.Identity,
+		transports: map[transport.ID]transport.Transport{},
+		rx:         make(chan transport.Packet, o.QueueSize),
+		requests:   make(chan request),
+		linkMsgs:   map[wire.MsgType]uint64{},
+	}
+	for _, t := range o.Transports {
+		if _, dup := n.transports[t.ID()]; dup {
+			return nil, fmt.Errorf("node: duplicate transport id %d", t.ID())
+		}
+		n.transports[t.ID()] = t
+		n.order = append(n.order, t.ID())
+	}
+	pm, err := peer.New(o.Peer, o.Identity, n, n, o.Log, nil)
+	if err != nil {
+		return nil, err
+	}
+	pm.SetACL(o.ACL)
+	n.peers = pm
+	n.state.Store(StateCreated)
+	n.publish(time.Now())
+	return n, nil
+}
+
+// State is the current lifecycle state.
+func (n *Node) State() State { return n.state.Load().(State) }
+
+// Snapshot is the last published view of the node.
+func (n *Node) Snapshot() *Snapshot { return n.snap.Load() }
+
+// Identity is the node's identity.
+func (n *Node) Identity() *identity.Identity { return n.id }
+
+// Run starts the transports and runs the event loop until ctx ends, then
+// sends Disconnect to every peer, drains and closes the transports. It
+// returns an error only when the node could not start.
+func (n *Node) Run(ctx context.Context) error {
+	first := false
+	n.runOnce.Do(func() { first = true })
+	if !first {
+		return errors.New("node: Run called twice")
+	}
+	n.state.Store(StateStarting)
+	n.started = time.Now()
+	up := 0
+	for _, id := range n.order {
+		t := n.transports[id]
+		if err := t.Start(ctx, n.deliver); err != nil {
+			n.log.Error("transport failed to start", "transport", describe(t), "error", err)
+			continue
+		}
+		up++
+		n.log.Info("transport up", "transport", describe(t), "local_addr", t.LocalAddr(), "mtu", t.MTU())
+	}
+	if up == 0 {
+		n.state.Store(StateFailed)
+		n.publish(time.Now())
+		n.closeTransports()
+		return errors.New("no operational transports")
+	}
+	if up < len(n.order) {
+		n.state.Store(StateDegraded)
+	} else {
+		n.state.Store(StateRunning)
+	}
+	n.log.Info("node running", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
+		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
+
+	now := time.Now()
+	for _, sp := range n.opts.StaticPeers {
+		n.addStatic(ctx, now, sp)
+	}
+	n.publish(now)
+	n.loop(ctx)
+	n.shutdown()
+	return nil
+}
+
+func (n *Node) loop(ctx context.Context) {
+	tick := time.NewTicker(n.opts.TickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-n.rx:
+			now := time.Now()
+			n.peers.HandlePacket(now, p.Transport, p.From, p.Data)
+			// Drain what is queued before republishing: one snapshot per
+			// burst, not per packet.
+			for more := true; more; {
+				select {
+				case p := <-n.rx:
+					n.peers.HandlePacket(now, p.Transport, p.From, p.Data)
+				default:
+					more = false
+				}
+			}
+			n.publishIfChanged(now)
+		case now := <-tick.C:
+			n.peers.Tick(now)
+			n.publish(now)
+		case r := <-n.requests:
+			now := time.Now()
+			r.resp <- r.f(now)
+			n.publish(now)
+		}
+	}
+}
+
+// Do runs f on the event loop and returns its result.
+func (n *Node) Do(ctx context.Context, f func(now time.Time) any) (any, error) {
+	r := request{f: f, resp: make(chan any, 1)}
+	select {
+	case n.requests <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case v := <-r.resp:
+		return v, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (n *Node) shutdown() {
+	n.state.Store(StateDraining)
+	now := time.Now()
+	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
+	n.peers.Shutdown(now)
+	n.publish(now)
+	// Packets already handed to transports are flushed by Close; TCP
+	// writers get DrainTimeout to empty their queues.
+	done := make(chan struct{})
+	go func() {
+		n.closeTransports()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(n.opts.DrainTimeout):
+		n.log.Warn("transports did not close within the drain timeout", "timeout", n.opts.DrainTimeout)
+		<-done
+	}
+	n.state.Store(StateStopped)
+	n.publish(time.Now())
+	n.log.Info("node stopped")
+}
+
+func (n *Node) closeTransports() {
+	for _, id := range n.order {
+		if err := n.transports[id].Close(); err != nil {
+			n.log.Warn("closing transport", "transport", describe(n.transports[id]), "error", err)
+		}
+	}
+}
+
+// deliver is the transports' non-blocking hand-off into the loop.
+func (n *Node) deliver(p transport.Packet) bool {
+	select {
+	case n.rx <- p:
+		return true
+	default:
+		n.rxDrops.Add(1)
+		return false
+	}
+}
+
+func describe(t transport.Transport) string {
+	if t.Name() != "" {
+		return t.Type() + "/" + t.Name()
+	}
+	return t.Type()
+}
+
+// --- peer.Env ---
+
+// Send implements peer.Env.
+func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
+	t := n.transports[id]
+	if t == nil {
+		return fmt.Errorf("no transport %d", id)
+	}
+	return t.Send(to, pkt)
+}
+
+// LinkMTU implements peer.Env.
+func (n *Node) LinkMTU(id transport.ID, to transport.Addr) int {
+	if t := n.transports[id]; t != nil {
+		return t.LinkMTU(to)
+	}
+	return 0
+}
+
+// AcceptConnections implements peer.Env.
+func (n *Node) AcceptConnections(id transport.ID) bool {
+	t := n.transports[id]
+	return t != nil && t.AcceptConnections()
+}
+
+// CloseConnection implements peer.Env.
+func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
+	if t := n.transports[id]; t != nil {
+		t.CloseConnection(to)
+	}
+}
+
+// --- peer.Upper ---
+
+// PeerUp implements peer.Upper.
+func (n *Node) PeerUp(p *peer.Peer) {}
+
+// PeerDown implements peer.Upper.
+func (n *Node) PeerDown(p *peer.Peer, why string) {}
+
+// LinkMessage implements peer.Upper. Routing (tree, bloom, lookups) and
+// sessions are not wired in yet; messages are counted by type.
+func (n *Node) LinkMessage(p *peer.Peer, flags uint8, ts uint32, msg []byte) {
+	n.linkMsgs[wire.MsgType(msg[0])]++
+}
+
+// pid is reported by show_status.
+func pid() int { return os.Getpid() }

@@ -1,0 +1,102 @@
+package node
+
+import (
+	"sort"
+	"time"
+
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// Snapshot is an immutable view of the node, published by the loop for
+// readers on other goroutines.
+type Snapshot struct {
+	At          time.Time
+	State       State
+	Started     time.Time
+	Peers       []PeerView
+	Connections []peer.Connection
+	Transports  []TransportView
+	PeerStats   peer.Stats
+	ACL         *peer.ACLSnapshot
+	RxDrops     uint64
+	LinkMsgs    map[string]uint64
+}
+
+// PeerView is one active peer.
+type PeerView struct {
+	NodeAddr        string
+	Npub            string
+	Alias           string
+	IPv6            string
+	LinkID          uint64
+	TransportID     transport.ID
+	TransportType   string
+	TransportAddr   string
+	Direction       peer.Direction
+	Since           time.Time
+	LastRecv        time.Time
+	KBit            bool
+	RekeyInProgress bool
+	Draining        bool
+	Stats           peer.PeerStats
+	DecryptFailures int
+	OurIndex        uint32
+	SendCounter     uint64
+	HighestRecv     uint64
+}
+
+// TransportView is one transport.
+type TransportView struct {
+	ID        transport.ID
+	Type      string
+	Name      string
+	State     transport.State
+	MTU       int
+	LocalAddr string
+	Stats     transport.Stats
+}
+
+func (n *Node) publishIfChanged(now time.Time) {
+	// Packets change counters constantly; a snapshot at most every 100 ms
+	// keeps readers fresh without rebuilding it per packet burst.
+	if s := n.snap.Load(); s != nil && now.Sub(s.At) < 100*time.Millisecond {
+		return
+	}
+	n.publish(now)
+}
+
+func (n *Node) publish(now time.Time) {
+	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
+		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}}
+	n.peers.Peers(func(p *peer.Peer) {
+		v := PeerView{
+			NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
+			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
+			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv,
+			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats,
+			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
+			HighestRecv: p.HighestRecv(),
+		}
+		if t := n.transports[p.Transport]; t != nil {
+			v.TransportType = t.Type()
+		}
+		s.Peers = append(s.Peers, v)
+	})
+	sort.Slice(s.Peers, func(i, j int) bool { return s.Peers[i].NodeAddr < s.Peers[j].NodeAddr })
+	n.peers.Connections(func(c peer.Connection) { s.Connections = append(s.Connections, c) })
+	sort.Slice(s.Connections, func(i, j int) bool { return s.Connections[i].LinkID < s.Connections[j].LinkID })
+	for _, id := range n.order {
+		t := n.transports[id]
+		s.Transports = append(s.Transports, TransportView{ID: id, Type: t.Type(), Name: t.Name(), State: t.State(),
+			MTU: t.MTU(), LocalAddr: t.LocalAddr(), Stats: t.Stats()})
+	}
+	if a := n.peers.ACL(); a != nil {
+		snap := a.Snapshot()
+		s.ACL = &snap
+	}
+	for k, v := range n.linkMsgs {
+		s.LinkMsgs[k.String()] = v
+	}
+	n.snap.Store(s)
+}
