@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -200,13 +201,13 @@ func parseFile(name string, data []byte, sh *shared) (f parsedFile) {
 		if errors.Is(err, io.EOF) {
 			return f
 		}
-		f.errs = []error{syntaxError(name, err)}
+		f.errs = []error{syntaxError(name, data, err)}
 		return f
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			f.errs = []error{syntaxError(name, err)}
+			f.errs = []error{syntaxError(name, data, err)}
 		} else {
 			f.errs = []error{&Error{File: name, Line: extra.Line, Reason: "more than one YAML document in the file", Err: ErrSyntax}}
 		}
@@ -226,16 +227,65 @@ func parseFile(name string, data []byte, sh *shared) (f parsedFile) {
 	return f
 }
 
-func syntaxError(name string, err error) error {
+// syntaxError locates a parser error. yaml.v3 reports the line where the
+// enclosing construct began (and that off by one), not where parsing
+// failed, so the line is found again: the first line at which a prefix of
+// the document fails with the same complaint.
+func syntaxError(name string, data []byte, err error) error {
 	msg := err.Error()
-	e := &Error{File: name, Reason: msg, Err: ErrSyntax}
+	e := &Error{File: name, Reason: strings.TrimPrefix(msg, "yaml: "), Err: ErrSyntax}
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Reason = m[2]
-	} else if len(msg) > 6 && msg[:6] == "yaml: " {
-		e.Reason = msg[6:]
+	}
+	if line := failingLine(data, e.Reason); line > 0 {
+		e.Line = line
 	}
 	return e
+}
+
+// maxRelocateLines bounds the prefix search of syntaxError.
+const maxRelocateLines = 2000
+
+func failingLine(data []byte, reason string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxRelocateLines {
+		return 0
+	}
+	end := 0
+	for k, l := range lines {
+		end += len(l)
+		var n yaml.Node
+		err := parsePrefix(data[:end], &n)
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+			msg = m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		if msg == reason {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+// parsePrefix parses the first document of data, turning a parser panic
+// into an error.
+func parsePrefix(data []byte, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parser failure: %v", r)
+		}
+	}()
+	err = yaml.NewDecoder(bytes.NewReader(data)).Decode(n)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
 }
 
 // decodeRoot decodes a (possibly nil) root node over the defaults.
