@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/fips-go/fips/control/config"
+	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/node"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/fallback/tcp"
+	"github.com/fips-go/fips/fallback/udp"
+)
+
+func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
+	level := new(slog.LevelVar)
+	log := newLogger(stderr, level)
+
+	cfg, loaded, warns, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	level.Set(cfg.Node.SlogLevel())
+	for _, w := range warns {
+		log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
+	}
+	noConfig := len(loaded) == 0
+	if noConfig {
+		// Upstream refuses to start without transports; we start on a
+		// default UDP transport with an ephemeral identity, and say so.
+		log.Warn("no configuration file found: starting with an ephemeral identity on UDP 0.0.0.0:2121",
+			"searched", config.SearchPaths())
+		cfg.Transports.UDP.Single = &config.UDPConfig{BindAddr: config.DefaultUDPBindAddr, MTU: config.DefaultUDPMTU,
+			RecvBufSize: config.DefaultSocketBufferSize, SendBufSize: config.DefaultSocketBufferSize, AcceptConnections: true}
+	} else {
+		log.Info("configuration loaded", "files", loaded)
+	}
+
+	id, source, err := resolveIdentity(cfg, loaded, noConfig, log)
+	if err != nil {
+		return err
+	}
+	log.Info("identity", "npub", id.Npub(), "node_addr", id.NodeAddr().String(), "address", id.IPv6().String(),
+		"source", string(source))
+
+	transports, err := buildTransports(cfg, log)
+	if err != nil {
+		return err
+	}
+	if len(transports) == 0 {
+		return errors.New("no operational transports: configure transports.udp or transports.tcp")
+	}
+	statics, err := staticPeers(cfg)
+	if err != nil {
+		return err
+	}
+	keyDir := config.KeyDir(loaded)
+	if noConfig {
+		keyDir = config.SystemConfigDir()
+	}
+	acl := &peer.ACL{AllowFile: filepath.Join(keyDir, "peers.allow"), DenyFile: filepath.Join(keyDir, "peers.deny"),
+		Aliases: aliasResolver(statics)}
+	acl.Reload(log)
+
+	controlPath := ""
+	if cfg.Node.Control.Enabled {
+		controlPath = cfg.Node.Control.Path()
+	}
+	n, err := node.New(node.Options{
+		Identity: id, IdentitySource: source, Persistent: source != identity.SourceEphemeral,
+		Peer: peerConfig(cfg), Transports: transports, StaticPeers: statics, ACL: acl,
+		TickInterval: time.Duration(cfg.Node.TickIntervalSecs) * time.Second,
+		QueueSize:    int(cfg.Node.Buffers.PacketChannel), DrainTimeout: cfg.Node.DrainTimeout(),
+		Version: Version, ControlSocket: controlPath, LeafOnly: cfg.Node.LeafOnly, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	var srv *ctl.Server
+	if controlPath != "" {
+		reg := ctl.NewRegistry()
+		n.Register(reg)
+		srv, err = ctl.Listen(ctl.Config{Path: controlPath, Logger: log}, reg)
+		if err != nil {
+			// The mesh still works without the socket; upstream treats it the same way.
+			log.Error("control socket unavailable", "path", controlPath, "error", err)
+			srv = nil
+		}
+	}
+	srvDone := make(chan error, 1)
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	if srv != nil {
+		go func() { srvDone <- srv.Serve(srvCtx) }()
+	} else {
+		srvDone <- nil
+	}
+	runErr := n.Run(ctx)
+	stopSrv()
+	if err := <-srvDone; err != nil && !errors.Is(err, ctl.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+		log.Warn("control socket", "error", err)
+	}
+	return runErr
+}
+
+func loadConfig(path string) (*config.Config, []string, []config.Warning, error) {
+	if path != "" {
+		cfg, warns, err := config.Load(path)
+		if err != nil {
+			return nil, nil, warns, err
+		}
+		return cfg, []string{path}, warns, nil
+	}
+	return config.LoadSearchPaths()
+}
+
+func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *slog.Logger) (*identity.Identity, identity.Source, error) {
+	if noConfig {
+		id, err := identity.Generate(nil)
+		return id, identity.SourceEphemeral, err
+	}
+	r, err := identity.Resolve(identity.ResolveOptions{
+		Nsec: cfg.Node.Identity.NsecValue(), Persistent: cfg.Node.Identity.Persistent,
+		KeyDir: config.KeyDir(loaded), LegacyKeyDir: config.LegacySystemConfigDir(), Log: log,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return r.Identity, r.Source, nil
+}
+
+func peerConfig(cfg *config.Config) peer.Config {
+	c := peer.DefaultConfig()
+	n := cfg.Node
+	secs := func(s uint64) time.Duration { return time.Duration(s) * time.Second }
+	c.HeartbeatInterval = secs(n.HeartbeatIntervalSecs)
+	c.LinkDeadTimeout = secs(n.LinkDeadTimeoutSecs)
+	rl := n.RateLimit
+	c.HandshakeTimeout = secs(rl.HandshakeTimeoutSecs)
+	c.HandshakeResendInterval = time.Duration(rl.HandshakeResendIntervalMs) * time.Millisecond
+	c.HandshakeResendBackoff = rl.HandshakeResendBackoff
+	c.HandshakeMaxResends = int(rl.HandshakeMaxResends)
+	c.HandshakeBurst, c.HandshakeRate = float64(rl.HandshakeBurst), rl.HandshakeRate
+	eb, er := cfg.EstablishedHandshakeBucket()
+	c.EstablishedBurst, c.EstablishedRate = float64(eb), er
+	c.MaxConnections = int(n.Limits.MaxConnections)
+	c.MaxPeers = int(n.Limits.MaxPeers)
+	c.MaxPendingInbound = int(n.Limits.MaxPendingInbound)
+	c.RetryBase, c.RetryMax = secs(n.Retry.BaseIntervalSecs), secs(n.Retry.MaxBackoffSecs)
+	c.RetryMaxRetries = int(n.Retry.MaxRetries)
+	c.RekeyEnabled = n.Rekey.Enabled
+	c.RekeyAfter = secs(n.Rekey.AfterSecs)
+	c.RekeyAfterMessages = n.Rekey.AfterMessages
+	return c
+}
+
+func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, error) {
+	var out []transport.Transport
+	next := transport.ID(1)
+	for _, inst := range cfg.Transports.UDP.List() {
+		c := inst.Config
+		t, err := udp.New(next, inst.Name, udp.Options{
+			BindAddr: c.BindAddr, MTU: int(c.MTU), RecvBufSize: int(c.RecvBufSize), SendBufSize: int(c.SendBufSize),
+			OutboundOnly: c.OutboundOnly, AcceptConnections: c.AcceptConnections,
+		}, log)
+		if err != nil {
+			return nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)
+		}
+		out = append(out, t)
+		next++
+	}
+	for _, inst := range cfg.Transports.TCP.List() {
+		c := inst.Config
+		bind := ""
+		if c.BindAddr != nil {
+			bind = *c.BindAddr
+		}
+		t, err := tcp.New(next, inst.Name, tcp.Options{
+			BindAddr: bind, MTU: int(c.MTU), ConnectTimeout: time.Duration(c.ConnectTimeoutMs) * time.Millisecond,
+			NoDelay: c.NoDelay, KeepaliveSecs: int(c.KeepaliveSecs), RecvBufSize: int(c.RecvBufSize),
+			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.MaxInboundConnections),
+		}, log)
+		if err != nil {
+			return nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
+		}
+		out = append(out, t)
+		next++
+	}
+	for typ, n := range map[string]int{"ethernet": cfg.Transports.Ethernet.Len(), "tor": cfg.Transports.Tor.Len(),
+		"nym": cfg.Transports.Nym.Len(), "ble": cfg.Transports.BLE.Len()} {
+		if n > 0 {
+			log.Warn("transport type not supported by this build yet; skipping", "type", typ, "instances", n)
+		}
+	}
+	return out, nil
+}
+
+func instSuffix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return "." + name
+}
+
+func staticPeers(cfg *config.Config) ([]node.StaticPeer, error) {
+	var out []node.StaticPeer
+	for i, p := range cfg.Peers {
+		if !p.IsAutoConnect() {
+			continue
+		}
+		pk, err := identity.DecodeNpub(p.Npub)
+		if err != nil {
+			return nil, fmt.Errorf("peers[%d].npub: %w", i, err)
+		}
+		sp := node.StaticPeer{PublicKey: pk, AutoReconnect: p.AutoReconnect}
+		if p.Alias != nil {
+			sp.Alias = *p.Alias
+		}
+		for _, a := range p.Addresses {
+			sp.Addresses = append(sp.Addresses, node.PeerAddress{Transport: a.Transport, Addr: a.Addr, Priority: int(a.Priority)})
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, bool) {
+	m := map[string]identity.PublicKey{}
+	for _, s := range statics {
+		if s.Alias != "" {
+			m[s.Alias] = s.PublicKey
+		}
+	}
+	return func(name string) (identity.PublicKey, bool) {
+		pk, ok := m[name]
+		return pk, ok
+	}
+}

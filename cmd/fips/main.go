@@ -1,0 +1,60 @@
+// Command fips is the FIPS daemon.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Version is set at link time (-ldflags "-X main.Version=...").
+var Version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fips", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfgPath string
+	fs.StringVar(&cfgPath, "c", "", "configuration file (default: merge the standard search paths)")
+	fs.StringVar(&cfgPath, "config", "", "configuration file (long form)")
+	version := fs.Bool("V", false, "print version and exit")
+	fs.BoolVar(version, "version", false, "print version and exit (long form)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: fips [-c FILE] [-V]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "fips: %v\n", err)
+		return 1
+	}
+	if *version {
+		fmt.Fprintln(stdout, "fips", Version)
+		return 0
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fips: unexpected argument %q\n", fs.Arg(0))
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runDaemon(ctx, cfgPath, stderr); err != nil {
+		fmt.Fprintf(stderr, "fips: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
