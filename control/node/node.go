@@ -84,6 +84,7 @@ type Node struct {
 	started time.Time
 
 	linkMsgs map[wire.MsgType]uint64 // link messages handed up, by type
+	dirty    bool                    // peers came or went since the last snapshot
 
 	runOnce sync.Once
 }
@@ -159,9 +160,12 @@ func (n *Node) Run(ctx context.Context) error {
 	n.state.Store(StateStarting)
 	n.started = time.Now()
 	up := 0
+	// Transports outlive ctx: shutdown still needs them to send Disconnect.
+	tctx, stopTransports := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopTransports()
 	for _, id := range n.order {
 		t := n.transports[id]
-		if err := t.Start(ctx, n.deliver); err != nil {
+		if err := t.Start(tctx, n.deliver); err != nil {
 			n.log.Error("transport failed to start", "transport", describe(t), "error", err)
 			continue
 		}
@@ -325,10 +329,10 @@ func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
 // --- peer.Upper ---
 
 // PeerUp implements peer.Upper.
-func (n *Node) PeerUp(p *peer.Peer) {}
+func (n *Node) PeerUp(p *peer.Peer) { n.dirty = true }
 
 // PeerDown implements peer.Upper.
-func (n *Node) PeerDown(p *peer.Peer, why string) {}
+func (n *Node) PeerDown(p *peer.Peer, why string) { n.dirty = true }
 
 // LinkMessage implements peer.Upper. Routing (tree, bloom, lookups) and
 // sessions are not wired in yet; messages are counted by type.

@@ -60,13 +60,15 @@ type TransportView struct {
 func (n *Node) publishIfChanged(now time.Time) {
 	// Packets change counters constantly; a snapshot at most every 100 ms
 	// keeps readers fresh without rebuilding it per packet burst.
-	if s := n.snap.Load(); s != nil && now.Sub(s.At) < 100*time.Millisecond {
+	// Peers coming or going are published at once.
+	if s := n.snap.Load(); !n.dirty && s != nil && now.Sub(s.At) < 100*time.Millisecond {
 		return
 	}
 	n.publish(now)
 }
 
 func (n *Node) publish(now time.Time) {
+	n.dirty = false
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}}
 	n.peers.Peers(func(p *peer.Peer) {

@@ -1,0 +1,256 @@
+// Package daemons builds the fips binaries once and runs real daemons as
+// child processes for integration tests: configs in a temp directory,
+// control-socket queries, kill -9 and restart, log inspection, and cleanup
+// of every process a test started, even when it fails.
+package daemons
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fips-go/fips/control/ctl"
+)
+
+// Binaries are the built fips and fipsctl.
+type Binaries struct {
+	Fips, Fipsctl string
+}
+
+// Build compiles cmd/fips and cmd/fipsctl into dir.
+func Build(dir string) (Binaries, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return Binaries{}, err
+	}
+	b := Binaries{Fips: filepath.Join(dir, "fips"), Fipsctl: filepath.Join(dir, "fipsctl")}
+	for out, pkg := range map[string]string{b.Fips: "./cmd/fips", b.Fipsctl: "./cmd/fipsctl"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return Binaries{}, fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+		}
+	}
+	return b, nil
+}
+
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot locate source")
+	}
+	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// FreePort returns a loopback port that was free for both UDP and TCP a
+// moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.LocalAddr().(*net.UDPAddr).Port
+		l.Close()
+		tl, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		tl.Close()
+		return port
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// Daemon is one fips process with its own directory and config.
+type Daemon struct {
+	t      testing.TB
+	bin    Binaries
+	Name   string
+	Dir    string
+	Config string
+	Socket string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	exited chan struct{}
+	starts int
+}
+
+// New prepares a daemon named name whose fips.yaml is config (which may
+// refer to {{DIR}} for the daemon's directory).
+func New(t testing.TB, bin Binaries, name, config string) *Daemon {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{t: t, bin: bin, Name: name, Dir: dir, Config: filepath.Join(dir, "fips.yaml"),
+		Socket: filepath.Join(dir, "control.sock")}
+	config = strings.ReplaceAll(config, "{{DIR}}", dir)
+	if err := os.WriteFile(d.Config, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Kill)
+	return d
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start launches the daemon.
+func (d *Daemon) Start() {
+	d.t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.starts++
+	logPath := filepath.Join(d.Dir, fmt.Sprintf("log.%d", d.starts))
+	f, err := os.Create(logPath)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	cmd := exec.Command(d.bin.Fips, "-c", d.Config)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		d.t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		f.Close()
+		close(exited)
+	}()
+	d.cmd, d.exited = cmd, exited
+}
+
+// Kill sends SIGKILL and waits for the process to go away.
+func (d *Daemon) Kill() { d.signal(syscall.SIGKILL) }
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (d *Daemon) Stop() int {
+	d.signal(syscall.SIGTERM)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil || d.cmd.ProcessState == nil {
+		return -1
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+func (d *Daemon) signal(sig syscall.Signal) {
+	d.mu.Lock()
+	cmd, exited := d.cmd, d.exited
+	d.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// Logs returns everything every run of the daemon has logged so far.
+func (d *Daemon) Logs() string {
+	var b strings.Builder
+	for i := 1; i <= d.starts; i++ {
+		data, _ := os.ReadFile(filepath.Join(d.Dir, fmt.Sprintf("log.%d", i)))
+		fmt.Fprintf(&b, "--- run %d ---\n%s", i, data)
+	}
+	return b.String()
+}
+
+// Call sends one control request and decodes the data into out (if not nil).
+func (d *Daemon) Call(command string, params, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	raw, err := ctl.Call(ctx, d.Socket, command, params)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// Peers returns the npubs show_peers lists.
+func (d *Daemon) Peers() []string {
+	var v struct {
+		Peers []struct {
+			Npub string `json:"npub"`
+		} `json:"peers"`
+	}
+	if err := d.Call("show_peers", nil, &v); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range v.Peers {
+		out = append(out, p.Npub)
+	}
+	return out
+}
+
+// HasPeer reports whether show_peers lists npub.
+func (d *Daemon) HasPeer(npub string) bool {
+	for _, p := range d.Peers() {
+		if p == npub {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitFor polls cond every 10 ms until it holds or timeout passes, and
+// returns how long it took.
+func WaitFor(timeout time.Duration, cond func() bool) (time.Duration, bool) {
+	start := time.Now()
+	for {
+		if cond() {
+			return time.Since(start), true
+		}
+		if time.Since(start) > timeout {
+			return time.Since(start), false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
