@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -40,6 +41,11 @@ const (
 	RecvHeadroom = 100
 
 	outboundOnlyBind = "0.0.0.0:0"
+
+	// After errRunPause consecutive receive errors the loop pauses errPause
+	// between reads.
+	errRunPause = 8
+	errPause    = 10 * time.Millisecond
 )
 
 // Options configure one UDP transport instance. Start from Defaults: the
@@ -310,6 +316,7 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 	// the limit (the kernel truncates silently on Unix).
 	buf := make([]byte, limit+1)
 	rx := newReceiver(conn)
+	errRun := 0
 	for {
 		n, from, drops, err := rx.recv(buf)
 		if drops != 0 {
@@ -326,8 +333,12 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 			}
 			t.stats.recvErrors.Add(1)
 			t.log.Warn("UDP receive error", "err", err)
+			if errRun++; errRun >= errRunPause {
+				time.Sleep(errPause) // a persistent error must not spin a core
+			}
 			continue
 		}
+		errRun = 0
 		t.stats.packetsRecv.Add(1)
 		t.stats.bytesRecv.Add(uint64(n))
 		if n > limit {

@@ -1,0 +1,755 @@
+// Package tcp is the portable TCP transport: one stream per remote
+// address carrying FMP packets back to back with no length prefix; the
+// receiver recovers packet boundaries from the FMP prefix alone
+// (wire.ReadFMPPacket). A framing error means the stream cannot be
+// resynchronised, so the connection is closed.
+//
+// Send never waits on the network. A packet for an address with no
+// connection starts a dial in the background and waits in that
+// connection's bounded queue (SendQueueLen packets); one writer goroutine
+// per connection drains the queue, coalescing whatever is queued into one
+// vectored write. Send copies the packet into a pooled buffer, so the
+// caller may reuse pkt at once. Each received packet is copied into a
+// right-sized slice that the node owns: one allocation per packet,
+// acceptable for the fallback path.
+//
+// Inbound connections are keyed by their remote address: the node learns
+// which peer it is from the handshake and replies to that address, which
+// reuses the same stream.
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Defaults and limits (transports.tcp.* in fips.yaml).
+const (
+	DefaultMTU            = 1400
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultKeepaliveSecs  = 30
+	DefaultBufSize        = 2 << 20
+	DefaultMaxInbound     = 256
+
+	// MinMTU is the smallest MTU that can carry handshake msg1. Upstream
+	// takes any u16; below this a link could never handshake.
+	MinMTU = wire.FMPMsg1Size
+	// MaxMTU is upstream's bound (the config field is a u16).
+	MaxMTU = 65535
+
+	// SendQueueLen bounds the packets waiting for one connection.
+	SendQueueLen = 64
+	// FirstFrameTimeout bounds the wait, from accept, for an inbound
+	// connection's first complete FMP packet (upstream: 30 s), so silent
+	// sockets cannot hold inbound slots.
+	FirstFrameTimeout = 30 * time.Second
+
+	readBufSize    = 16 << 10 // bufio buffer per connection
+	maxWriteBatch  = 16       // packets per vectored write
+	acceptBackoff  = 50 * time.Millisecond
+	defaultNetwork = "tcp"
+)
+
+// Options configure one TCP transport instance. Start from Defaults: the
+// zero value is not valid.
+type Options struct {
+	// BindAddr is a numeric "ip:port" to listen on; "" means outbound-only
+	// with no listener. "0.0.0.0:p" listens on IPv4 only, "[::]:p" is one
+	// dual-stack listener.
+	BindAddr string
+	// MTU is the largest FMP packet sent or accepted, MinMTU..MaxMTU.
+	MTU int
+	// ConnectTimeout bounds each outbound dial.
+	ConnectTimeout time.Duration
+	// NoDelay sets TCP_NODELAY.
+	NoDelay bool
+	// KeepaliveSecs is the idle time before TCP keepalive probes; 0 disables them.
+	KeepaliveSecs int
+	// RecvBufSize and SendBufSize are requested for SO_RCVBUF/SO_SNDBUF on
+	// every connection; 0 leaves the OS default.
+	RecvBufSize, SendBufSize int
+	// MaxInboundConnections caps accepted connections held at once; 0
+	// refuses every inbound connection.
+	MaxInboundConnections int
+}
+
+// Defaults returns upstream's defaults (no listener).
+func Defaults() Options {
+	return Options{
+		MTU:                   DefaultMTU,
+		ConnectTimeout:        DefaultConnectTimeout,
+		NoDelay:               true,
+		KeepaliveSecs:         DefaultKeepaliveSecs,
+		RecvBufSize:           DefaultBufSize,
+		SendBufSize:           DefaultBufSize,
+		MaxInboundConnections: DefaultMaxInbound,
+	}
+}
+
+// Validate reports the first problem with o.
+func (o Options) Validate() error {
+	if o.BindAddr != "" {
+		if _, err := netip.ParseAddrPort(o.BindAddr); err != nil {
+			return fmt.Errorf("tcp: invalid bind address %q: %w", o.BindAddr, err)
+		}
+	}
+	if o.MTU < MinMTU || o.MTU > MaxMTU {
+		return fmt.Errorf("tcp: mtu %d out of range [%d, %d]", o.MTU, MinMTU, MaxMTU)
+	}
+	if o.ConnectTimeout <= 0 {
+		return fmt.Errorf("tcp: connect timeout %v must be positive", o.ConnectTimeout)
+	}
+	if o.KeepaliveSecs < 0 {
+		return fmt.Errorf("tcp: negative keepalive_secs %d", o.KeepaliveSecs)
+	}
+	if o.RecvBufSize < 0 || o.SendBufSize < 0 {
+		return fmt.Errorf("tcp: negative socket buffer size (recv %d, send %d)", o.RecvBufSize, o.SendBufSize)
+	}
+	if o.MaxInboundConnections < 0 {
+		return fmt.Errorf("tcp: negative max_inbound_connections %d", o.MaxInboundConnections)
+	}
+	return nil
+}
+
+type counters struct {
+	packetsSent, packetsRecv     atomic.Uint64
+	bytesSent, bytesRecv         atomic.Uint64
+	sendErrors, recvErrors       atomic.Uint64
+	mtuExceeded                  atomic.Uint64
+	droppedQueue, droppedInvalid atomic.Uint64
+	connectionsUp                atomic.Int64
+	connectsRefused              atomic.Uint64
+	connectFailures              atomic.Uint64
+}
+
+// conn is one connection, or one dial in progress, to a remote address.
+type conn struct {
+	addr    transport.Addr
+	inbound bool
+	queue   chan *[]byte
+	done    chan struct{} // closed by teardown
+	ctx     context.Context
+	cancel  context.CancelFunc // aborts the dial
+
+	// Guarded by Transport.mu.
+	nc   net.Conn // nil while dialing
+	mtu  int      // link MTU once connected
+	down bool
+}
+
+// Transport is a TCP transport instance. It implements transport.Transport.
+type Transport struct {
+	id   transport.ID
+	name string
+	opts Options
+	log  *slog.Logger
+
+	// Seams for tests; fixed before Start.
+	firstFrameTimeout time.Duration
+	dial              func(ctx context.Context, network, addr string) (net.Conn, error)
+	onConnDown        func(transport.Addr)
+
+	mu      sync.RWMutex
+	state   transport.State
+	started bool
+	closed  bool
+	ln      net.Listener
+	local   string
+	deliver transport.Deliver
+	ctx     context.Context // ends at Close; parent of every dial
+	cancel  context.CancelFunc
+	stopCtx func() bool
+	conns   map[transport.Addr]*conn
+	inbound int
+	wg      sync.WaitGroup
+
+	bufs  sync.Pool
+	stats counters
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// New validates opts and returns a transport in StateConfigured. A nil
+// log means slog.Default().
+func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transport, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("transport", "tcp", "transport_id", uint32(id))
+	if name != "" {
+		log = log.With("name", name)
+	}
+	t := &Transport{
+		id:                id,
+		name:              name,
+		opts:              opts,
+		log:               log,
+		firstFrameTimeout: FirstFrameTimeout,
+		state:             transport.StateConfigured,
+		conns:             make(map[transport.Addr]*conn),
+	}
+	t.dial = (&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: -1}).DialContext
+	mtu := opts.MTU
+	t.bufs.New = func() any {
+		b := make([]byte, 0, mtu)
+		return &b
+	}
+	return t, nil
+}
+
+// ID implements transport.Transport.
+func (t *Transport) ID() transport.ID { return t.id }
+
+// Type implements transport.Transport.
+func (t *Transport) Type() string { return "tcp" }
+
+// Name implements transport.Transport.
+func (t *Transport) Name() string { return t.name }
+
+// MTU implements transport.Transport.
+func (t *Transport) MTU() int { return t.opts.MTU }
+
+// LinkMTU is the MTU towards addr: on Linux, the smaller of MTU and the
+// connection's TCP_MAXSEG once connected (never below MinMTU); MTU otherwise.
+func (t *Transport) LinkMTU(addr transport.Addr) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.linkMTULocked(t.conns[addr])
+}
+
+func (t *Transport) linkMTULocked(c *conn) int {
+	if c != nil && c.mtu > 0 {
+		return c.mtu
+	}
+	return t.opts.MTU
+}
+
+// LocalAddr implements transport.Transport: the listener's address, or ""
+// for an outbound-only transport.
+func (t *Transport) LocalAddr() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.local
+}
+
+// State implements transport.Transport.
+func (t *Transport) State() transport.State {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.state
+}
+
+// AcceptConnections implements transport.Transport: true when listening.
+func (t *Transport) AcceptConnections() bool { return t.opts.BindAddr != "" }
+
+// Stats implements transport.Transport.
+func (t *Transport) Stats() transport.Stats {
+	s := &t.stats
+	up := s.connectionsUp.Load()
+	if up < 0 {
+		up = 0
+	}
+	return transport.Stats{
+		PacketsSent:     s.packetsSent.Load(),
+		PacketsRecv:     s.packetsRecv.Load(),
+		BytesSent:       s.bytesSent.Load(),
+		BytesRecv:       s.bytesRecv.Load(),
+		SendErrors:      s.sendErrors.Load(),
+		RecvErrors:      s.recvErrors.Load(),
+		MTUExceeded:     s.mtuExceeded.Load(),
+		DroppedQueue:    s.droppedQueue.Load(),
+		DroppedInvalid:  s.droppedInvalid.Load(),
+		ConnectionsUp:   uint64(up),
+		ConnectsRefused: s.connectsRefused.Load(),
+		ConnectFailures: s.connectFailures.Load(),
+	}
+}
+
+// Start opens the listener, if any, and accepts until ctx ends or Close.
+// A failed Start may be retried.
+func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error {
+	if deliver == nil {
+		return errors.New("tcp: nil deliver")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("tcp: start: %w", transport.ErrClosed)
+	}
+	if t.state != transport.StateConfigured && t.state != transport.StateFailed {
+		return fmt.Errorf("tcp: start: already %s", t.state)
+	}
+	t.state = transport.StateStarting
+	if t.opts.BindAddr != "" {
+		bind := netip.MustParseAddrPort(t.opts.BindAddr)
+		bind = netip.AddrPortFrom(bind.Addr().Unmap(), bind.Port())
+		lc := net.ListenConfig{KeepAlive: -1} // configured per connection
+		ln, err := lc.Listen(context.Background(), listenNetwork(bind), bind.String())
+		if err != nil {
+			t.state = transport.StateFailed
+			return fmt.Errorf("tcp: listen %s: %w", bind, err)
+		}
+		t.ln = ln
+		t.local = ln.Addr().String()
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.deliver = deliver
+	t.started = true
+	if t.ln != nil {
+		t.wg.Add(1)
+		go t.acceptLoop(t.ln)
+	}
+	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
+	t.state = transport.StateUp
+	t.log.Info("TCP transport started", "local_addr", t.local, "mtu", t.opts.MTU,
+		"max_inbound", t.opts.MaxInboundConnections)
+	return nil
+}
+
+// listenNetwork: an IPv4 bind is IPv4 only, the IPv6 wildcard is
+// dual-stack, a specific IPv6 address is IPv6 only.
+func listenNetwork(bind netip.AddrPort) string {
+	a := bind.Addr()
+	switch {
+	case a.Is4():
+		return "tcp4"
+	case a.IsUnspecified():
+		return "tcp"
+	default:
+		return "tcp6"
+	}
+}
+
+// Send queues one FMP packet for addr, dialing in the background when no
+// connection exists. It fails with *transport.MTUError above LinkMTU and
+// with transport.ErrQueueFull when the connection's queue is full.
+func (t *Transport) Send(to transport.Addr, pkt []byte) error {
+	if !to.IsValid() {
+		return fmt.Errorf("tcp: send: %w", transport.ErrInvalidAddress)
+	}
+	t.mu.RLock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.RUnlock()
+		return err
+	}
+	if c := t.conns[to]; c != nil {
+		err := t.enqueueLocked(c, pkt)
+		t.mu.RUnlock()
+		return err
+	}
+	t.mu.RUnlock()
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.usableLocked(); err != nil {
+		return err
+	}
+	c := t.conns[to]
+	if c == nil {
+		if len(pkt) > t.opts.MTU { // no dial for a packet that cannot go
+			t.stats.mtuExceeded.Add(1)
+			return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
+		}
+		c = t.newConnLocked(to, false)
+		t.conns[to] = c
+		t.wg.Add(1)
+		go t.dialAndRun(c)
+		t.log.Debug("TCP connecting", "remote_addr", to.String())
+	}
+	return t.enqueueLocked(c, pkt)
+}
+
+func (t *Transport) usableLocked() error {
+	switch {
+	case t.closed:
+		return fmt.Errorf("tcp: send: %w", transport.ErrClosed)
+	case !t.started:
+		return fmt.Errorf("tcp: send: %w", transport.ErrNotStarted)
+	}
+	return nil
+}
+
+// enqueueLocked copies pkt onto c's queue without blocking. t.mu is held
+// (read or write), so teardown cannot drain c concurrently.
+func (t *Transport) enqueueLocked(c *conn, pkt []byte) error {
+	if mtu := t.linkMTULocked(c); len(pkt) > mtu {
+		t.stats.mtuExceeded.Add(1)
+		return &transport.MTUError{Size: len(pkt), MTU: mtu}
+	}
+	bp := t.bufs.Get().(*[]byte)
+	*bp = append((*bp)[:0], pkt...)
+	select {
+	case c.queue <- bp:
+		return nil
+	default:
+		t.bufs.Put(bp)
+		t.stats.sendErrors.Add(1)
+		return fmt.Errorf("tcp: send to %s: %w", c.addr, transport.ErrQueueFull)
+	}
+}
+
+func (t *Transport) newConnLocked(addr transport.Addr, inbound bool) *conn {
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &conn{
+		addr:    addr,
+		inbound: inbound,
+		queue:   make(chan *[]byte, SendQueueLen),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+}
+
+// dialAndRun dials c's address, then becomes c's writer.
+func (t *Transport) dialAndRun(c *conn) {
+	defer t.wg.Done()
+	nc, err := t.dial(c.ctx, defaultNetwork, c.addr.String())
+	if err != nil {
+		if c.ctx.Err() == nil { // not aborted by CloseConnection or Close
+			t.stats.connectFailures.Add(1)
+			t.log.Debug("TCP connect failed", "remote_addr", c.addr.String(), "err", err)
+		}
+		t.teardown(c)
+		return
+	}
+	mtu := t.configure(nc)
+	t.mu.Lock()
+	if c.down {
+		t.mu.Unlock()
+		nc.Close()
+		return
+	}
+	c.nc, c.mtu = nc, mtu
+	t.stats.connectionsUp.Add(1)
+	t.wg.Add(1)
+	t.mu.Unlock()
+	t.log.Debug("TCP connection established", "remote_addr", c.addr.String(), "link_mtu", mtu)
+	go t.readLoop(c, nc)
+	t.writeLoop(c, nc)
+}
+
+// configure applies socket options and returns the link MTU. Failures
+// only cost performance, so they are logged, not fatal.
+func (t *Transport) configure(nc net.Conn) int {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return t.opts.MTU
+	}
+	var errs []error
+	errs = append(errs, tc.SetNoDelay(t.opts.NoDelay))
+	ka := net.KeepAliveConfig{Enable: false}
+	if t.opts.KeepaliveSecs > 0 {
+		// Only the idle time, as upstream; interval and count stay the OS's.
+		ka = net.KeepAliveConfig{Enable: true, Idle: time.Duration(t.opts.KeepaliveSecs) * time.Second, Interval: -1, Count: -1}
+	}
+	errs = append(errs, tc.SetKeepAliveConfig(ka))
+	if t.opts.RecvBufSize > 0 {
+		errs = append(errs, tc.SetReadBuffer(t.opts.RecvBufSize))
+	}
+	if t.opts.SendBufSize > 0 {
+		errs = append(errs, tc.SetWriteBuffer(t.opts.SendBufSize))
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.log.Warn("TCP socket options not fully applied", "remote_addr", nc.RemoteAddr().String(), "err", err)
+	}
+	mtu := t.opts.MTU
+	if mss := maxSegment(tc); mss > 0 && mss < mtu {
+		mtu = max(mss, MinMTU)
+	}
+	return mtu
+}
+
+// acceptLoop admits inbound connections until the listener closes.
+func (t *Transport) acceptLoop(ln net.Listener) {
+	defer t.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.log.Warn("TCP accept error", "err", err)
+			// Out of descriptors and the like: do not spin.
+			tm := time.NewTimer(acceptBackoff)
+			select {
+			case <-t.ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C:
+			}
+			continue
+		}
+		t.admit(nc)
+	}
+}
+
+func (t *Transport) admit(nc net.Conn) {
+	ap, err := netip.ParseAddrPort(nc.RemoteAddr().String())
+	if err != nil {
+		nc.Close()
+		return
+	}
+	addr := transport.AddrFromIP(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+
+	t.mu.RLock()
+	full := t.inbound >= t.opts.MaxInboundConnections
+	t.mu.RUnlock()
+	if full {
+		t.stats.connectsRefused.Add(1)
+		t.log.Debug("refusing inbound TCP connection: max_inbound_connections reached",
+			"remote_addr", addr.String(), "max", t.opts.MaxInboundConnections)
+		nc.Close()
+		return
+	}
+	mtu := t.configure(nc)
+
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		nc.Close()
+		return
+	}
+	old := t.conns[addr]
+	c := t.newConnLocked(addr, true)
+	c.nc, c.mtu = nc, mtu
+	t.conns[addr] = c
+	t.inbound++
+	t.stats.connectionsUp.Add(1)
+	t.wg.Add(2)
+	t.mu.Unlock()
+	if old != nil { // a stale entry under the same address
+		t.teardown(old)
+	}
+	t.log.Debug("accepted inbound TCP connection", "remote_addr", addr.String(), "link_mtu", mtu)
+	go t.readLoop(c, nc)
+	go func() {
+		defer t.wg.Done()
+		t.writeLoop(c, nc)
+	}()
+}
+
+// writeLoop writes queued packets until c is torn down.
+func (t *Transport) writeLoop(c *conn, nc net.Conn) {
+	batch := make([]*[]byte, 0, maxWriteBatch)
+	var vec net.Buffers
+	for {
+		select {
+		case <-c.done:
+			return
+		case bp := <-c.queue:
+			batch = append(batch[:0], bp)
+		}
+	more:
+		for len(batch) < maxWriteBatch {
+			select {
+			case bp := <-c.queue:
+				batch = append(batch, bp)
+			default:
+				break more
+			}
+		}
+		vec = vec[:0]
+		n := 0
+		for _, bp := range batch {
+			vec = append(vec, *bp)
+			n += len(*bp)
+		}
+		_, err := vec.WriteTo(nc)
+		for i, bp := range batch {
+			t.bufs.Put(bp)
+			batch[i] = nil
+		}
+		if err != nil {
+			t.stats.sendErrors.Add(uint64(len(batch)))
+			t.log.Debug("TCP write failed, closing connection", "remote_addr", c.addr.String(), "err", err)
+			t.teardown(c)
+			return
+		}
+		t.stats.packetsSent.Add(uint64(len(batch)))
+		t.stats.bytesSent.Add(uint64(n))
+	}
+}
+
+// readLoop delivers FMP packets from nc until an error, then tears c down.
+func (t *Transport) readLoop(c *conn, nc net.Conn) {
+	defer t.wg.Done()
+	br := bufio.NewReaderSize(nc, readBufSize)
+	buf := make([]byte, max(t.opts.MTU, wire.FMPMsg1Size))
+	mtu := uint16(t.opts.MTU)
+	first := c.inbound && t.firstFrameTimeout > 0
+	if first {
+		nc.SetReadDeadline(time.Now().Add(t.firstFrameTimeout))
+	}
+	for {
+		pkt, err := wire.ReadFMPPacket(br, buf, mtu)
+		if err != nil {
+			t.readFailed(c, err, first)
+			t.teardown(c)
+			return
+		}
+		if first {
+			nc.SetReadDeadline(time.Time{})
+			first = false
+		}
+		t.stats.packetsRecv.Add(1)
+		t.stats.bytesRecv.Add(uint64(len(pkt)))
+		data := make([]byte, len(pkt))
+		copy(data, pkt)
+		if !t.deliver(transport.Packet{Transport: t.id, From: c.addr, Data: data}) {
+			t.stats.droppedQueue.Add(1)
+		}
+	}
+}
+
+// readFailed counts and logs why a connection's read side ended.
+func (t *Transport) readFailed(c *conn, err error, firstFrame bool) {
+	remote := c.addr.String()
+	var de *wire.DecodeError
+	switch {
+	case errors.As(err, &de):
+		t.stats.droppedInvalid.Add(1)
+		t.log.Debug("TCP framing error, closing connection", "remote_addr", remote, "err", err)
+	case firstFrame && errors.Is(err, os.ErrDeadlineExceeded):
+		t.log.Debug("no complete frame within the first-frame deadline, closing inbound connection",
+			"remote_addr", remote, "timeout", t.firstFrameTimeout)
+	case errors.Is(err, io.EOF):
+		t.log.Debug("TCP connection closed by peer", "remote_addr", remote)
+	case errors.Is(err, net.ErrClosed):
+		// Closed here: CloseConnection, a write failure, or Close.
+	default:
+		t.stats.recvErrors.Add(1)
+		t.log.Debug("TCP receive error, closing connection", "remote_addr", remote, "err", err)
+	}
+}
+
+// teardown removes c, closes its socket or aborts its dial, and drops
+// (counting) whatever is still queued. It is idempotent.
+func (t *Transport) teardown(c *conn) {
+	t.mu.Lock()
+	if c.down {
+		t.mu.Unlock()
+		return
+	}
+	c.down = true
+	if t.conns[c.addr] == c {
+		delete(t.conns, c.addr)
+	}
+	if c.inbound {
+		t.inbound--
+	}
+	nc := c.nc
+	if nc != nil {
+		t.stats.connectionsUp.Add(-1)
+	}
+	t.mu.Unlock()
+
+	c.cancel()
+	close(c.done)
+	if nc != nil {
+		nc.Close()
+	}
+	// Send enqueues under t.mu and c is now unreachable, so this drain
+	// sees every packet that will ever be queued (the writer may take
+	// some first; it counts its own).
+	for {
+		select {
+		case bp := <-c.queue:
+			t.stats.sendErrors.Add(1)
+			t.bufs.Put(bp)
+			continue
+		default:
+		}
+		break
+	}
+	if t.onConnDown != nil {
+		t.onConnDown(c.addr)
+	}
+}
+
+// CloseConnection closes the connection to addr, or abandons the dial.
+func (t *Transport) CloseConnection(addr transport.Addr) {
+	t.mu.RLock()
+	c := t.conns[addr]
+	t.mu.RUnlock()
+	if c != nil {
+		t.log.Debug("TCP connection closed on request", "remote_addr", addr.String())
+		t.teardown(c)
+	}
+}
+
+// ResolveAddr turns "host:port" into an address; host names are looked up
+// each time (upstream's TCP transport keeps no cache) and the first
+// answer is used.
+func (t *Transport) ResolveAddr(ctx context.Context, s string) (transport.Addr, error) {
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w: %v", s, transport.ErrInvalidAddress, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || host == "" {
+		return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w: want host:port with a numeric port", s, transport.ErrInvalidAddress)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		ips, lerr := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if lerr != nil {
+			return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w: %v", s, transport.ErrInvalidAddress, lerr)
+		}
+		if len(ips) == 0 {
+			return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w: no addresses", s, transport.ErrInvalidAddress)
+		}
+		ip = ips[0]
+	}
+	return transport.AddrFromIP(netip.AddrPortFrom(ip.Unmap(), uint16(port))), nil
+}
+
+// Close closes the listener and every connection and waits for all
+// goroutines. It is idempotent; a closed transport cannot be restarted.
+func (t *Transport) Close() error {
+	var err error
+	var conns []*conn
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		if t.stopCtx != nil {
+			t.stopCtx()
+		}
+		if t.cancel != nil {
+			t.cancel()
+		}
+		if t.ln != nil {
+			err = t.ln.Close()
+		}
+		for _, c := range t.conns {
+			conns = append(conns, c)
+		}
+		if t.started {
+			t.log.Info("TCP transport stopped", "connections", len(conns))
+		}
+		t.local = ""
+		t.state = transport.StateDown
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		t.teardown(c)
+	}
+	t.wg.Wait()
+	return err
+}

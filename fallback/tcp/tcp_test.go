@@ -1,0 +1,748 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitFor = 5 * time.Second
+
+// sink collects delivered packets; accept decides what Deliver returns.
+type sink struct {
+	ch     chan transport.Packet
+	accept func(transport.Packet) bool
+}
+
+func newSink() *sink { return &sink{ch: make(chan transport.Packet, 512)} }
+
+func (s *sink) deliver(p transport.Packet) bool {
+	ok := true
+	if s.accept != nil {
+		ok = s.accept(p)
+	}
+	s.ch <- p
+	return ok
+}
+
+func (s *sink) next(t *testing.T) transport.Packet {
+	t.Helper()
+	select {
+	case p := <-s.ch:
+		return p
+	case <-time.After(waitFor):
+		t.Fatal("timed out waiting for a packet")
+		return transport.Packet{}
+	}
+}
+
+// node is a transport under test with its observation channels.
+type node struct {
+	*Transport
+	in   *sink
+	down chan transport.Addr // connections torn down
+}
+
+func (n *node) nextDown(t *testing.T) transport.Addr {
+	t.Helper()
+	select {
+	case a := <-n.down:
+		return a
+	case <-time.After(waitFor):
+		t.Fatal("timed out waiting for a connection to close")
+		return transport.Addr{}
+	}
+}
+
+func (n *node) addr(t *testing.T) transport.Addr {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(n.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return transport.AddrFromIP(ap)
+}
+
+func listening() Options {
+	o := Defaults()
+	o.BindAddr = "127.0.0.1:0"
+	return o
+}
+
+// newNode builds a transport; setup may adjust test seams before Start.
+func newNode(t *testing.T, id transport.ID, o Options, setup func(*Transport)) *node {
+	t.Helper()
+	tr, err := New(id, "", o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{Transport: tr, in: newSink(), down: make(chan transport.Addr, 512)}
+	tr.onConnDown = func(a transport.Addr) { n.down <- a }
+	if setup != nil {
+		setup(tr)
+	}
+	if err := tr.Start(context.Background(), n.in.deliver); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return n
+}
+
+// Real-looking FMP packets built with the wire encoders.
+
+func msg1(t *testing.T, idx uint32) []byte {
+	t.Helper()
+	b := make([]byte, wire.FMPMsg1Size)
+	if _, err := (wire.FMPMsg1{SenderIndex: idx, Noise: bytes.Repeat([]byte{byte(idx)}, wire.IKMsg1Size)}).MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := wire.ParseFMPPrefix(b); p.Phase != wire.FMPPhaseMsg1 || p.PayloadLen != 110 {
+		t.Fatalf("msg1 prefix %+v", p)
+	}
+	return b
+}
+
+func msg2(t *testing.T, idx uint32) []byte {
+	t.Helper()
+	b := make([]byte, wire.FMPMsg2Size)
+	if _, err := (wire.FMPMsg2{SenderIndex: idx, ReceiverIndex: idx + 1, Noise: bytes.Repeat([]byte{0x22}, wire.IKMsg2Size)}).MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// frame is an established frame whose plaintext is plen bytes.
+func frame(t *testing.T, counter uint64, plen int) []byte {
+	t.Helper()
+	sealed := make([]byte, plen+wire.FMPTagSize)
+	for i := range sealed {
+		sealed[i] = byte(i + int(counter))
+	}
+	f := wire.FMPFrame{Flags: wire.FMPFlagK, ReceiverIndex: 0x01020304, Counter: counter, Sealed: sealed}
+	b := make([]byte, f.Len())
+	if _, err := f.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.ParseFMPFrame(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func allPhases(t *testing.T, mtu int) [][]byte {
+	return [][]byte{
+		msg1(t, 1),
+		msg2(t, 2),
+		frame(t, 3, 0),
+		frame(t, 4, 100),
+		frame(t, 5, mtu-wire.FMPFrameMinSize),
+		msg1(t, 6),
+	}
+}
+
+func rawDial(t *testing.T, to transport.Addr) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", to.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// expectClosed waits for the transport to close a raw connection.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(waitFor))
+	var b [64]byte
+	for {
+		_, err := c.Read(b[:])
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			return
+		}
+		t.Fatalf("connection not closed by the transport: %v", err)
+	}
+}
+
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && !op.Timeout()
+}
+
+func TestDefaultsAndValidation(t *testing.T) {
+	d := Defaults()
+	if d.BindAddr != "" || d.MTU != 1400 || d.ConnectTimeout != 5*time.Second || !d.NoDelay ||
+		d.KeepaliveSecs != 30 || d.RecvBufSize != 2<<20 || d.SendBufSize != 2<<20 || d.MaxInboundConnections != 256 {
+		t.Fatalf("defaults %+v", d)
+	}
+	bad := []func(*Options){
+		func(o *Options) { o.BindAddr = "localhost:443" },
+		func(o *Options) { o.BindAddr = "0.0.0.0" },
+		func(o *Options) { o.MTU = 0 },
+		func(o *Options) { o.MTU = MinMTU - 1 },
+		func(o *Options) { o.MTU = MaxMTU + 1 },
+		func(o *Options) { o.ConnectTimeout = 0 },
+		func(o *Options) { o.KeepaliveSecs = -1 },
+		func(o *Options) { o.SendBufSize = -1 },
+		func(o *Options) { o.MaxInboundConnections = -1 },
+	}
+	for i, f := range bad {
+		o := Defaults()
+		f(&o)
+		if _, err := New(1, "", o, nil); err == nil {
+			t.Errorf("case %d: %+v accepted", i, o)
+		}
+	}
+	o := Defaults()
+	o.BindAddr = "[::]:443"
+	o.KeepaliveSecs = 0
+	o.MaxInboundConnections = 0
+	o.MTU = MinMTU
+	if _, err := New(1, "", o, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExchangeAllPhases(t *testing.T) {
+	a := newNode(t, 1, Defaults(), nil) // outbound-only
+	b := newNode(t, 2, listening(), nil)
+	if a.AcceptConnections() || a.LocalAddr() != "" || !b.AcceptConnections() {
+		t.Fatalf("accept: a %v %q, b %v", a.AcceptConnections(), a.LocalAddr(), b.AcceptConnections())
+	}
+
+	pkts := allPhases(t, a.MTU())
+	for _, p := range pkts { // back to back, without waiting for the dial
+		if err := a.Send(b.addr(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var from transport.Addr
+	for i, want := range pkts {
+		got := b.in.next(t)
+		if !bytes.Equal(got.Data, want) || got.Transport != 2 {
+			t.Fatalf("packet %d: got %x", i, got.Data)
+		}
+		if i == 0 {
+			from = got.From
+		} else if got.From != from {
+			t.Fatalf("packet %d from %s, earlier from %s", i, got.From, from)
+		}
+	}
+	if !from.IP.Addr().IsLoopback() || from.IP.Port() == 0 {
+		t.Fatalf("inbound keyed by %s", from)
+	}
+
+	// The reply reuses the inbound stream.
+	for _, p := range pkts {
+		if err := b.Send(from, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range pkts {
+		got := a.in.next(t)
+		if !bytes.Equal(got.Data, want) || got.From != b.addr(t) {
+			t.Fatalf("reply %d: from %s, %x", i, got.From, got.Data)
+		}
+	}
+	if got := a.LinkMTU(b.addr(t)); got != a.MTU() {
+		t.Errorf("loopback link MTU %d, want %d", got, a.MTU())
+	}
+	if sa, sb := a.Stats(), b.Stats(); sa.ConnectionsUp != 1 || sb.ConnectionsUp != 1 || sb.ConnectsRefused != 0 {
+		t.Errorf("connections: a %+v b %+v", sa, sb)
+	}
+
+	total := 0
+	for _, p := range pkts {
+		total += len(p)
+	}
+	a.Close()
+	b.Close()
+	for _, n := range []*node{a, b} {
+		st := n.Stats()
+		if st.PacketsSent != uint64(len(pkts)) || st.BytesSent != uint64(total) ||
+			st.PacketsRecv != uint64(len(pkts)) || st.BytesRecv != uint64(total) ||
+			st.SendErrors != 0 || st.RecvErrors != 0 || st.DroppedInvalid != 0 || st.ConnectionsUp != 0 {
+			t.Errorf("transport %d stats %+v", n.ID(), st)
+		}
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestPartialWritesReassemble(t *testing.T) {
+	b := newNode(t, 1, listening(), nil)
+	c := rawDial(t, b.addr(t))
+
+	pkts := allPhases(t, b.MTU())
+	for _, p := range pkts[:2] { // one byte per write
+		for i := range p {
+			if _, err := c.Write(p[i : i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var joined []byte // several packets in one write, split mid-packet
+	for _, p := range pkts[2:] {
+		joined = append(joined, p...)
+	}
+	if _, err := c.Write(joined[:50]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(joined[50:]); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range pkts {
+		if got := b.in.next(t); !bytes.Equal(got.Data, want) || got.From.String() != c.LocalAddr().String() {
+			t.Fatalf("packet %d from %s: %x", i, got.From, got.Data)
+		}
+	}
+}
+
+func TestFramingErrorClosesConnection(t *testing.T) {
+	b := newNode(t, 1, listening(), nil)
+	m1 := msg1(t, 1)
+	badLen := append([]byte{}, m1...)
+	badLen[2] = 109
+	tooBig := frame(t, 1, 10)
+	tooBig[2], tooBig[3] = 0xff, 0x05 // payload_len 1535 > 1400-32
+	cases := map[string][]byte{
+		"tls client hello": {0x16, 0x03, 0x01, 0x02, 0x00, 0x01},
+		"unknown phase":    {0x03, 0x00, 0x10, 0x00},
+		"msg1 payload_len": badLen,
+		"frame over mtu":   tooBig,
+	}
+	want := uint64(0)
+	for name, bad := range cases {
+		c := rawDial(t, b.addr(t))
+		// A good packet first: the connection is admitted, then poisoned.
+		if _, err := c.Write(append(append([]byte{}, m1...), bad...)); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.in.next(t); !bytes.Equal(got.Data, m1) {
+			t.Fatalf("%s: first packet %x", name, got.Data)
+		}
+		expectClosed(t, c)
+		want++
+		if st := b.Stats(); st.DroppedInvalid != want {
+			t.Fatalf("%s: dropped_invalid %d, want %d", name, st.DroppedInvalid, want)
+		}
+		b.nextDown(t)
+	}
+	if st := b.Stats(); st.ConnectionsUp != 0 || st.PacketsRecv != uint64(len(cases)) {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// gatedDial holds every dial until gate is closed (or the dial is aborted).
+func gatedDial(gate <-chan struct{}) func(*Transport) {
+	return func(tr *Transport) {
+		real := tr.dial
+		tr.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return real(ctx, network, addr)
+		}
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) transport.Addr {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	ln.Close()
+	return transport.AddrFromIP(ap)
+}
+
+func TestDialFailure(t *testing.T) {
+	gate := make(chan struct{})
+	a := newNode(t, 1, Defaults(), gatedDial(gate))
+	dead := closedPort(t)
+
+	for i := range 3 {
+		if err := a.Send(dead, msg1(t, uint32(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(gate)
+	if got := a.nextDown(t); got != dead {
+		t.Fatalf("down %s", got)
+	}
+	st := a.Stats()
+	if st.ConnectFailures != 1 || st.SendErrors != 3 || st.PacketsSent != 0 || st.ConnectionsUp != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// The next Send dials again.
+	if err := a.Send(dead, msg1(t, 9)); err != nil {
+		t.Fatal(err)
+	}
+	a.nextDown(t)
+	if st := a.Stats(); st.ConnectFailures != 2 || st.SendErrors != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestQueueOverflow(t *testing.T) {
+	gate := make(chan struct{}) // never opened: the dial hangs until Close
+	a := newNode(t, 1, Defaults(), gatedDial(gate))
+	to := transport.AddrFromIP(netip.MustParseAddrPort("127.0.0.1:9"))
+	p := msg1(t, 1)
+	for i := range SendQueueLen {
+		if err := a.Send(to, p); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	if err := a.Send(to, p); !errors.Is(err, transport.ErrQueueFull) {
+		t.Fatalf("send past the queue: %v", err)
+	}
+	if st := a.Stats(); st.SendErrors != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	a.Close() // aborts the dial: not a connect failure, queued packets dropped
+	if st := a.Stats(); st.ConnectFailures != 0 || st.SendErrors != 1+SendQueueLen {
+		t.Fatalf("after close %+v", st)
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestMTU(t *testing.T) {
+	a := newNode(t, 1, Defaults(), nil)
+	to := transport.AddrFromIP(netip.MustParseAddrPort("127.0.0.1:9"))
+	err := a.Send(to, make([]byte, a.MTU()+1))
+	var me *transport.MTUError
+	if !errors.As(err, &me) || me.Size != a.MTU()+1 || me.MTU != a.MTU() {
+		t.Fatalf("err %v", err)
+	}
+	if st := a.Stats(); st.MTUExceeded != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	a.mu.RLock()
+	n := len(a.conns)
+	a.mu.RUnlock()
+	if n != 0 {
+		t.Fatal("an oversize packet started a dial")
+	}
+	if a.LinkMTU(to) != a.MTU() {
+		t.Fatal("link MTU of an unknown address")
+	}
+}
+
+func TestInboundCap(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 1
+	b := newNode(t, 1, o, nil)
+
+	c1 := rawDial(t, b.addr(t))
+	if _, err := c1.Write(msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.next(t) // c1 holds the only slot
+
+	c2 := rawDial(t, b.addr(t))
+	c2.Write(msg1(t, 2))
+	expectClosed(t, c2)
+	if st := b.Stats(); st.ConnectsRefused != 1 || st.ConnectionsUp != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// Outbound connections do not count against the cap.
+	a := newNode(t, 2, listening(), nil)
+	if err := b.Send(a.addr(t), msg1(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	a.in.next(t)
+
+	c1.Close()
+	if got := b.nextDown(t); got.String() != c1.LocalAddr().String() {
+		t.Fatalf("down %s", got)
+	}
+	c3 := rawDial(t, b.addr(t))
+	if _, err := c3.Write(msg1(t, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.next(t); got.From.String() != c3.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+
+	// A cap of zero refuses everything.
+	o.MaxInboundConnections = 0
+	z := newNode(t, 3, o, nil)
+	c4 := rawDial(t, z.addr(t))
+	expectClosed(t, c4)
+	if st := z.Stats(); st.ConnectsRefused != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestFirstFrameDeadline(t *testing.T) {
+	b := newNode(t, 1, listening(), func(tr *Transport) { tr.firstFrameTimeout = 100 * time.Millisecond })
+
+	// talker completes a frame in time; its deadline is then lifted.
+	talker := rawDial(t, b.addr(t))
+	if _, err := talker.Write(msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.next(t)
+	// A silent socket, opened after the talker, loses its slot: by then
+	// the talker's deadline would have fired too, had it been kept.
+	silent := rawDial(t, b.addr(t))
+	expectClosed(t, silent)
+	if got := b.nextDown(t); got.String() != silent.LocalAddr().String() {
+		t.Fatalf("down %s", got)
+	}
+	// A first frame started in time but not finished is dropped as well.
+	drip := rawDial(t, b.addr(t))
+	if _, err := drip.Write(msg1(t, 2)[:10]); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, drip)
+	b.nextDown(t)
+
+	if _, err := talker.Write(frame(t, 1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.next(t); got.From.String() != talker.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.RecvErrors != 0 || st.DroppedInvalid != 0 || st.ConnectionsUp != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestCloseConnection(t *testing.T) {
+	a := newNode(t, 1, Defaults(), nil)
+	b := newNode(t, 2, listening(), nil)
+	if err := a.Send(b.addr(t), msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	first := b.in.next(t).From
+
+	a.CloseConnection(b.addr(t))
+	if got := a.nextDown(t); got != b.addr(t) {
+		t.Fatalf("a down %s", got)
+	}
+	if got := b.nextDown(t); got != first {
+		t.Fatalf("b down %s", got)
+	}
+	a.CloseConnection(b.addr(t)) // nothing left: no-op
+
+	// The next Send reconnects.
+	if err := a.Send(b.addr(t), msg1(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.next(t); got.From == first {
+		t.Fatal("reused a closed connection")
+	}
+	if st := a.Stats(); st.RecvErrors != 0 || st.SendErrors != 0 || st.ConnectionsUp != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestDeliverFalseCountsDroppedQueue(t *testing.T) {
+	b := newNode(t, 1, listening(), nil)
+	b.in.accept = func(p transport.Packet) bool { return p.Data[4] != 0xff }
+	c := rawDial(t, b.addr(t))
+	c.Write(append(msg1(t, 0xff), msg1(t, 1)...))
+	b.in.next(t)
+	b.in.next(t) // the second Deliver ran after the first returned
+	if st := b.Stats(); st.DroppedQueue != 1 || st.PacketsRecv != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	tr, err := New(1, "main", listening(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.State() != transport.StateConfigured || tr.Name() != "main" || tr.Type() != "tcp" || tr.ID() != 1 {
+		t.Fatalf("%s %q %s %d", tr.State(), tr.Name(), tr.Type(), tr.ID())
+	}
+	to := transport.AddrFromIP(netip.MustParseAddrPort("127.0.0.1:9"))
+	if err := tr.Send(to, msg1(t, 1)); !errors.Is(err, transport.ErrNotStarted) {
+		t.Fatalf("send before start: %v", err)
+	}
+	if err := tr.Send(transport.Addr{}, msg1(t, 1)); !errors.Is(err, transport.ErrInvalidAddress) {
+		t.Fatalf("send to zero address: %v", err)
+	}
+	if err := tr.Start(context.Background(), nil); err == nil {
+		t.Fatal("nil deliver accepted")
+	}
+	if err := tr.Start(context.Background(), newSink().deliver); err != nil {
+		t.Fatal(err)
+	}
+	if tr.State() != transport.StateUp || tr.LocalAddr() == "" {
+		t.Fatalf("%s %q", tr.State(), tr.LocalAddr())
+	}
+	if err := tr.Start(context.Background(), newSink().deliver); err == nil {
+		t.Fatal("second start accepted")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal("second close:", err)
+	}
+	if tr.State() != transport.StateDown || tr.LocalAddr() != "" {
+		t.Fatalf("after close %s %q", tr.State(), tr.LocalAddr())
+	}
+	if err := tr.Send(to, msg1(t, 1)); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+	if err := tr.Start(context.Background(), newSink().deliver); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("start after close: %v", err)
+	}
+
+	// A busy port fails Start; Close still works.
+	busy, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	o := Defaults()
+	o.BindAddr = busy.Addr().String()
+	f, _ := New(2, "", o, nil)
+	if err := f.Start(context.Background(), newSink().deliver); err == nil || f.State() != transport.StateFailed {
+		t.Fatalf("start on a busy port: %v, %s", err, f.State())
+	}
+	f.Close()
+	goleak.VerifyNone(t)
+}
+
+// TestCloseWithTraffic closes transports with established connections,
+// queued packets and a dial in flight, then checks nothing is left running.
+func TestCloseWithTraffic(t *testing.T) {
+	gate := make(chan struct{})
+	a := newNode(t, 1, listening(), nil)
+	b := newNode(t, 2, listening(), nil)
+	c := newNode(t, 3, Defaults(), gatedDial(gate))
+	for _, from := range []*node{a, b} {
+		for _, to := range []*node{a, b} {
+			if from != to {
+				for i := range 10 {
+					if err := from.Send(to.addr(t), frame(t, uint64(i), 200)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	a.in.next(t)
+	b.in.next(t)
+	if err := c.Send(a.addr(t), msg1(t, 1)); err != nil { // dial held at the gate
+		t.Fatal(err)
+	}
+	raw := rawDial(t, a.addr(t)) // an inbound connection still in its first-frame wait
+	_ = raw
+	for _, n := range []*node{a, b, c} {
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st := n.Stats(); st.ConnectionsUp != 0 {
+			t.Fatalf("transport %d: %d connections after Close", n.ID(), st.ConnectionsUp)
+		}
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestContextEndStops(t *testing.T) {
+	tr, err := New(1, "", listening(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := make(chan transport.Addr, 4)
+	tr.onConnDown = func(a transport.Addr) { down <- a }
+	in := newSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := tr.Start(ctx, in.deliver); err != nil {
+		t.Fatal(err)
+	}
+	c := rawDial(t, transport.AddrFromIP(netip.MustParseAddrPort(tr.LocalAddr())))
+	c.Write(msg1(t, 1))
+	in.next(t)
+	cancel()
+	expectClosed(t, c) // the context's end closed the connection
+	tr.Close()
+	if tr.State() != transport.StateDown {
+		t.Fatalf("state %s", tr.State())
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestIPv6DualStackListener(t *testing.T) {
+	if ln, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	} else {
+		ln.Close()
+	}
+	o := Defaults()
+	o.BindAddr = "[::]:0"
+	b := newNode(t, 1, o, nil)
+	port := b.addr(t).IP.Port()
+	for _, ip := range []string{"127.0.0.1", "::1"} {
+		a := newNode(t, 2, Defaults(), nil)
+		to := transport.AddrFromIP(netip.AddrPortFrom(netip.MustParseAddr(ip), port))
+		if err := a.Send(to, msg1(t, 1)); err != nil {
+			t.Fatal(err)
+		}
+		got := b.in.next(t)
+		if got.From.IP.Addr().String() != ip {
+			t.Fatalf("from %s, want %s (unmapped)", got.From, ip)
+		}
+		if err := b.Send(got.From, msg2(t, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if r := a.in.next(t); r.From != to {
+			t.Fatalf("reply from %s", r.From)
+		}
+	}
+}
+
+func TestResolveAddr(t *testing.T) {
+	tr, err := New(1, "", Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	for in, want := range map[string]string{
+		"192.0.2.1:443":          "192.0.2.1:443",
+		"[2001:db8::1]:443":      "[2001:db8::1]:443",
+		"[::ffff:192.0.2.1]:443": "192.0.2.1:443",
+	} {
+		if a, err := tr.ResolveAddr(ctx, in); err != nil || a.String() != want {
+			t.Errorf("%s: %v %v", in, a, err)
+		}
+	}
+	for _, s := range []string{"", "192.0.2.1", "192.0.2.1:https", "192.0.2.1:70000", ":443"} {
+		if _, err := tr.ResolveAddr(ctx, s); !errors.Is(err, transport.ErrInvalidAddress) {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	if a, err := tr.ResolveAddr(ctx, "localhost:443"); err == nil {
+		if !a.IP.Addr().IsLoopback() || a.IP.Port() != 443 {
+			t.Errorf("localhost: %s", a)
+		}
+	}
+}
