@@ -119,13 +119,18 @@ func Call(ctx context.Context, socketPath, command string, params any) (json.Raw
 
 func exchange(c net.Conn, line []byte) (json.RawMessage, error) {
 	c.SetWriteDeadline(time.Now().Add(ClientTimeout))
-	if _, err := c.Write(line); err != nil {
-		return nil, fmt.Errorf("failed to send request: %s", osErrorText(err))
-	}
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
+	_, werr := c.Write(line)
+	if werr == nil {
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
 	}
 	got, err := readResponseLine(c)
+	if werr != nil && (err != nil || len(got) == 0) {
+		// The server may have answered (and closed) before reading the
+		// request, as when refusing a connection; that answer wins.
+		return nil, fmt.Errorf("failed to send request: %s", osErrorText(werr))
+	}
 	if err != nil {
 		return nil, err
 	}

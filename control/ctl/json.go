@@ -31,7 +31,14 @@ func FloatPtr(v float64) *Float { f := Float(v); return &f }
 func FormatFloat(v float64) string { return string(appendFloat(nil, v)) }
 
 func appendFloat(dst []byte, v float64) []byte {
-	if v == 0 {
+	switch { // not JSON; Rust's Display spelling, for messages
+	case math.IsNaN(v):
+		return append(dst, "NaN"...)
+	case math.IsInf(v, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(v, -1):
+		return append(dst, "-inf"...)
+	case v == 0:
 		if math.Signbit(v) {
 			return append(dst, "-0.0"...)
 		}
@@ -91,7 +98,7 @@ func (l List[T]) MarshalJSON() ([]byte, error) {
 	if l == nil {
 		return []byte("[]"), nil
 	}
-	return json.Marshal([]T(l))
+	return marshal([]T(l))
 }
 
 // Counts is a name → count object (keys sorted, as upstream's BTreeMap)
@@ -103,7 +110,7 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 	if c == nil {
 		return []byte("{}"), nil
 	}
-	return json.Marshal(map[string]uint64(c))
+	return marshal(map[string]uint64(c))
 }
 
 // Pretty re-renders a JSON document the way upstream fipsctl prints one

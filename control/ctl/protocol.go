@@ -55,7 +55,7 @@ type Response struct {
 
 // OK returns a success response whose data is v marshalled to JSON.
 func OK(v any) (Response, error) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		return Response{}, err
 	}
@@ -66,7 +66,8 @@ func OK(v any) (Response, error) {
 func Fail(msg string) Response { return Response{Status: StatusError, Message: msg} }
 
 // MarshalJSON encodes the response in upstream's shape: status first, then
-// data (ok) or message (error).
+// data (ok) or message (error). Call it directly for upstream's exact
+// bytes: json.Marshal re-escapes '<', '>' and '&' in its output.
 func (r Response) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"status":`)
@@ -240,6 +241,8 @@ func decodeRequestSeq(dec *json.Decoder, line []byte) (Request, error) {
 	return req, nil
 }
 
+// commandString reads the command value; end is the input offset just
+// past it.
 func commandString(raw json.RawMessage, end int64) (string, error) {
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
@@ -247,7 +250,12 @@ func commandString(raw json.RawMessage, end int64) (string, error) {
 			return s, nil
 		}
 	}
-	return "", reqErrf("invalid type: %s, expected a string at line 1 column %d", describeRaw(raw), end)
+	// serde reports a scalar at its end and a container at its start.
+	col := end
+	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
+		col = end - int64(len(raw))
+	}
+	return "", reqErrf("invalid type: %s, expected a string at line 1 column %d", describeRaw(raw), col)
 }
 
 func paramsValue(raw json.RawMessage) json.RawMessage {
@@ -307,6 +315,18 @@ func syntaxError(err error, line []byte) error {
 		return reqErrf("EOF while parsing an object at line 1 column %d", len(line))
 	}
 	return &RequestError{Msg: err.Error()}
+}
+
+// marshal is json.Marshal without HTML escaping ('<' stays '<', as serde
+// writes it).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
 // writeJSONString writes s as a JSON string with serde_json's escaping:

@@ -3,7 +3,6 @@ package ctl
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -72,9 +71,10 @@ type Server struct {
 	addr     string
 	sockPath string // Unix socket file to remove at shutdown; "" for TCP
 
-	sem     chan struct{}
-	refused atomic.Uint64
-	wg      sync.WaitGroup // connection and handler goroutines
+	sem       chan struct{}
+	refuseSem chan struct{}
+	refused   atomic.Uint64
+	wg        sync.WaitGroup // connection and handler goroutines
 
 	mu      sync.Mutex
 	serving bool
@@ -100,7 +100,7 @@ func listenWith(cfg Config, reg *Registry, chown func(string)) (*Server, error) 
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	s := &Server{cfg: cfg, reg: reg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConns)}
+	s := &Server{cfg: cfg, reg: reg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConns), refuseSem: make(chan struct{}, maxRefusers)}
 	if chown == nil {
 		chown = func(p string) { chownFipsGroup(p, s.log) }
 	}
@@ -183,6 +183,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	s.cleanup()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	return nil
 }
 
@@ -212,29 +215,58 @@ func (s *Server) cleanup() {
 	})
 }
 
-// refuse answers a connection over the MaxConns bound and closes it. The
-// write goes into an empty socket buffer, so it cannot stall the accept
-// loop beyond its short deadline.
+// refuse turns away a connection over the MaxConns bound: counted, and
+// answered "too many connections" by one of a few short-lived goroutines
+// (closed unanswered when those are busy too).
 func (s *Server) refuse(c net.Conn) {
 	n := s.refused.Add(1)
 	if n&(n-1) == 0 { // 1, 2, 4, 8 …: bounded log volume under a flood
 		s.log.Warn("Control socket connection limit reached, refusing", "max", s.cfg.MaxConns, "refused_total", n)
 	}
-	b, _ := json.Marshal(Fail(MsgTooManyConnections))
-	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	c.Write(append(b, '\n'))
-	c.Close()
+	select {
+	case s.refuseSem <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.refuseSem }()
+		defer c.Close()
+		b, _ := Fail(MsgTooManyConnections).MarshalJSON()
+		c.SetWriteDeadline(time.Now().Add(lingerTimeout))
+		if _, err := c.Write(append(b, '\n')); err != nil {
+			return
+		}
+		linger(c)
+	}()
 }
+
+// linger half-closes c and drains a little unread input before the caller
+// closes it: closing with unread input resets the connection, which on
+// some stacks discards the answer before the client reads it.
+func linger(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.CopyN(io.Discard, c, lingerBytes)
+}
+
+// maxRefusers bounds the goroutines answering refused connections.
+const maxRefusers = 8
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	req, resp, ok := s.readRequest(ctx, c)
+	unread := resp.Message == MsgRequestTooLarge
 	if ok {
 		resp = s.handle(ctx, req)
 	}
-	out, err := json.Marshal(resp)
+	out, err := resp.MarshalJSON()
 	if err != nil { // cannot happen: data was validated when it was built
-		out, _ = json.Marshal(Fail(MsgResponseClosed))
+		out, _ = Fail(MsgResponseClosed).MarshalJSON()
 	}
 	out = append(out, '\n')
 	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
@@ -242,10 +274,20 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		s.log.Debug("Control socket write failed or timed out", "error", err)
 		return
 	}
+	if unread {
+		linger(c)
+		return
+	}
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
 }
+
+// Bounds on draining a rejected request before closing.
+const (
+	lingerTimeout = 200 * time.Millisecond
+	lingerBytes   = 64 << 10
+)
 
 // readRequest reads and decodes one request line. When it fails, resp is
 // the error response to send.

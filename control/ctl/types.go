@@ -122,8 +122,8 @@ type PeerInfo struct {
 	LastSeenMs                 uint64         `json:"last_seen_ms"`
 	LinkID                     uint64         `json:"link_id"`
 	MMP                        *PeerMMP       `json:"mmp,omitempty"`
-	Noise                      *NoiseCounters `json:"noise,omitempty"`
 	NodeAddr                   string         `json:"node_addr"`
+	Noise                      *NoiseCounters `json:"noise,omitempty"`
 	NostrTraversal             NostrTraversal `json:"nostr_traversal"` // always present
 	Npub                       string         `json:"npub"`
 	OurSessionIndex            string         `json:"our_session_index,omitempty"` // 8 lowercase hex digits
