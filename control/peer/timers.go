@@ -84,6 +84,12 @@ func (m *Manager) Tick(now time.Time) {
 	}
 	for _, l := range m.legs {
 		switch {
+		case l.rekeyOf == nil && m.peers[l.expectAddr] != nil && !now.Before(l.nextResend):
+			// The peer came up over another link (it dialed us first).
+			// The crossing msg2 had a resend interval to arrive; the
+			// other side ignores further msg1s, so stop sending them.
+			m.dropLeg(l)
+			m.stats.HandshakesSuperseded++
 		case now.Sub(l.started) >= m.cfg.HandshakeTimeout:
 			m.dropLeg(l)
 			m.stats.HandshakeTimeouts++

@@ -141,6 +141,7 @@ type conn struct {
 	addr    transport.Addr
 	inbound bool
 	queue   chan *[]byte
+	unsent  atomic.Int64  // queued packets not yet written or dropped
 	done    chan struct{} // closed by teardown
 	ctx     context.Context
 	cancel  context.CancelFunc // aborts the dial
@@ -395,10 +396,12 @@ func (t *Transport) enqueueLocked(c *conn, pkt []byte) error {
 	}
 	bp := t.bufs.Get().(*[]byte)
 	*bp = append((*bp)[:0], pkt...)
+	c.unsent.Add(1)
 	select {
 	case c.queue <- bp:
 		return nil
 	default:
+		c.unsent.Add(-1)
 		t.bufs.Put(bp)
 		t.stats.sendErrors.Add(1)
 		return fmt.Errorf("tcp: send to %s: %w", c.addr, transport.ErrQueueFull)
@@ -576,6 +579,7 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 			t.bufs.Put(bp)
 			batch[i] = nil
 		}
+		c.unsent.Add(-int64(len(batch)))
 		if err != nil {
 			t.stats.sendErrors.Add(uint64(len(batch)))
 			t.log.Debug("TCP write failed, closing connection", "remote_addr", c.addr.String(), "err", err)
@@ -671,6 +675,7 @@ func (t *Transport) teardown(c *conn) {
 	for {
 		select {
 		case bp := <-c.queue:
+			c.unsent.Add(-1)
 			t.stats.sendErrors.Add(1)
 			t.bufs.Put(bp)
 			continue
@@ -726,30 +731,53 @@ func (t *Transport) Close() error {
 	var err error
 	var conns []*conn
 	t.mu.Lock()
-	if !t.closed {
-		t.closed = true
-		if t.stopCtx != nil {
-			t.stopCtx()
-		}
-		if t.cancel != nil {
-			t.cancel()
-		}
-		if t.ln != nil {
-			err = t.ln.Close()
-		}
-		for _, c := range t.conns {
-			conns = append(conns, c)
-		}
-		if t.started {
-			t.log.Info("TCP transport stopped", "connections", len(conns))
-		}
-		t.local = ""
-		t.state = transport.StateDown
+	first := !t.closed
+	t.closed = true // Send refuses from here on
+	for _, c := range t.conns {
+		conns = append(conns, c)
 	}
+	t.mu.Unlock()
+	if !first {
+		t.wg.Wait()
+		return nil
+	}
+	// What was queued before Close (a shutdown's Disconnect frames above
+	// all) still goes out: writers get closeFlushTimeout to empty their
+	// queues before anything is cancelled or closed.
+	deadline := time.Now().Add(closeFlushTimeout)
+	for _, c := range conns {
+		for t.connected(c) && c.unsent.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.mu.Lock()
+	if t.stopCtx != nil {
+		t.stopCtx()
+	}
+	if t.cancel != nil {
+		t.cancel()
+	}
+	if t.ln != nil {
+		err = t.ln.Close()
+	}
+	if t.started {
+		t.log.Info("TCP transport stopped", "connections", len(conns))
+	}
+	t.local = ""
+	t.state = transport.StateDown
 	t.mu.Unlock()
 	for _, c := range conns {
 		t.teardown(c)
 	}
 	t.wg.Wait()
 	return err
+}
+
+// closeFlushTimeout bounds how long Close waits for queued packets.
+const closeFlushTimeout = time.Second
+
+func (t *Transport) connected(c *conn) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return c.nc != nil && !c.down
 }
