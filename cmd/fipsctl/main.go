@@ -35,6 +35,10 @@ func commands() []command {
 		{"keygen", "generate a FIPS identity keypair (fips.key, fips.pub)", runKeygen},
 		{"identity", "show the npub, node address and IPv6 address of a key", runIdentity},
 		{"wire", "dissect FIPS packets: wire decode [HEX]", runWire},
+		{"show", "query the daemon: show status|peers|links|tree|sessions|…", runShow},
+		{"acl", "show the daemon's loaded peer ACL: acl show", runACL},
+		{"connect", "connect to a peer: connect PEER ADDRESS TRANSPORT", runConnect},
+		{"disconnect", "disconnect a peer: disconnect PEER", runDisconnect},
 	}
 }
 

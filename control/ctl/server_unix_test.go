@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 )
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sockPath is a fresh socket path short enough for sun_path (104 bytes on
 // macOS, 108 on Linux).
