@@ -55,9 +55,13 @@ type decoder struct {
 	*shared
 	file  string
 	quiet bool // drop warnings
-	errs  []error
-	warns []Warning
-	src   map[string]srcPos
+	// untagged: inside a transport section, which upstream reads through
+	// an untagged enum; there a plain scalar that looks like a number,
+	// boolean or null is not accepted as a string.
+	untagged bool
+	errs     []error
+	warns    []Warning
+	src      map[string]srcPos
 }
 
 func newDecoder(file string, sh *shared) *decoder {
@@ -67,7 +71,7 @@ func newDecoder(file string, sh *shared) *decoder {
 // child is a decoder whose findings can be adopted or dropped.
 func (d *decoder) child() *decoder {
 	c := newDecoder(d.file, d.shared)
-	c.quiet = d.quiet
+	c.quiet, c.untagged = d.quiet, d.untagged
 	return c
 }
 
@@ -150,14 +154,7 @@ func isEmptyScalar(n *yaml.Node) bool {
 
 // isNullish: what serde_yaml reads as None for an optional key.
 func isNullish(n *yaml.Node) bool {
-	if n.Kind != yaml.ScalarNode || !isPlain(n) {
-		return false
-	}
-	switch n.Value {
-	case "", "~", "null", "Null", "NULL":
-		return true
-	}
-	return false
+	return n.Kind == yaml.ScalarNode && isPlain(n) && isNullWord(n.Value)
 }
 
 func joinPath(path, key string) string {
@@ -339,6 +336,12 @@ func (d *decoder) decodeString(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	s := n.Value
+	if d.untagged && isPlain(n) {
+		if kind := untaggedKind(s); kind != "" {
+			d.fail(n, path, ErrType, "expected a string, got %s %s (quote it)", kind, describe(n, path))
+			return
+		}
+	}
 	if et, ok := v.Interface().(enumType); ok {
 		vals := et.enumValues()
 		found := false
@@ -420,6 +423,7 @@ func (in *Instances[T]) decodeInstances(d *decoder, n *yaml.Node, path string, d
 	single := new(T)
 	applyDefaults(reflect.ValueOf(single).Elem())
 	ds := d.child()
+	ds.untagged = true
 	ds.decodeValue(n, reflect.ValueOf(single).Elem(), path, depth)
 	if len(ds.errs) == 0 {
 		d.adopt(ds)
@@ -427,6 +431,7 @@ func (in *Instances[T]) decodeInstances(d *decoder, n *yaml.Node, path string, d
 		return
 	}
 	dn := d.child()
+	dn.untagged = true
 	named := make(map[string]*T)
 	intendedSingle := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -494,6 +499,35 @@ func parseUnsigned(s string) (uint64, bool) {
 	}
 	u, err := strconv.ParseUint(s, 10, 64)
 	return u, err == nil
+}
+
+// untaggedKind classifies a plain scalar as serde_yaml does when the
+// target type is not known yet: "null", "boolean", "number", or "" for a
+// string.
+func untaggedKind(s string) string {
+	switch {
+	case isNullWord(s):
+		return "null"
+	case s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE":
+		return "boolean"
+	}
+	if _, ok := parseUnsigned(strings.TrimPrefix(s, "-")); ok && !strings.HasPrefix(s, "-+") {
+		return "number"
+	}
+	unsigned := strings.TrimLeft(s, "+-")
+	leadingZeroDigits := len(unsigned) > 1 && unsigned[0] == '0' && strings.Trim(unsigned[1:], "0123456789") == ""
+	if _, ok := parseFloat(s); ok && !leadingZeroDigits {
+		return "number"
+	}
+	return ""
+}
+
+func isNullWord(s string) bool {
+	switch s {
+	case "", "~", "null", "Null", "NULL":
+		return true
+	}
+	return false
 }
 
 // parseFloat reads a float as serde_yaml does: .inf/.nan spellings, or a

@@ -173,6 +173,28 @@ func TestInstanceForms(t *testing.T) {
 	if c.Transports.Ethernet.Single.Listen {
 		t.Error("ethernet discovery alias ignored")
 	}
+	// Inside transports a plain number, boolean or null is not a string,
+	// as upstream reads the section through an untagged enum.
+	for _, y := range []string{
+		"transports:\n  ethernet: {interface: 123}\n",
+		"transports:\n  udp: {bind_addr: true}\n",
+		"transports:\n  ethernet:\n    lan: {interface: ~}\n",
+		"transports:\n  tor: {mode: 1.5}\n",
+	} {
+		errs := loadErr(t, y)
+		if !errors.Is(errs[0], ErrType) || !strings.Contains(errs[0].Reason, "expected a string") {
+			t.Errorf("%q: %v", y, errs)
+		}
+	}
+	c, _ = mustLoad(t, "transports:\n  ethernet: {interface: \"123\"}\n  tor: {mode: 0123, socks5_addr: 127.0.0.1:9050}\n")
+	if c.Transports.Ethernet.Single.Interface != "123" || c.Transports.Tor.Single.Mode != "0123" {
+		t.Errorf("strings in transports: %+v", c.Transports)
+	}
+	// Elsewhere any scalar is a string.
+	c, _ = mustLoad(t, "node: {identity: {nsec: 123}}")
+	if *c.Node.Identity.Nsec != "123" {
+		t.Error("plain number as nsec")
+	}
 	// An empty value is neither form, as upstream.
 	errs := loadErr(t, "transports:\n  udp:\n")
 	if !errors.Is(errs[0], ErrType) || errs[0].Key != "transports.udp" || errs[0].Line != 2 {
