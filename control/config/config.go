@@ -327,22 +327,26 @@ type NostrConfig struct {
 
 func (*NostrConfig) denyUnknownKeys() {}
 
-// Upstream's built-in relay and STUN lists.
-var (
-	defaultRelays = []string{"wss://relay.damus.io", "wss://nos.lol", "wss://offchain.pub"}
-	defaultStun   = []string{
+// DefaultNostrRelays is upstream's built-in relay list (advert and DM).
+func DefaultNostrRelays() []string {
+	return []string{"wss://relay.damus.io", "wss://nos.lol", "wss://offchain.pub"}
+}
+
+// DefaultStunServers is upstream's built-in STUN list.
+func DefaultStunServers() []string {
+	return []string{
 		"stun:stun.l.google.com:19302",
 		"stun:stun.cloudflare.com:3478",
 		"stun:global.stun.twilio.com:3478",
 	}
-)
+}
 
 func defaultNostrConfig() NostrConfig {
 	return NostrConfig{
 		Advertise:                    true,
-		AdvertRelays:                 append([]string(nil), defaultRelays...),
-		DMRelays:                     append([]string(nil), defaultRelays...),
-		StunServers:                  append([]string(nil), defaultStun...),
+		AdvertRelays:                 DefaultNostrRelays(),
+		DMRelays:                     DefaultNostrRelays(),
+		StunServers:                  DefaultStunServers(),
 		App:                          "fips-overlay-v1",
 		SignalTTLSecs:                120,
 		Policy:                       NostrPolicyConfiguredOnly,

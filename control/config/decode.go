@@ -237,7 +237,6 @@ func fieldNames(fs []field) string {
 	return strings.Join(names, ", ")
 }
 
-var configType = reflect.TypeFor[Config]()
 
 // applyDefaults sets v (addressable) to its type's defaults, if it has any.
 func applyDefaults(v reflect.Value) {
@@ -385,7 +384,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 		key := kn.Value
 		kpath := joinPath(path, key)
 		fi := lookupField(fs, key)
-		if fi >= 0 && v.Type() == configType && fs[fi].name == "gateway" && !d.gateway {
+		if fi >= 0 && v.Type() == reflect.TypeFor[Config]() && fs[fi].name == "gateway" && !d.gateway {
 			d.warnAt(kn, kpath, "the gateway section is read only on Linux; ignored")
 			continue
 		}

@@ -107,7 +107,7 @@ func LoadFiles(paths []string) (*Config, []string, []Warning, error) {
 	var merged *yaml.Node
 	for _, f := range files {
 		markOrigin(f.root, f.name, sh.origin, 0)
-		merged = mergeNodes(merged, f.root, configType, sh)
+		merged = mergeNodes(merged, f.root, reflect.TypeFor[Config](), sh)
 	}
 	cfg, d := decodeRoot(loaded[len(loaded)-1], merged, sh, true)
 	if len(d.errs) > 0 {
