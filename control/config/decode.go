@@ -237,7 +237,6 @@ func fieldNames(fs []field) string {
 	return strings.Join(names, ", ")
 }
 
-
 // applyDefaults sets v (addressable) to its type's defaults, if it has any.
 func applyDefaults(v reflect.Value) {
 	if df, ok := v.Addr().Interface().(defaulter); ok {
