@@ -170,35 +170,50 @@ func TestDissectFMPInnerHeartbeatAndDisconnect(t *testing.T) {
 
 func TestDissectFMPInnerSessionDatagram(t *testing.T) {
 	src, dst := fmpTestAddr(0xaa), fmpTestAddr(0xbb)
-	payload := []byte{0x00, 0x04, 0x22, 0x00, 0x20} // something FSP-shaped
-	d := fmpEncode(t, wire.SessionDatagram{TTL: 63, PathMTU: 1280, Src: src, Dest: dst, Payload: payload})
-	m := fmpJSON(t, fmpPlain(77, d), dissect.FMPInner)
-	fmpWant(t, m, map[string]any{
-		"msg_type": 0, "msg_type_name": "SessionDatagram",
-		"body.ttl": 63, "body.path_mtu": 1280, "body.src": src.String(), "body.dest": dst.String(),
-		"body.payload_len": len(payload),
-	})
-	// The FSP dissection, or the reason there is none, is embedded.
-	body := m["body"].(map[string]any)
-	_, hasFSP := body["fsp"]
-	_, hasErr := body["fsp_error"]
-	if hasFSP == hasErr {
-		t.Fatalf("want exactly one of fsp and fsp_error: %v", body)
+	signal := fmpEncode(t, wire.CoordsRequired{DestAddr: dst, Reporter: fmpTestAddr(0xcc)})
+	for name, c := range map[string]struct {
+		payload []byte
+		wantFSP bool
+	}{
+		"CoordsRequired": {signal, true},
+		"not FSP":        {[]byte{0x00, 0x04, 0x22, 0x00, 0x20}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := fmpEncode(t, wire.SessionDatagram{TTL: 63, PathMTU: 1280, Src: src, Dest: dst, Payload: c.payload})
+			m := fmpJSON(t, fmpPlain(77, d), dissect.FMPInner)
+			fmpWant(t, m, map[string]any{
+				"msg_type": 0, "msg_type_name": "SessionDatagram",
+				"body.ttl": 63, "body.path_mtu": 1280, "body.src": src.String(), "body.dest": dst.String(),
+				"body.payload_len": len(c.payload),
+			})
+			// The FSP dissection, or the reason there is none, is embedded
+			// exactly as the FSP dissector gives it.
+			body := m["body"].(map[string]any)
+			_, hasFSP := body["fsp"]
+			_, hasErr := body["fsp_error"]
+			if hasFSP == hasErr || hasFSP != c.wantFSP {
+				t.Fatalf("fsp present %v, fsp_error present %v, want fsp %v: %v", hasFSP, hasErr, c.wantFSP, body)
+			}
+			want, ferr := dissect.Decode(c.payload, dissect.FSP)
+			if hasErr {
+				if ferr == nil || body["fsp_error"] != ferr.Error() {
+					t.Fatalf("fsp_error %q, FSP dissector says %v", body["fsp_error"], ferr)
+				}
+				return
+			}
+			raw, _ := json.Marshal(want)
+			got, _ := json.Marshal(body["fsp"])
+			var a, b any
+			_ = json.Unmarshal(raw, &a)
+			_ = json.Unmarshal(got, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("embedded fsp %s, FSP dissector says %s", got, raw)
+			}
+		})
 	}
-	want, ferr := dissect.Decode(payload, dissect.FSP)
-	if hasErr {
-		if ferr == nil || body["fsp_error"] != ferr.Error() {
-			t.Fatalf("fsp_error %q, FSP dissector says %v", body["fsp_error"], ferr)
-		}
-	} else {
-		raw, _ := json.Marshal(want)
-		got, _ := json.Marshal(body["fsp"])
-		var a, b any
-		_ = json.Unmarshal(raw, &a)
-		_ = json.Unmarshal(got, &b)
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("embedded fsp %s, FSP dissector says %s", got, raw)
-		}
+	// The digest's total for this packet on the wire: 16 + 4 + 36 + 38 + 16.
+	if n := wire.FMPHeaderSize + 4 + wire.SessionDatagramHeaderSize + len(signal) + wire.FMPTagSize; n != 110 {
+		t.Fatalf("SessionDatagram+CoordsRequired frame is %d bytes, want 110", n)
 	}
 }
 
