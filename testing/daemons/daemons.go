@@ -5,7 +5,6 @@
 package daemons
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,7 +85,6 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	log    *bytes.Buffer
 	exited chan struct{}
 	starts int
 }
@@ -107,24 +105,6 @@ func New(t testing.TB, bin Binaries, name, config string) *Daemon {
 	}
 	t.Cleanup(d.Kill)
 	return d
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Start launches the daemon.
