@@ -244,17 +244,18 @@ func syntaxError(name string, data []byte, err error) error {
 	return e
 }
 
-// maxRelocateLines bounds the prefix search of syntaxError.
-const maxRelocateLines = 2000
+// maxRelocateWork bounds the bytes the prefix search of syntaxError may
+// parse in total; past it, yaml.v3's own line is kept.
+const maxRelocateWork = 16 << 20
 
 func failingLine(data []byte, reason string) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > maxRelocateLines {
-		return 0
-	}
-	end := 0
+	end, work := 0, 0
 	for k, l := range lines {
 		end += len(l)
+		if work += end; work > maxRelocateWork {
+			return 0
+		}
 		var n yaml.Node
 		err := parsePrefix(data[:end], &n)
 		if err == nil {
