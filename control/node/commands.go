@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
