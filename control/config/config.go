@@ -45,7 +45,7 @@ type NodeConfig struct {
 	HeartbeatIntervalSecs uint64         `yaml:"heartbeat_interval_secs"`
 	LinkDeadTimeoutSecs   uint64         `yaml:"link_dead_timeout_secs"`
 	// DrainTimeoutSecs bounds the shutdown drain (undocumented upstream).
-	DrainTimeoutSecs uint64           `yaml:"drain_timeout_secs"`
+	DrainTimeoutSecs uint64           `yaml:"drain_timeout_secs" fips:"optional"`
 	Limits           LimitsConfig     `yaml:"limits"`
 	RateLimit        RateLimitConfig  `yaml:"rate_limit"`
 	Retry            RetryConfig      `yaml:"retry"`
@@ -64,7 +64,7 @@ type NodeConfig struct {
 	Rekey            RekeyConfig      `yaml:"rekey"`
 	// LogLevel is node.log_level as written; "" when absent. Use
 	// SlogLevel (or ParseLogLevel) for its meaning.
-	LogLevel string `yaml:"log_level"`
+	LogLevel string `yaml:"log_level" fips:"optional"`
 }
 
 func defaultNodeConfig() NodeConfig {
@@ -548,8 +548,8 @@ func defaultRekeyConfig() RekeyConfig {
 // TUNConfig is tun.*.
 type TUNConfig struct {
 	Enabled bool   `yaml:"enabled"`
-	Name    string `yaml:"name"` // macOS/FreeBSD: the kernel picks utunN/tunN
-	MTU     uint16 `yaml:"mtu"`
+	Name    string `yaml:"name" fips:"optional"` // macOS/FreeBSD: the kernel picks utunN/tunN
+	MTU     uint16 `yaml:"mtu" fips:"optional"`
 }
 
 func defaultTUNConfig() TUNConfig { return TUNConfig{Name: "fips0", MTU: 1280} }
@@ -557,9 +557,9 @@ func defaultTUNConfig() TUNConfig { return TUNConfig{Name: "fips0", MTU: 1280} }
 // DNSConfig is dns.*.
 type DNSConfig struct {
 	Enabled  bool   `yaml:"enabled"`
-	BindAddr string `yaml:"bind_addr"`
-	Port     uint16 `yaml:"port"`
-	TTL      uint32 `yaml:"ttl"`
+	BindAddr string `yaml:"bind_addr" fips:"optional"`
+	Port     uint16 `yaml:"port" fips:"optional"`
+	TTL      uint32 `yaml:"ttl" fips:"optional"`
 }
 
 func defaultDNSConfig() DNSConfig {

@@ -196,6 +196,7 @@ type field struct {
 	name     string
 	alias    string
 	required bool
+	optional bool // an Option upstream: null means "use the default"
 }
 
 func fieldsOf(t reflect.Type) []field {
@@ -211,6 +212,8 @@ func fieldsOf(t reflect.Type) []field {
 			switch {
 			case opt == "required":
 				f.required = true
+			case opt == "optional":
+				f.optional = true
 			case strings.HasPrefix(opt, "alias="):
 				f.alias = strings.TrimPrefix(opt, "alias=")
 			}
@@ -401,6 +404,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, depth
 		}
 		seen[fi] = kn
 		d.record(joinPath(path, fs[fi].name), kn)
+		if fs[fi].optional {
+			if vn := d.resolve(n.Content[i+1], kpath); vn == nil || isNullish(vn) {
+				continue
+			}
+		}
 		d.decodeValue(n.Content[i+1], v.Field(fs[fi].index), joinPath(path, fs[fi].name), depth+1)
 	}
 	for i, f := range fs {

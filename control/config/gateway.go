@@ -27,7 +27,7 @@ type GatewayConfig struct {
 	Pool            string           `yaml:"pool" fips:"required"` // CIDR, e.g. fd01::/112
 	LANInterface    string           `yaml:"lan_interface" fips:"required"`
 	DNS             GatewayDNSConfig `yaml:"dns"`
-	PoolGracePeriod uint64           `yaml:"pool_grace_period"`
+	PoolGracePeriod uint64           `yaml:"pool_grace_period" fips:"optional"`
 	// Conntrack is parsed but, upstream, never applied.
 	Conntrack    ConntrackConfig `yaml:"conntrack"`
 	PortForwards []PortForward   `yaml:"port_forwards"`
@@ -48,17 +48,17 @@ func (g *GatewayConfig) applyDefaults() {
 
 // GatewayDNSConfig is gateway.dns.*.
 type GatewayDNSConfig struct {
-	Listen   string `yaml:"listen"`
-	Upstream string `yaml:"upstream"` // must match the daemon's dns bind
-	TTL      uint32 `yaml:"ttl"`
+	Listen   string `yaml:"listen" fips:"optional"`
+	Upstream string `yaml:"upstream" fips:"optional"` // must match the daemon's dns bind
+	TTL      uint32 `yaml:"ttl" fips:"optional"`
 }
 
 // ConntrackConfig is gateway.conntrack.* (seconds).
 type ConntrackConfig struct {
-	TCPEstablished uint64 `yaml:"tcp_established"`
-	UDPTimeout     uint64 `yaml:"udp_timeout"`
-	UDPAssured     uint64 `yaml:"udp_assured"`
-	ICMPTimeout    uint64 `yaml:"icmp_timeout"`
+	TCPEstablished uint64 `yaml:"tcp_established" fips:"optional"`
+	UDPTimeout     uint64 `yaml:"udp_timeout" fips:"optional"`
+	UDPAssured     uint64 `yaml:"udp_assured" fips:"optional"`
+	ICMPTimeout    uint64 `yaml:"icmp_timeout" fips:"optional"`
 }
 
 // Proto is gateway.port_forwards[].proto.

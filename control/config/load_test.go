@@ -430,9 +430,18 @@ transports:
 		t.Error("hex ethertype")
 	}
 	// Null means absent for optional keys.
-	c, _ = mustLoad(t, "node:\n  identity: {nsec: ~}\n  rate_limit: {established_handshake_burst: null}\n")
-	if c.Node.Identity.Nsec != nil || c.Node.RateLimit.EstablishedHandshakeBurst != nil {
-		t.Error("null optional keys")
+	c, _ = mustLoad(t, "node:\n  identity: {nsec: ~}\n  rate_limit: {established_handshake_burst: null}\n  log_level:\n  drain_timeout_secs: ~\n"+
+		"tun: {mtu: ~, name: }\ndns: {port: null, ttl: ~, bind_addr: }\ntransports:\n  udp: {mtu: ~, bind_addr: ~}\n  tcp: {bind_addr: ~}\n")
+	if c.Node.Identity.Nsec != nil || c.Node.RateLimit.EstablishedHandshakeBurst != nil || c.Node.DrainTimeoutSecs != 2 ||
+		c.TUN.MTU != 1280 || c.TUN.Name != "fips0" || c.DNS.Port != 5354 || c.DNS.TTL != 300 || c.DNS.BindAddr != "::1" ||
+		c.Transports.UDP.Single.MTU != 1280 || c.Transports.UDP.Single.BindAddr != "0.0.0.0:2121" || c.Transports.TCP.Single.BindAddr != nil {
+		t.Errorf("null optional keys: %+v", c)
+	}
+	// ...but not for keys upstream requires a value for.
+	for _, y := range []string{"node: {tick_interval_secs: ~}", "tun: {enabled: ~}", "node: {rekey: {after_secs: }}"} {
+		if errs := loadErr(t, y); !errors.Is(errs[0], ErrType) {
+			t.Errorf("%q: %v", y, errs)
+		}
 	}
 	// Empty lists are empty, not the defaults.
 	c, _ = mustLoad(t, "node:\n  rendezvous:\n    nostr:\n      stun_servers:\n      dm_relays: []\n")

@@ -111,16 +111,16 @@ const (
 
 // UDPConfig is one transports.udp instance.
 type UDPConfig struct {
-	BindAddr         string `yaml:"bind_addr"`
-	MTU              uint16 `yaml:"mtu"`
-	RecvBufSize      uint   `yaml:"recv_buf_size"`
-	SendBufSize      uint   `yaml:"send_buf_size"`
-	AdvertiseOnNostr bool   `yaml:"advertise_on_nostr"`
-	Public           bool   `yaml:"public"` // false: advertised as udp:nat
+	BindAddr         string `yaml:"bind_addr" fips:"optional"`
+	MTU              uint16 `yaml:"mtu" fips:"optional"`
+	RecvBufSize      uint   `yaml:"recv_buf_size" fips:"optional"`
+	SendBufSize      uint   `yaml:"send_buf_size" fips:"optional"`
+	AdvertiseOnNostr bool   `yaml:"advertise_on_nostr" fips:"optional"`
+	Public           bool   `yaml:"public" fips:"optional"` // false: advertised as udp:nat
 	// ExternalAddr is the address to advertise when public; nil when absent.
 	ExternalAddr      *string `yaml:"external_addr"`
-	OutboundOnly      bool    `yaml:"outbound_only"`
-	AcceptConnections bool    `yaml:"accept_connections"`
+	OutboundOnly      bool    `yaml:"outbound_only" fips:"optional"`
+	AcceptConnections bool    `yaml:"accept_connections" fips:"optional"`
 }
 
 func (*UDPConfig) denyUnknownKeys() {}
@@ -160,18 +160,18 @@ func (c *UDPConfig) ExternalAdvertAddr() (netip.AddrPort, bool) {
 // EthernetConfig is one transports.ethernet instance.
 type EthernetConfig struct {
 	Interface string `yaml:"interface" fips:"required"`
-	Ethertype uint16 `yaml:"ethertype"`
+	Ethertype uint16 `yaml:"ethertype" fips:"optional"`
 	// MTU is nil when absent: the interface MTU minus 3 is used.
 	MTU         *uint16 `yaml:"mtu"`
-	RecvBufSize uint    `yaml:"recv_buf_size"`
-	SendBufSize uint    `yaml:"send_buf_size"`
+	RecvBufSize uint    `yaml:"recv_buf_size" fips:"optional"`
+	SendBufSize uint    `yaml:"send_buf_size" fips:"optional"`
 	// Listen also accepts its old name, discovery.
-	Listen            bool `yaml:"listen" fips:"alias=discovery"`
-	Announce          bool `yaml:"announce"`
-	AutoConnect       bool `yaml:"auto_connect"`
-	AcceptConnections bool `yaml:"accept_connections"`
+	Listen            bool `yaml:"listen" fips:"alias=discovery,optional"`
+	Announce          bool `yaml:"announce" fips:"optional"`
+	AutoConnect       bool `yaml:"auto_connect" fips:"optional"`
+	AcceptConnections bool `yaml:"accept_connections" fips:"optional"`
 	// BeaconIntervalSecs as written; see EffectiveBeaconIntervalSecs.
-	BeaconIntervalSecs uint64 `yaml:"beacon_interval_secs"`
+	BeaconIntervalSecs uint64 `yaml:"beacon_interval_secs" fips:"optional"`
 }
 
 func (*EthernetConfig) denyUnknownKeys() {}
@@ -196,14 +196,14 @@ func (c *EthernetConfig) EffectiveBeaconIntervalSecs() uint64 {
 type TCPConfig struct {
 	// BindAddr is nil when absent: the instance is outbound-only.
 	BindAddr              *string `yaml:"bind_addr"`
-	MTU                   uint16  `yaml:"mtu"`
-	ConnectTimeoutMs      uint64  `yaml:"connect_timeout_ms"`
-	NoDelay               bool    `yaml:"nodelay"`
-	KeepaliveSecs         uint64  `yaml:"keepalive_secs"` // 0 = off
-	RecvBufSize           uint    `yaml:"recv_buf_size"`
-	SendBufSize           uint    `yaml:"send_buf_size"`
-	MaxInboundConnections uint    `yaml:"max_inbound_connections"`
-	AdvertiseOnNostr      bool    `yaml:"advertise_on_nostr"`
+	MTU                   uint16  `yaml:"mtu" fips:"optional"`
+	ConnectTimeoutMs      uint64  `yaml:"connect_timeout_ms" fips:"optional"`
+	NoDelay               bool    `yaml:"nodelay" fips:"optional"`
+	KeepaliveSecs         uint64  `yaml:"keepalive_secs" fips:"optional"` // 0 = off
+	RecvBufSize           uint    `yaml:"recv_buf_size" fips:"optional"`
+	SendBufSize           uint    `yaml:"send_buf_size" fips:"optional"`
+	MaxInboundConnections uint    `yaml:"max_inbound_connections" fips:"optional"`
+	AdvertiseOnNostr      bool    `yaml:"advertise_on_nostr" fips:"optional"`
 	ExternalAddr          *string `yaml:"external_addr"`
 }
 
@@ -248,20 +248,20 @@ func externalAdvertAddr(raw, bind string) (netip.AddrPort, bool) {
 
 // TorConfig is one transports.tor instance.
 type TorConfig struct {
-	Mode             string `yaml:"mode"` // socks5 | control_port | directory
-	Socks5Addr       string `yaml:"socks5_addr"`
-	ConnectTimeoutMs uint64 `yaml:"connect_timeout_ms"`
-	MTU              uint16 `yaml:"mtu"`
-	ControlAddr      string `yaml:"control_addr"`
+	Mode             string `yaml:"mode" fips:"optional"` // socks5 | control_port | directory
+	Socks5Addr       string `yaml:"socks5_addr" fips:"optional"`
+	ConnectTimeoutMs uint64 `yaml:"connect_timeout_ms" fips:"optional"`
+	MTU              uint16 `yaml:"mtu" fips:"optional"`
+	ControlAddr      string `yaml:"control_addr" fips:"optional"`
 	// ControlAuth is "cookie", "cookie:/path" or "password:<secret>".
-	ControlAuth           string `yaml:"control_auth"`
-	CookiePath            string `yaml:"cookie_path"`
-	MaxInboundConnections uint   `yaml:"max_inbound_connections"`
+	ControlAuth           string `yaml:"control_auth" fips:"optional"`
+	CookiePath            string `yaml:"cookie_path" fips:"optional"`
+	MaxInboundConnections uint   `yaml:"max_inbound_connections" fips:"optional"`
 	// DirectoryService is nil when absent; its presence outside directory
 	// mode makes the transport refuse to start.
 	DirectoryService *DirectoryServiceConfig `yaml:"directory_service"`
-	AdvertiseOnNostr bool                    `yaml:"advertise_on_nostr"`
-	AdvertisedPort   uint16                  `yaml:"advertised_port"`
+	AdvertiseOnNostr bool                    `yaml:"advertise_on_nostr" fips:"optional"`
+	AdvertisedPort   uint16                  `yaml:"advertised_port" fips:"optional"`
 }
 
 func (*TorConfig) denyUnknownKeys() {}
@@ -292,8 +292,8 @@ func (c *TorConfig) Directory() DirectoryServiceConfig {
 
 // DirectoryServiceConfig is transports.tor.directory_service.*.
 type DirectoryServiceConfig struct {
-	HostnameFile string `yaml:"hostname_file"`
-	BindAddr     string `yaml:"bind_addr"`
+	HostnameFile string `yaml:"hostname_file" fips:"optional"`
+	BindAddr     string `yaml:"bind_addr" fips:"optional"`
 }
 
 func (*DirectoryServiceConfig) denyUnknownKeys() {}
@@ -304,10 +304,10 @@ func (c *DirectoryServiceConfig) applyDefaults() {
 
 // NymConfig is one transports.nym instance (outbound only).
 type NymConfig struct {
-	Socks5Addr         string `yaml:"socks5_addr"`
-	ConnectTimeoutMs   uint64 `yaml:"connect_timeout_ms"`
-	MTU                uint16 `yaml:"mtu"`
-	StartupTimeoutSecs uint64 `yaml:"startup_timeout_secs"`
+	Socks5Addr         string `yaml:"socks5_addr" fips:"optional"`
+	ConnectTimeoutMs   uint64 `yaml:"connect_timeout_ms" fips:"optional"`
+	MTU                uint16 `yaml:"mtu" fips:"optional"`
+	StartupTimeoutSecs uint64 `yaml:"startup_timeout_secs" fips:"optional"`
 }
 
 func (*NymConfig) denyUnknownKeys() {}
@@ -323,16 +323,16 @@ func (c *NymConfig) applyDefaults() {
 
 // BLEConfig is one transports.ble instance.
 type BLEConfig struct {
-	Adapter           string `yaml:"adapter"`
-	PSM               uint16 `yaml:"psm"`
-	MTU               uint16 `yaml:"mtu"`
-	MaxConnections    uint   `yaml:"max_connections"`
-	ConnectTimeoutMs  uint64 `yaml:"connect_timeout_ms"`
-	Advertise         bool   `yaml:"advertise"`
-	Scan              bool   `yaml:"scan"`
-	AutoConnect       bool   `yaml:"auto_connect"`
-	AcceptConnections bool   `yaml:"accept_connections"`
-	ProbeCooldownSecs uint64 `yaml:"probe_cooldown_secs"`
+	Adapter           string `yaml:"adapter" fips:"optional"`
+	PSM               uint16 `yaml:"psm" fips:"optional"`
+	MTU               uint16 `yaml:"mtu" fips:"optional"`
+	MaxConnections    uint   `yaml:"max_connections" fips:"optional"`
+	ConnectTimeoutMs  uint64 `yaml:"connect_timeout_ms" fips:"optional"`
+	Advertise         bool   `yaml:"advertise" fips:"optional"`
+	Scan              bool   `yaml:"scan" fips:"optional"`
+	AutoConnect       bool   `yaml:"auto_connect" fips:"optional"`
+	AcceptConnections bool   `yaml:"accept_connections" fips:"optional"`
+	ProbeCooldownSecs uint64 `yaml:"probe_cooldown_secs" fips:"optional"`
 }
 
 func (*BLEConfig) denyUnknownKeys() {}
