@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package daemons builds the fips binaries once and runs real daemons as
 // child processes for integration tests: configs in a temp directory,
 // control-socket queries, kill -9 and restart, log inspection, and cleanup
