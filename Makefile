@@ -8,7 +8,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.Version=$(VERSION)
 
 # Packages that own mutable state shared between goroutines: run under -race.
-RACE_PKGS   ?= ./control/...
+RACE_PKGS   ?= ./control/... ./fallback/...
 
 .PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean
 
@@ -45,14 +45,22 @@ cross:
 	GOOS=darwin  $(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
 
-## fuzz: run every fuzz target for FUZZTIME each (default 30s).
+## fuzz: run every fuzz target for FUZZTIME (default 30s) each.
+## FUZZ_JOBS targets run at once (default 1), each with FUZZ_WORKERS workers
+## (default: GOMAXPROCS). Logs go to $(FUZZLOG)/; a failure stops the run.
+FUZZ_JOBS    ?= 1
+FUZZ_WORKERS ?= 0
+FUZZLOG      ?= out/fuzz
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$t ($(FUZZTIME))"; \
-	    $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	  done; \
-	done
+	@mkdir -p $(FUZZLOG)
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do echo "$$pkg $$t"; done; \
+	done | xargs -P $(FUZZ_JOBS) -L 1 sh -c '\
+	  log=$(FUZZLOG)/$$(echo $$0 | tr / _).$$1.log; \
+	  par=""; [ "$(FUZZ_WORKERS)" != 0 ] && par="-parallel=$(FUZZ_WORKERS)"; \
+	  if $(GO) test -run="^$$" -fuzz="^$$1$$" -fuzztime=$(FUZZTIME) $$par $$0 > $$log 2>&1; \
+	  then echo "ok   $$0 $$1 $$(grep -o "execs: [0-9]*" $$log | tail -1)"; \
+	  else echo "FAIL $$0 $$1 (see $$log)"; exit 255; fi'
 
 ## generate: regenerate generated code (bpf2go objects, when present).
 generate:
