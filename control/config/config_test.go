@@ -340,33 +340,3 @@ func TestDrainTimeout(t *testing.T) {
 		t.Errorf("default drain: %v", Default().Node.DrainTimeout())
 	}
 }
-
-func TestResolveSocket(t *testing.T) {
-	dirs := func(existing ...string) func(string) bool {
-		return func(p string) bool {
-			for _, e := range existing {
-				if e == p {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	for _, tc := range []struct {
-		consult, create bool
-		xdg             string
-		existing        []string
-		want            string
-	}{
-		{false, false, "", []string{"/run/fips", "/var/run/fips"}, "/run/fips/control.sock"},
-		{false, false, "/run/user/1000", []string{"/var/run/fips", "/run/user/1000"}, "/run/user/1000/fips/control.sock"},
-		{true, false, "/run/user/1000", []string{"/var/run/fips", "/run/user/1000"}, "/var/run/fips/control.sock"},
-		{true, false, "", []string{"/var/run"}, "/tmp/fips-control.sock"},
-		{true, true, "", []string{"/var/run"}, "/var/run/fips/control.sock"},
-		{false, false, "/gone", nil, "/tmp/fips-control.sock"},
-	} {
-		if got := resolveSocket("control.sock", tc.consult, tc.create, tc.xdg, dirs(tc.existing...)); got != tc.want {
-			t.Errorf("%+v: got %s", tc, got)
-		}
-	}
-}

@@ -8,6 +8,3 @@ func SystemConfigDir() string { return "/etc/fips" }
 // LegacySystemConfigDir is an older default still checked for a key file;
 // empty where the default never moved.
 func LegacySystemConfigDir() string { return "" }
-
-// varRunPolicy: /var/run/fips takes no part in socket resolution here.
-func varRunPolicy() (consult, create bool) { return false, false }

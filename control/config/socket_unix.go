@@ -2,7 +2,7 @@
 
 package config
 
-import "os"
+import "github.com/fips-go/fips/control/ctl"
 
 // DefaultControlSocketPath is node.control.socket_path's default, resolved
 // now (see DefaultSocketPath).
@@ -15,13 +15,9 @@ func DefaultAPISocketPath() string { return DefaultSocketPath("api.sock") }
 // control socket.
 func DefaultGatewaySocketPath() string { return DefaultSocketPath("gateway.sock") }
 
-// DefaultSocketPath resolves a socket file name against, in order,
-// /run/fips, /var/run/fips (macOS and FreeBSD), $XDG_RUNTIME_DIR/fips and
-// /tmp/fips-<name>, taking the first directory that exists.
+// DefaultSocketPath resolves a socket file name exactly as the control
+// socket's clients do (ctl.ResolveSocketPath): /run/fips, /var/run/fips
+// (macOS and FreeBSD), $XDG_RUNTIME_DIR/fips, /tmp/fips-<name>.
 func DefaultSocketPath(filename string) string {
-	consult, create := varRunPolicy()
-	return resolveSocket(filename, consult, create, os.Getenv("XDG_RUNTIME_DIR"), func(p string) bool {
-		st, err := os.Stat(p)
-		return err == nil && st.IsDir()
-	})
+	return ctl.ResolveSocketPath(filename, ctl.HostPathEnv())
 }
