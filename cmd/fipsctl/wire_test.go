@@ -153,9 +153,9 @@ func TestWireDecodeRejectsMalformed(t *testing.T) {
 		flags []string
 		hex   string
 	}{
-		{nil, "01000000"},                      // msg1 prefix only
+		{nil, "01000000"},                         // msg1 prefix only
 		{nil, "00000500040302010000000000000000"}, // frame without its tag
-		{nil, "30000000"},                      // unknown version
+		{nil, "30000000"},                         // unknown version
 		{[]string{"--inner", "fmp"}, "00000000ee"},
 		{[]string{"--inner", "fmp"}, "0000000010"}, // TreeAnnounce with no body
 		{[]string{"--inner", "fsp"}, "0000"},
