@@ -151,6 +151,13 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.Msg1Ignored++
 		return
 	}
+	// The established-link carve-out (own bucket, accept_connections
+	// bypass) was granted on the source address alone; the DH now says
+	// who sent it. Only the peer that owns the address may use it.
+	if known != nil && known.NodeAddr != na {
+		m.stats.Msg1IdentityMismatch++
+		return
+	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
 		m.log.Debug("msg1 denied by ACL", "peer", na.Short(), "rule", d.Rule)

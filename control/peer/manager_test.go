@@ -350,3 +350,24 @@ func TestAcceptConnectionsOffRefusesStrangersOnly(t *testing.T) {
 		t.Error("no rekey happened")
 	}
 }
+
+// TestMsg1SpoofedFromPeerAddressDropped: a msg1 arriving from an
+// established peer's address but revealing another identity after the DH
+// is dropped; it neither creates a peer nor moves the existing one.
+func TestMsg1SpoofedFromPeerAddressDropped(t *testing.T) {
+	n := newSimNet(t, 13)
+	a, b := n.add(1, DefaultConfig()), n.add(2, DefaultConfig())
+	a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b))
+	n.deliver()
+	c := n.add(3, DefaultConfig())
+	c.m.Dial(n.now, b.id.PublicKey(), c.candidate(b))
+	spoof := n.queue[0]
+	n.queue = nil
+	b.m.HandlePacket(n.now, 1, a.addr, spoof.data) // c's msg1, from a's address
+	if b.m.Stats().Msg1IdentityMismatch != 1 || b.m.PeerCount() != 1 || len(n.queue) != 0 {
+		t.Errorf("spoofed msg1 not dropped: stats %+v peers %d", b.m.Stats(), b.m.PeerCount())
+	}
+	if b.m.Peer(a.id.NodeAddr()).Addr != a.addr {
+		t.Error("established peer moved")
+	}
+}
