@@ -16,6 +16,7 @@ type Stats struct {
 	Msg1ACLDenied        uint64 `json:"msg1_acl_denied"`
 	Msg1PeerLimit        uint64 `json:"msg1_peer_limit"`
 	Msg1Ignored          uint64 `json:"msg1_ignored"`
+	Msg1IdentityMismatch uint64 `json:"msg1_identity_mismatch"`
 	Msg2Received         uint64 `json:"msg2_received"`
 	Msg2Unmatched        uint64 `json:"msg2_unmatched"`
 	Msg2DecryptFailed    uint64 `json:"msg2_decrypt_failed"`
