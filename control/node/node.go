@@ -13,7 +13,6 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/control/wire"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -70,7 +69,8 @@ type Node struct {
 	opts  Options
 	log   *slog.Logger
 	id    *identity.Identity
-	peers *peer.Manager
+	core  *Core
+	peers *peer.Manager // core.Peers()
 
 	transports map[transport.ID]transport.Transport
 	order      []transport.ID
@@ -82,9 +82,6 @@ type Node struct {
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
 	started time.Time
-
-	linkMsgs map[wire.MsgType]uint64 // link messages handed up, by type
-	dirty    bool                    // peers came or went since the last snapshot
 
 	runOnce sync.Once
 }
@@ -119,7 +116,6 @@ func New(o Options) (*Node, error) {
 		transports: map[transport.ID]transport.Transport{},
 		rx:         make(chan transport.Packet, o.QueueSize),
 		requests:   make(chan request),
-		linkMsgs:   map[wire.MsgType]uint64{},
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -128,12 +124,11 @@ func New(o Options) (*Node, error) {
 		n.transports[t.ID()] = t
 		n.order = append(n.order, t.ID())
 	}
-	pm, err := peer.New(o.Peer, o.Identity, n, n, o.Log, nil)
+	core, err := NewCore(CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log}, n)
 	if err != nil {
 		return nil, err
 	}
-	pm.SetACL(o.ACL)
-	n.peers = pm
+	n.core, n.peers = core, core.Peers()
 	n.state.Store(StateCreated)
 	n.publish(time.Now())
 	return n, nil
@@ -205,20 +200,20 @@ func (n *Node) loop(ctx context.Context) {
 			return
 		case p := <-n.rx:
 			now := time.Now()
-			n.peers.HandlePacket(now, p.Transport, p.From, p.Data)
+			n.core.HandlePacket(now, p.Transport, p.From, p.Data)
 			// Drain what is queued before republishing: one snapshot per
 			// burst, not per packet.
 			for more := true; more; {
 				select {
 				case p := <-n.rx:
-					n.peers.HandlePacket(now, p.Transport, p.From, p.Data)
+					n.core.HandlePacket(now, p.Transport, p.From, p.Data)
 				default:
 					more = false
 				}
 			}
 			n.publishIfChanged(now)
 		case now := <-tick.C:
-			n.peers.Tick(now)
+			n.core.Tick(now)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()
@@ -324,20 +319,6 @@ func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
 	if t := n.transports[id]; t != nil {
 		t.CloseConnection(to)
 	}
-}
-
-// --- peer.Upper ---
-
-// PeerUp implements peer.Upper.
-func (n *Node) PeerUp(p *peer.Peer) { n.dirty = true }
-
-// PeerDown implements peer.Upper.
-func (n *Node) PeerDown(p *peer.Peer, why string) { n.dirty = true }
-
-// LinkMessage implements peer.Upper. Routing (tree, bloom, lookups) and
-// sessions are not wired in yet; messages are counted by type.
-func (n *Node) LinkMessage(p *peer.Peer, flags uint8, ts uint32, msg []byte) {
-	n.linkMsgs[wire.MsgType(msg[0])]++
 }
 
 // pid is reported by show_status.

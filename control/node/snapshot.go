@@ -61,14 +61,14 @@ func (n *Node) publishIfChanged(now time.Time) {
 	// Packets change counters constantly; a snapshot at most every 100 ms
 	// keeps readers fresh without rebuilding it per packet burst.
 	// Peers coming or going are published at once.
-	if s := n.snap.Load(); !n.dirty && s != nil && now.Sub(s.At) < 100*time.Millisecond {
+	if s := n.snap.Load(); !n.core.dirty && s != nil && now.Sub(s.At) < 100*time.Millisecond {
 		return
 	}
 	n.publish(now)
 }
 
 func (n *Node) publish(now time.Time) {
-	n.dirty = false
+	n.core.dirty = false
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}}
 	n.peers.Peers(func(p *peer.Peer) {
@@ -97,7 +97,7 @@ func (n *Node) publish(now time.Time) {
 		snap := a.Snapshot()
 		s.ACL = &snap
 	}
-	for k, v := range n.linkMsgs {
+	for k, v := range n.core.linkMsgs {
 		s.LinkMsgs[k.String()] = v
 	}
 	n.snap.Store(s)
