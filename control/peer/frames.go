@@ -136,7 +136,7 @@ func (m *Manager) Disconnect(now time.Time, p *Peer, reason wire.DisconnectReaso
 // Shutdown sends Disconnect(Shutdown) to every peer and forgets them all,
 // scheduling nothing.
 func (m *Manager) Shutdown(now time.Time) {
-	for _, p := range m.peers {
+	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
 		m.Disconnect(now, p, wire.DisconnectShutdown, false)
 	}
 	for _, l := range m.legs {

@@ -1,7 +1,9 @@
 package peer
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -82,7 +84,9 @@ func (m *Manager) Tick(now time.Time) {
 	if m.acl != nil {
 		m.acl.Reload(m.log)
 	}
-	for _, l := range m.legs {
+	// Iterate in a fixed order: the in-process harness must replay a seed
+	// exactly, and map order is random.
+	for _, l := range sortedValues(m.legs, func(a, b *leg) int { return cmp.Compare(a.linkID, b.linkID) }) {
 		switch {
 		case l.rekeyOf == nil && m.peers[l.expectAddr] != nil && !now.Before(l.nextResend):
 			// The peer came up over another link (it dialed us first).
@@ -114,7 +118,7 @@ func (m *Manager) Tick(now time.Time) {
 			delete(m.inbound, k)
 		}
 	}
-	for _, p := range m.peers {
+	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
 		// A rekey we answered whose initiator never cut over (it gave up,
 		// or every frame since was lost) must not block later rekeys.
 		if p.pending != nil && now.Sub(p.pendingAt) >= m.cfg.HandshakeTimeout {
@@ -144,7 +148,7 @@ func (m *Manager) Tick(now time.Time) {
 		m.maybeRekey(now, p)
 	}
 	budget := m.cfg.RetryDialsPerTick
-	for _, st := range m.static {
+	for _, st := range sortedValues(m.static, func(a, b *staticState) int { return a.nodeAddr.Compare(b.nodeAddr) }) {
 		if budget <= 0 {
 			break
 		}
@@ -178,4 +182,13 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	m.stats.RekeysInitiated++
 	m.log.Debug("rekey: sending msg1", "peer", p.String())
 	m.send(l.t, l.addr, l.pkt[:])
+}
+
+func sortedValues[K comparable, V any](m map[K]V, cmp func(a, b V) int) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, cmp)
+	return out
 }
