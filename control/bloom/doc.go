@@ -1,0 +1,20 @@
+// Package bloom owns a node's bloom-filter routing state: the inbound
+// filter and sequence each peer last announced, the outgoing filter each
+// peer should hold for us (own address plus the inbound filters of the
+// other tree peers: split horizon, tree-only merge), the per-peer send
+// debounce, the node-global FilterAnnounce sequence counter, the anti-poison
+// FPR cap on inbound filters, the mesh-size estimate and the bloom counter
+// family.
+//
+// A State is a state machine owned by one goroutine (the node's event
+// loop). Every method takes the current time; it never reads a clock,
+// sleeps or starts goroutines, so the in-process harness can drive it on a
+// simulated clock. Announces leave only from Tick, through the Env it is
+// given, and only when a peer is pending and its debounce has passed.
+//
+// It must not touch the wire format (control/wire owns the FilterAnnounce
+// codec and the exact hash and bit layout, which Filter reuses), the
+// spanning tree (it only asks Env.IsTreePeer, at computation time), peer
+// lifecycles or sockets (the node reports PeerUp and PeerDown), or routing
+// decisions beyond answering MayReach.
+package bloom
