@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 )
 
 // ID identifies a transport instance within one node. Receiver indices are
@@ -123,3 +124,30 @@ var (
 	ErrQueueFull      = errors.New("send queue full")
 	ErrInvalidAddress = errors.New("invalid transport address")
 )
+
+// Counters are the live counters behind Stats, safe for concurrent use;
+// transports embed one and return Snapshot from Stats.
+type Counters struct {
+	PacketsSent, PacketsRecv     atomic.Uint64
+	BytesSent, BytesRecv         atomic.Uint64
+	SendErrors, RecvErrors       atomic.Uint64
+	MTUExceeded                  atomic.Uint64
+	DroppedQueue, DroppedInvalid atomic.Uint64
+	KernelDrops                  atomic.Uint64
+	ConnectionsUp                atomic.Int64
+	ConnectsRefused              atomic.Uint64
+	ConnectFailures              atomic.Uint64
+}
+
+// Snapshot reads every counter.
+func (c *Counters) Snapshot() Stats {
+	return Stats{
+		PacketsSent: c.PacketsSent.Load(), PacketsRecv: c.PacketsRecv.Load(),
+		BytesSent: c.BytesSent.Load(), BytesRecv: c.BytesRecv.Load(),
+		SendErrors: c.SendErrors.Load(), RecvErrors: c.RecvErrors.Load(),
+		MTUExceeded: c.MTUExceeded.Load(), DroppedQueue: c.DroppedQueue.Load(),
+		DroppedInvalid: c.DroppedInvalid.Load(), KernelDrops: c.KernelDrops.Load(),
+		ConnectionsUp:   uint64(max(0, c.ConnectionsUp.Load())),
+		ConnectsRefused: c.ConnectsRefused.Load(), ConnectFailures: c.ConnectFailures.Load(),
+	}
+}

@@ -125,17 +125,6 @@ func (o Options) Validate() error {
 	return nil
 }
 
-type counters struct {
-	packetsSent, packetsRecv     atomic.Uint64
-	bytesSent, bytesRecv         atomic.Uint64
-	sendErrors, recvErrors       atomic.Uint64
-	mtuExceeded                  atomic.Uint64
-	droppedQueue, droppedInvalid atomic.Uint64
-	connectionsUp                atomic.Int64
-	connectsRefused              atomic.Uint64
-	connectFailures              atomic.Uint64
-}
-
 // conn is one connection, or one dial in progress, to a remote address.
 type conn struct {
 	addr    transport.Addr
@@ -179,7 +168,7 @@ type Transport struct {
 	wg      sync.WaitGroup
 
 	bufs  sync.Pool
-	stats counters
+	stats transport.Counters
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -261,27 +250,7 @@ func (t *Transport) State() transport.State {
 func (t *Transport) AcceptConnections() bool { return t.opts.BindAddr != "" }
 
 // Stats implements transport.Transport.
-func (t *Transport) Stats() transport.Stats {
-	s := &t.stats
-	up := s.connectionsUp.Load()
-	if up < 0 {
-		up = 0
-	}
-	return transport.Stats{
-		PacketsSent:     s.packetsSent.Load(),
-		PacketsRecv:     s.packetsRecv.Load(),
-		BytesSent:       s.bytesSent.Load(),
-		BytesRecv:       s.bytesRecv.Load(),
-		SendErrors:      s.sendErrors.Load(),
-		RecvErrors:      s.recvErrors.Load(),
-		MTUExceeded:     s.mtuExceeded.Load(),
-		DroppedQueue:    s.droppedQueue.Load(),
-		DroppedInvalid:  s.droppedInvalid.Load(),
-		ConnectionsUp:   uint64(up),
-		ConnectsRefused: s.connectsRefused.Load(),
-		ConnectFailures: s.connectFailures.Load(),
-	}
-}
+func (t *Transport) Stats() transport.Stats { return t.stats.Snapshot() }
 
 // Start opens the listener, if any, and accepts until ctx ends or Close.
 // A failed Start may be retried.
@@ -365,7 +334,7 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	c := t.conns[to]
 	if c == nil {
 		if len(pkt) > t.opts.MTU { // no dial for a packet that cannot go
-			t.stats.mtuExceeded.Add(1)
+			t.stats.MTUExceeded.Add(1)
 			return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
 		}
 		c = t.newConnLocked(to, false)
@@ -391,7 +360,7 @@ func (t *Transport) usableLocked() error {
 // (read or write), so teardown cannot drain c concurrently.
 func (t *Transport) enqueueLocked(c *conn, pkt []byte) error {
 	if mtu := t.linkMTULocked(c); len(pkt) > mtu {
-		t.stats.mtuExceeded.Add(1)
+		t.stats.MTUExceeded.Add(1)
 		return &transport.MTUError{Size: len(pkt), MTU: mtu}
 	}
 	bp := t.bufs.Get().(*[]byte)
@@ -403,7 +372,7 @@ func (t *Transport) enqueueLocked(c *conn, pkt []byte) error {
 	default:
 		c.unsent.Add(-1)
 		t.bufs.Put(bp)
-		t.stats.sendErrors.Add(1)
+		t.stats.SendErrors.Add(1)
 		return fmt.Errorf("tcp: send to %s: %w", c.addr, transport.ErrQueueFull)
 	}
 }
@@ -426,7 +395,7 @@ func (t *Transport) dialAndRun(c *conn) {
 	nc, err := t.dial(c.ctx, defaultNetwork, c.addr.String())
 	if err != nil {
 		if c.ctx.Err() == nil { // not aborted by CloseConnection or Close
-			t.stats.connectFailures.Add(1)
+			t.stats.ConnectFailures.Add(1)
 			t.log.Debug("TCP connect failed", "remote_addr", c.addr.String(), "err", err)
 		}
 		t.teardown(c)
@@ -440,7 +409,7 @@ func (t *Transport) dialAndRun(c *conn) {
 		return
 	}
 	c.nc, c.mtu = nc, mtu
-	t.stats.connectionsUp.Add(1)
+	t.stats.ConnectionsUp.Add(1)
 	t.wg.Add(1)
 	t.mu.Unlock()
 	t.log.Debug("TCP connection established", "remote_addr", c.addr.String(), "link_mtu", mtu)
@@ -515,7 +484,7 @@ func (t *Transport) admit(nc net.Conn) {
 	full := t.inbound >= t.opts.MaxInboundConnections
 	t.mu.RUnlock()
 	if full {
-		t.stats.connectsRefused.Add(1)
+		t.stats.ConnectsRefused.Add(1)
 		t.log.Debug("refusing inbound TCP connection: max_inbound_connections reached",
 			"remote_addr", addr.String(), "max", t.opts.MaxInboundConnections)
 		nc.Close()
@@ -534,7 +503,7 @@ func (t *Transport) admit(nc net.Conn) {
 	c.nc, c.mtu = nc, mtu
 	t.conns[addr] = c
 	t.inbound++
-	t.stats.connectionsUp.Add(1)
+	t.stats.ConnectionsUp.Add(1)
 	t.wg.Add(2)
 	t.mu.Unlock()
 	if old != nil { // a stale entry under the same address
@@ -581,13 +550,13 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 		}
 		c.unsent.Add(-int64(len(batch)))
 		if err != nil {
-			t.stats.sendErrors.Add(uint64(len(batch)))
+			t.stats.SendErrors.Add(uint64(len(batch)))
 			t.log.Debug("TCP write failed, closing connection", "remote_addr", c.addr.String(), "err", err)
 			t.teardown(c)
 			return
 		}
-		t.stats.packetsSent.Add(uint64(len(batch)))
-		t.stats.bytesSent.Add(uint64(n))
+		t.stats.PacketsSent.Add(uint64(len(batch)))
+		t.stats.BytesSent.Add(uint64(n))
 	}
 }
 
@@ -612,12 +581,12 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 			nc.SetReadDeadline(time.Time{})
 			first = false
 		}
-		t.stats.packetsRecv.Add(1)
-		t.stats.bytesRecv.Add(uint64(len(pkt)))
+		t.stats.PacketsRecv.Add(1)
+		t.stats.BytesRecv.Add(uint64(len(pkt)))
 		data := make([]byte, len(pkt))
 		copy(data, pkt)
 		if !t.deliver(transport.Packet{Transport: t.id, From: c.addr, Data: data}) {
-			t.stats.droppedQueue.Add(1)
+			t.stats.DroppedQueue.Add(1)
 		}
 	}
 }
@@ -628,7 +597,7 @@ func (t *Transport) readFailed(c *conn, err error, firstFrame bool) {
 	var de *wire.DecodeError
 	switch {
 	case errors.As(err, &de):
-		t.stats.droppedInvalid.Add(1)
+		t.stats.DroppedInvalid.Add(1)
 		t.log.Debug("TCP framing error, closing connection", "remote_addr", remote, "err", err)
 	case firstFrame && errors.Is(err, os.ErrDeadlineExceeded):
 		t.log.Debug("no complete frame within the first-frame deadline, closing inbound connection",
@@ -638,7 +607,7 @@ func (t *Transport) readFailed(c *conn, err error, firstFrame bool) {
 	case errors.Is(err, net.ErrClosed):
 		// Closed here: CloseConnection, a write failure, or Close.
 	default:
-		t.stats.recvErrors.Add(1)
+		t.stats.RecvErrors.Add(1)
 		t.log.Debug("TCP receive error, closing connection", "remote_addr", remote, "err", err)
 	}
 }
@@ -660,7 +629,7 @@ func (t *Transport) teardown(c *conn) {
 	}
 	nc := c.nc
 	if nc != nil {
-		t.stats.connectionsUp.Add(-1)
+		t.stats.ConnectionsUp.Add(-1)
 	}
 	t.mu.Unlock()
 
@@ -676,7 +645,7 @@ func (t *Transport) teardown(c *conn) {
 		select {
 		case bp := <-c.queue:
 			c.unsent.Add(-1)
-			t.stats.sendErrors.Add(1)
+			t.stats.SendErrors.Add(1)
 			t.bufs.Put(bp)
 			continue
 		default:

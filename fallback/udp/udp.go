@@ -99,16 +99,6 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// counters are the live Stats.
-type counters struct {
-	packetsSent, packetsRecv     atomic.Uint64
-	bytesSent, bytesRecv         atomic.Uint64
-	sendErrors, recvErrors       atomic.Uint64
-	mtuExceeded                  atomic.Uint64
-	droppedQueue, droppedInvalid atomic.Uint64
-	kernelDrops                  atomic.Uint64
-}
-
 // Transport is a UDP transport instance. It implements transport.Transport.
 type Transport struct {
 	id   transport.ID
@@ -128,7 +118,7 @@ type Transport struct {
 	send   atomic.Pointer[net.UDPConn]
 	closed atomic.Bool
 
-	stats counters
+	stats transport.Counters
 	res   *resolver
 }
 
@@ -198,21 +188,7 @@ func (t *Transport) AcceptConnections() bool {
 func (t *Transport) CloseConnection(transport.Addr) {}
 
 // Stats implements transport.Transport.
-func (t *Transport) Stats() transport.Stats {
-	s := &t.stats
-	return transport.Stats{
-		PacketsSent:    s.packetsSent.Load(),
-		PacketsRecv:    s.packetsRecv.Load(),
-		BytesSent:      s.bytesSent.Load(),
-		BytesRecv:      s.bytesRecv.Load(),
-		SendErrors:     s.sendErrors.Load(),
-		RecvErrors:     s.recvErrors.Load(),
-		MTUExceeded:    s.mtuExceeded.Load(),
-		DroppedQueue:   s.droppedQueue.Load(),
-		DroppedInvalid: s.droppedInvalid.Load(),
-		KernelDrops:    s.kernelDrops.Load(),
-	}
-}
+func (t *Transport) Stats() transport.Stats { return t.stats.Snapshot() }
 
 // Start binds the socket and starts the receive goroutine, which runs
 // until ctx ends or Close is called. A failed Start may be retried.
@@ -320,18 +296,18 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 	for {
 		n, from, drops, err := rx.recv(buf)
 		if drops != 0 {
-			t.stats.kernelDrops.Add(drops)
+			t.stats.KernelDrops.Add(drops)
 		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			if isMsgSize(err) { // Windows reports truncation as an error
-				t.stats.packetsRecv.Add(1)
-				t.stats.droppedInvalid.Add(1)
+				t.stats.PacketsRecv.Add(1)
+				t.stats.DroppedInvalid.Add(1)
 				continue
 			}
-			t.stats.recvErrors.Add(1)
+			t.stats.RecvErrors.Add(1)
 			t.log.Warn("UDP receive error", "err", err)
 			if errRun++; errRun >= errRunPause {
 				time.Sleep(errPause) // a persistent error must not spin a core
@@ -339,15 +315,15 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 			continue
 		}
 		errRun = 0
-		t.stats.packetsRecv.Add(1)
-		t.stats.bytesRecv.Add(uint64(n))
+		t.stats.PacketsRecv.Add(1)
+		t.stats.BytesRecv.Add(uint64(n))
 		if n > limit {
-			t.stats.droppedInvalid.Add(1)
+			t.stats.DroppedInvalid.Add(1)
 			t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
 			continue
 		}
 		if wire.IsPunchPacket(buf[:n]) {
-			t.stats.droppedInvalid.Add(1)
+			t.stats.DroppedInvalid.Add(1)
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
 			continue
 		}
@@ -355,7 +331,7 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 		copy(data, buf[:n])
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data}) {
-			t.stats.droppedQueue.Add(1)
+			t.stats.DroppedQueue.Add(1)
 		}
 	}
 }
@@ -371,7 +347,7 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		return fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
 	}
 	if len(pkt) > t.opts.MTU {
-		t.stats.mtuExceeded.Add(1)
+		t.stats.MTUExceeded.Add(1)
 		return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
 	}
 	if !to.IsValid() {
@@ -380,7 +356,7 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	dst := to.IP
 	if t.bind.Addr().Is4() {
 		if !dst.Addr().Unmap().Is4() {
-			t.stats.sendErrors.Add(1)
+			t.stats.SendErrors.Add(1)
 			return fmt.Errorf("udp: send to %s from an IPv4 socket: %w", to, transport.ErrInvalidAddress)
 		}
 		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
@@ -390,11 +366,11 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		if errors.Is(err, net.ErrClosed) {
 			return fmt.Errorf("udp: send: %w", transport.ErrClosed)
 		}
-		t.stats.sendErrors.Add(1)
+		t.stats.SendErrors.Add(1)
 		return fmt.Errorf("udp: send to %s: %w", to, err)
 	}
-	t.stats.packetsSent.Add(1)
-	t.stats.bytesSent.Add(uint64(n))
+	t.stats.PacketsSent.Add(1)
+	t.stats.BytesSent.Add(uint64(n))
 	return nil
 }
 
