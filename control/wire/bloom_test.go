@@ -48,7 +48,7 @@ func TestBloomBitsGoldenVector(t *testing.T) {
 	for _, b := range fmpGoldenBits {
 		want[b/8] |= 1 << (b % 8)
 	}
-	fmpEqual(t, "filter", f, want)
+	equal(t, "filter", f, want)
 	if f[272] != 0x80 {
 		t.Fatalf("byte 272 = %#x, want 0x80", f[272])
 	}
@@ -66,7 +66,7 @@ func TestBloomSizesAndEdges(t *testing.T) {
 	if wire.BloomFilterBits != 8192 || wire.BloomFilterBytes != 1024 || wire.BloomHashCount != 5 {
 		t.Fatal("v1 parameters changed")
 	}
-	addr := fmpAddr(42)
+	addr := addrOf(42)
 	// The filter size comes from the slice, as upstream's from_slice does.
 	small := make([]byte, 128)
 	wire.BloomSet(small, addr, 5)

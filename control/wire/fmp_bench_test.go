@@ -19,10 +19,10 @@ type fmpDecoderCase struct {
 var fmpSink int
 
 func fmpDecoderCases(tb testing.TB) []fmpDecoderCase {
-	node := fmpAddr(7)
-	ta := fmpTreeAnnounceBytes(1, 5000, fmpAddr(2), []wire.AncestryEntry{
-		{NodeAddr: node, Sequence: 1, Timestamp: 5000}, {NodeAddr: fmpAddr(2)}, {NodeAddr: fmpAddr(1)},
-	}, fmpFill(64, 9))
+	node := addrOf(7)
+	ta := fmpTreeAnnounceBytes(1, 5000, addrOf(2), []wire.AncestryEntry{
+		{NodeAddr: node, Sequence: 1, Timestamp: 5000}, {NodeAddr: addrOf(2)}, {NodeAddr: addrOf(1)},
+	}, fill(64, 9))
 	filter := make([]byte, 1024)
 	wire.BloomSet(filter, node, 5)
 	enc := func(v fmpCodec) []byte {
@@ -59,7 +59,7 @@ func fmpDecoderCases(tb testing.TB) []fmpDecoderCase {
 			fmpSink += len(in.Message)
 			return err
 		}},
-		{"SessionDatagram", enc(wire.SessionDatagram{TTL: 64, Src: fmpAddr(1), Dest: fmpAddr(2), Payload: make([]byte, 1200)}), func(b []byte) error {
+		{"SessionDatagram", enc(wire.SessionDatagram{TTL: 64, Src: addrOf(1), Dest: addrOf(2), Payload: make([]byte, 1200)}), func(b []byte) error {
 			d, err := wire.ParseSessionDatagram(b)
 			fmpSink += len(d.Payload)
 			return err
@@ -77,12 +77,12 @@ func fmpDecoderCases(tb testing.TB) []fmpDecoderCase {
 			fmpSink += len(f.Filter)
 			return err
 		}},
-		{"LookupRequest", enc(wire.LookupRequest{RequestID: 1, TTL: 64, OriginCoords: wire.CoordsOf(fmpAddr(3), fmpAddr(1))}), func(b []byte) error {
+		{"LookupRequest", enc(wire.LookupRequest{RequestID: 1, TTL: 64, OriginCoords: wire.CoordsOf(addrOf(3), addrOf(1))}), func(b []byte) error {
 			r, err := wire.ParseLookupRequest(b)
 			fmpSink += r.OriginCoords.Len()
 			return err
 		}},
-		{"LookupResponse", enc(wire.LookupResponse{RequestID: 1, PathMTU: 0xffff, TargetCoords: wire.CoordsOf(fmpAddr(3), fmpAddr(1)), Proof: make([]byte, 64)}), func(b []byte) error {
+		{"LookupResponse", enc(wire.LookupResponse{RequestID: 1, PathMTU: 0xffff, TargetCoords: wire.CoordsOf(addrOf(3), addrOf(1)), Proof: make([]byte, 64)}), func(b []byte) error {
 			r, err := wire.ParseLookupResponse(b)
 			fmpSink += len(r.Proof)
 			return err
@@ -116,7 +116,7 @@ func fmpDecoderCases(tb testing.TB) []fmpDecoderCase {
 			fmpSink += len(e.Packet)
 			return err
 		}},
-		{"EthernetBeacon", fmpCat([]byte{1, 1}, make([]byte, 32)), func(b []byte) error {
+		{"EthernetBeacon", cat([]byte{1, 1}, make([]byte, 32)), func(b []byte) error {
 			e, err := wire.ParseEthernetBeacon(b)
 			fmpSink += len(e.XOnly)
 			return err
@@ -144,7 +144,7 @@ func TestFMPDecodersDoNotAllocate(t *testing.T) {
 		}
 	}
 
-	addr := fmpAddr(42)
+	addr := addrOf(42)
 	var bits [wire.BloomHashCount]uint32
 	filter := make([]byte, wire.BloomFilterBytes)
 	for name, f := range map[string]func(){

@@ -58,7 +58,7 @@ func fmpMust(f *testing.F, v fmpCodec) []byte {
 	return b
 }
 
-func fmpSeedFrame(f *testing.F) []byte { return fmpHex(f, fmpFirstFrameHex) }
+func fmpSeedFrame(f *testing.F) []byte { return mustHex(f, fmpFirstFrameHex) }
 
 func FuzzParseFMPPrefix(f *testing.F) {
 	fmpSeeds(f, []byte{0x00, 0x04, 0x20, 0x00}, []byte{0x16, 0x03, 0x01, 0x02, 0x00}, nil)
@@ -69,31 +69,31 @@ func FuzzParseFMPPrefix(f *testing.F) {
 }
 
 func FuzzParseFMPMsg1(f *testing.F) {
-	good := fmpMust(f, wire.FMPMsg1{SenderIndex: 0xDEADBEEF, Noise: fmpHex(f, fmpIKMsg1Vector)})
+	good := fmpMust(f, wire.FMPMsg1{SenderIndex: 0xDEADBEEF, Noise: mustHex(f, fmpIKMsg1Vector)})
 	flags := append([]byte(nil), good...)
 	flags[1] = 1
 	plen := append([]byte(nil), good...)
 	plen[2] = 111
-	fmpSeeds(f, good, flags, plen, append(append([]byte(nil), good...), 0), fmpFill(114, 0x02))
+	fmpSeeds(f, good, flags, plen, append(append([]byte(nil), good...), 0), fill(114, 0x02))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := wire.ParseFMPMsg1(in)
 		fmpCheckDecode(t, in, m, err, true)
 		if err == nil {
-			_ = fmpCat(m.Ephemeral(), m.EncryptedStatic(), m.EncryptedEpoch())
+			_ = cat(m.Ephemeral(), m.EncryptedStatic(), m.EncryptedEpoch())
 		}
 	})
 }
 
 func FuzzParseFMPMsg2(f *testing.F) {
-	good := fmpMust(f, wire.FMPMsg2{SenderIndex: 1, ReceiverIndex: 2, Noise: fmpHex(f, fmpIKMsg2Vector)})
+	good := fmpMust(f, wire.FMPMsg2{SenderIndex: 1, ReceiverIndex: 2, Noise: mustHex(f, fmpIKMsg2Vector)})
 	ver := append([]byte(nil), good...)
 	ver[0] = 0x12
-	fmpSeeds(f, good, ver, fmpFill(69, 0x00), append(append([]byte(nil), good...), 0))
+	fmpSeeds(f, good, ver, fill(69, 0x00), append(append([]byte(nil), good...), 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := wire.ParseFMPMsg2(in)
 		fmpCheckDecode(t, in, m, err, true)
 		if err == nil {
-			_ = fmpCat(m.Ephemeral(), m.EncryptedEpoch())
+			_ = cat(m.Ephemeral(), m.EncryptedEpoch())
 		}
 	})
 }
@@ -102,7 +102,7 @@ func FuzzParseFMPFrame(f *testing.F) {
 	good := fmpSeedFrame(f)
 	bad := append([]byte(nil), good...)
 	bad[2] = 6
-	fmpSeeds(f, good, bad, fmpFill(32, 0), fmpFill(32, 0x10), fmpStreamEstablished(100))
+	fmpSeeds(f, good, bad, fill(32, 0), fill(32, 0x10), fmpStreamEstablished(100))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fr, err := wire.ParseFMPFrame(in)
 		fmpCheckDecode(t, in, fr, err, true)
@@ -124,7 +124,7 @@ func FuzzParseFMPInner(f *testing.F) {
 }
 
 func FuzzParseSessionDatagram(f *testing.F) {
-	good := fmpMust(f, wire.SessionDatagram{TTL: 64, PathMTU: 1280, Src: fmpAddr(1), Dest: fmpAddr(2), Payload: []byte{0, 0, 5, 0}})
+	good := fmpMust(f, wire.SessionDatagram{TTL: 64, PathMTU: 1280, Src: addrOf(1), Dest: addrOf(2), Payload: []byte{0, 0, 5, 0}})
 	fmpSeeds(f, good, good[:36], []byte{0x00}, []byte{0x01, 64})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		d, err := wire.ParseSessionDatagram(in)
@@ -133,11 +133,11 @@ func FuzzParseSessionDatagram(f *testing.F) {
 }
 
 func FuzzParseTreeAnnounce(f *testing.F) {
-	node := fmpAddr(7)
-	root := fmpTreeAnnounceBytes(1, 5000, node, []wire.AncestryEntry{{NodeAddr: node, Sequence: 1, Timestamp: 5000}}, fmpFill(64, 9))
-	deep := fmpTreeAnnounceBytes(5, 10000, fmpAddr(2), []wire.AncestryEntry{
-		{NodeAddr: fmpAddr(9), Sequence: 5}, {NodeAddr: fmpAddr(2), Sequence: 4}, {NodeAddr: fmpAddr(1), Sequence: 3},
-	}, fmpFill(64, 1))
+	node := addrOf(7)
+	root := fmpTreeAnnounceBytes(1, 5000, node, []wire.AncestryEntry{{NodeAddr: node, Sequence: 1, Timestamp: 5000}}, fill(64, 9))
+	deep := fmpTreeAnnounceBytes(5, 10000, addrOf(2), []wire.AncestryEntry{
+		{NodeAddr: addrOf(9), Sequence: 5}, {NodeAddr: addrOf(2), Sequence: 4}, {NodeAddr: addrOf(1), Sequence: 3},
+	}, fill(64, 1))
 	zero := append([]byte(nil), root...)
 	zero[34] = 0
 	big := append([]byte(nil), root...)
@@ -163,7 +163,7 @@ func FuzzParseTreeAnnounce(f *testing.F) {
 
 func FuzzParseFilterAnnounce(f *testing.F) {
 	filter := make([]byte, 1024)
-	wire.BloomSet(filter, fmpAddr(42), 5)
+	wire.BloomSet(filter, addrOf(42), 5)
 	good := fmpMust(f, wire.FilterAnnounce{Sequence: 500, HashCount: 5, SizeClass: 1, Filter: filter})
 	sc0 := fmpMust(f, wire.FilterAnnounce{Sequence: 1, HashCount: 5, SizeClass: 0, Filter: make([]byte, 512)})
 	hc0 := append([]byte(nil), good...)
@@ -176,8 +176,8 @@ func FuzzParseFilterAnnounce(f *testing.F) {
 }
 
 func FuzzParseLookupRequest(f *testing.F) {
-	good := fmpMust(f, wire.LookupRequest{RequestID: 12345, Target: fmpAddr(10), Origin: fmpAddr(20), TTL: 7, MinMTU: 1386, OriginCoords: wire.CoordsOf(fmpAddr(20), fmpAddr(0))})
-	zero := fmpCat(good[:44], []byte{0, 0})
+	good := fmpMust(f, wire.LookupRequest{RequestID: 12345, Target: addrOf(10), Origin: addrOf(20), TTL: 7, MinMTU: 1386, OriginCoords: wire.CoordsOf(addrOf(20), addrOf(0))})
+	zero := cat(good[:44], []byte{0, 0})
 	fmpSeeds(f, good, zero, append(append([]byte(nil), good...), 9), good[:45])
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseLookupRequest(in)
@@ -186,8 +186,8 @@ func FuzzParseLookupRequest(f *testing.F) {
 }
 
 func FuzzParseLookupResponse(f *testing.F) {
-	good := fmpMust(f, wire.LookupResponse{RequestID: 999, Target: fmpAddr(42), PathMTU: 0xffff, TargetCoords: wire.CoordsOf(fmpAddr(42), fmpAddr(1), fmpAddr(0)), Proof: fmpFill(64, 7)})
-	zero := fmpCat(good[:27], []byte{0, 0}, fmpFill(64, 7))
+	good := fmpMust(f, wire.LookupResponse{RequestID: 999, Target: addrOf(42), PathMTU: 0xffff, TargetCoords: wire.CoordsOf(addrOf(42), addrOf(1), addrOf(0)), Proof: fill(64, 7)})
+	zero := cat(good[:27], []byte{0, 0}, fill(64, 7))
 	fmpSeeds(f, good, zero, append(append([]byte(nil), good...), 9), good[:93])
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseLookupResponse(in)
@@ -228,7 +228,7 @@ func FuzzParseHeartbeat(f *testing.F) {
 // FMPStreamPacketLen says.
 func FuzzFMPStream(f *testing.F) {
 	for _, s := range [][]byte{
-		fmpCat(fmpStreamMsg1(), fmpStreamEstablished(3)),
+		cat(fmpStreamMsg1(), fmpStreamEstablished(3)),
 		fmpStreamMsg2(), fmpStreamEstablished(0), {0x16, 3, 1}, {0x05, 0, 10, 0},
 		{0x00, 0, 0xff, 0xff}, {0x01, 0, 50, 0},
 	} {
@@ -276,8 +276,8 @@ func FuzzParseEthernetData(f *testing.F) {
 }
 
 func FuzzParseEthernetBeacon(f *testing.F) {
-	good := fmpCat([]byte{1, 1}, fmpFill(32, 0x84))
-	fmpSeeds(f, good, append(append([]byte(nil), good...), make([]byte, 12)...), fmpCat([]byte{1, 2}, good[2:]), fmpCat([]byte{0}, good[1:]))
+	good := cat([]byte{1, 1}, fill(32, 0x84))
+	fmpSeeds(f, good, append(append([]byte(nil), good...), make([]byte, 12)...), cat([]byte{1, 2}, good[2:]), cat([]byte{0}, good[1:]))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		b, err := wire.ParseEthernetBeacon(in)
 		fmpCheckDecode(t, in, b, err, false)
@@ -285,8 +285,8 @@ func FuzzParseEthernetBeacon(f *testing.F) {
 }
 
 func FuzzParsePunchPacket(f *testing.F) {
-	probe := fmpCat([]byte("NPTC"), []byte{0, 0, 0, 1}, fmpFill(16, 3))
-	fmpSeeds(f, probe, fmpCat([]byte("NPTA"), probe[4:]), fmpCat([]byte("NPTX"), probe[4:]), []byte("NPTC"))
+	probe := cat([]byte("NPTC"), []byte{0, 0, 0, 1}, fill(16, 3))
+	fmpSeeds(f, probe, cat([]byte("NPTA"), probe[4:]), cat([]byte("NPTX"), probe[4:]), []byte("NPTC"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := wire.ParsePunchPacket(in)
 		fmpCheckDecode(t, in, p, err, false)

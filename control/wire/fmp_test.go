@@ -1,86 +1,14 @@
 package wire_test
 
 import (
-	"bytes"
-	"encoding/hex"
 	"errors"
-	"strings"
 	"testing"
 
-	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/wire"
 )
 
 // Helpers shared by the FMP test files; prefixed so they cannot clash with
 // helpers of other files in this package.
-
-// fmpHex decodes hex, ignoring spaces so vectors can be grouped by field.
-func fmpHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	if err != nil {
-		t.Fatalf("bad hex in test: %v", err)
-	}
-	return b
-}
-
-// fmpAddr is upstream's make_node_addr: v in byte 0, zeros elsewhere.
-func fmpAddr(v byte) identity.NodeAddr {
-	var a identity.NodeAddr
-	a[0] = v
-	return a
-}
-
-// fmpFill returns n bytes of v.
-func fmpFill(n int, v byte) []byte { return bytes.Repeat([]byte{v}, n) }
-
-// fmpCat concatenates byte slices.
-func fmpCat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-
-// fmpWantKind asserts err is a *wire.DecodeError of the given class.
-func fmpWantKind(t testing.TB, err, kind error) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %v", kind)
-	}
-	var de *wire.DecodeError
-	if !errors.As(err, &de) {
-		t.Fatalf("error %q (%T) is not a *wire.DecodeError", err, err)
-	}
-	if !errors.Is(err, kind) || de.Kind != kind {
-		t.Fatalf("error %q has class %v, want %v", err, de.Kind, kind)
-	}
-}
-
-// fmpMarshal encodes m into an exactly sized buffer and checks that a
-// buffer one byte short is refused.
-func fmpMarshal(t testing.TB, m interface {
-	Len() int
-	MarshalTo([]byte) (int, error)
-}) []byte {
-	t.Helper()
-	b := make([]byte, m.Len())
-	n, err := m.MarshalTo(b)
-	if err != nil {
-		t.Fatalf("MarshalTo: %v", err)
-	}
-	if n != len(b) {
-		t.Fatalf("MarshalTo wrote %d bytes, Len says %d", n, len(b))
-	}
-	if m.Len() > 0 {
-		if _, err := m.MarshalTo(b[:len(b)-1]); !errors.Is(err, wire.ErrBufferTooSmall) {
-			t.Fatalf("MarshalTo into a short buffer: got %v, want ErrBufferTooSmall", err)
-		}
-	}
-	return b
-}
-
-func fmpEqual(t testing.TB, what string, got, want []byte) {
-	t.Helper()
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %x\nwant %x", what, got, want)
-	}
-}
 
 // Vectors derived in the digest (§7.2) from fixed ephemerals: the Noise
 // parts of real IK messages and the first frame a session sends.
@@ -126,7 +54,7 @@ func TestFMPPrefix(t *testing.T) {
 	if p != (wire.FMPPrefix{Version: 0, Phase: 0, Flags: wire.FMPFlagSP, PayloadLen: 32}) {
 		t.Fatalf("got %+v", p)
 	}
-	fmpEqual(t, "re-encoded", fmpMarshal(t, p), []byte{0x00, 0x04, 0x20, 0x00})
+	equal(t, "re-encoded", marshal(t, p), []byte{0x00, 0x04, 0x20, 0x00})
 
 	// Nibbles: version high, phase low; the prefix parser does not judge them.
 	p, err = wire.ParseFMPPrefix([]byte{0x16, 0x03, 0x01, 0x02})
@@ -139,7 +67,7 @@ func TestFMPPrefix(t *testing.T) {
 
 	// test_common_prefix_too_short
 	_, err = wire.ParseFMPPrefix([]byte{0, 0, 0})
-	fmpWantKind(t, err, wire.ErrTruncated)
+	wantKind(t, err, wire.ErrTruncated)
 }
 
 func TestFMPExpectedPayloadLen(t *testing.T) {
@@ -167,18 +95,18 @@ func TestFMPExpectedPayloadLen(t *testing.T) {
 }
 
 func TestFMPMsg1Layout(t *testing.T) {
-	noise := fmpHex(t, fmpIKMsg1Vector)
-	want := fmpCat(
+	noise := mustHex(t, fmpIKMsg1Vector)
+	want := cat(
 		[]byte{0x01, 0x00}, // ver 0 phase 1, flags 0
 		[]byte{0x6e, 0x00}, // payload_len 110
 		[]byte{0xef, 0xbe, 0xad, 0xde},
 		noise,
 	)
 	m := wire.FMPMsg1{SenderIndex: 0xDEADBEEF, Noise: noise}
-	got := fmpMarshal(t, m)
-	fmpEqual(t, "msg1", got, want)
+	got := marshal(t, m)
+	equal(t, "msg1", got, want)
 	// test_roundtrip_indices: sender_idx little-endian at offset 4.
-	fmpEqual(t, "msg1[4:8]", got[4:8], []byte{0xEF, 0xBE, 0xAD, 0xDE})
+	equal(t, "msg1[4:8]", got[4:8], []byte{0xEF, 0xBE, 0xAD, 0xDE})
 
 	p, err := wire.ParseFMPMsg1(want)
 	if err != nil {
@@ -187,7 +115,7 @@ func TestFMPMsg1Layout(t *testing.T) {
 	if p.SenderIndex != 0xDEADBEEF {
 		t.Fatalf("sender index %#x", p.SenderIndex)
 	}
-	fmpEqual(t, "noise view", p.Noise, want[8:])
+	equal(t, "noise view", p.Noise, want[8:])
 	if &p.Noise[0] != &want[8] {
 		t.Fatal("Noise is a copy, want a view of the input")
 	}
@@ -200,12 +128,12 @@ func TestFMPMsg1Layout(t *testing.T) {
 	if len(p.Ephemeral()) != 33 || len(p.EncryptedStatic()) != 49 || len(p.EncryptedEpoch()) != 24 {
 		t.Fatalf("part sizes %d/%d/%d", len(p.Ephemeral()), len(p.EncryptedStatic()), len(p.EncryptedEpoch()))
 	}
-	fmpEqual(t, "ephemeral", p.Ephemeral(), noise[:33])
-	fmpEqual(t, "static", p.EncryptedStatic(), noise[33:82])
-	fmpEqual(t, "epoch", p.EncryptedEpoch(), noise[82:])
+	equal(t, "ephemeral", p.Ephemeral(), noise[:33])
+	equal(t, "static", p.EncryptedStatic(), noise[33:82])
+	equal(t, "epoch", p.EncryptedEpoch(), noise[82:])
 
 	// test_msg1_header_parse with upstream's fill bytes.
-	b := fmpMarshal(t, wire.FMPMsg1{SenderIndex: 0xABCDEF01, Noise: fmpFill(106, 0xbb)})
+	b := marshal(t, wire.FMPMsg1{SenderIndex: 0xABCDEF01, Noise: fill(106, 0xbb)})
 	if b[0] != 0x01 || len(b) != 114 {
 		t.Fatalf("byte0 %#x len %d", b[0], len(b))
 	}
@@ -216,7 +144,7 @@ func TestFMPMsg1Layout(t *testing.T) {
 }
 
 func TestFMPMsg1Rejects(t *testing.T) {
-	good := fmpMarshal(t, wire.FMPMsg1{SenderIndex: 1, Noise: fmpFill(106, 0)})
+	good := marshal(t, wire.FMPMsg1{SenderIndex: 1, Noise: fill(106, 0)})
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	for _, c := range []struct {
 		name string
@@ -224,7 +152,7 @@ func TestFMPMsg1Rejects(t *testing.T) {
 		kind error
 	}{
 		{"empty", nil, wire.ErrTruncated},
-		{"113 bytes", fmpFill(113, 0x01), wire.ErrTruncated},
+		{"113 bytes", fill(113, 0x01), wire.ErrTruncated},
 		{"115 bytes", append(mod(func(b []byte) []byte { return b }), 0), wire.ErrLength},
 		{"phase 2", mod(func(b []byte) []byte { b[0] = 0x02; return b }), wire.ErrPhase},
 		{"phase 0", mod(func(b []byte) []byte { b[0] = 0x00; return b }), wire.ErrPhase},
@@ -236,21 +164,21 @@ func TestFMPMsg1Rejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ParseFMPMsg1(c.b)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
 }
 
 func TestFMPMsg2Layout(t *testing.T) {
-	noise := fmpHex(t, fmpIKMsg2Vector)
-	want := fmpCat(
+	noise := mustHex(t, fmpIKMsg2Vector)
+	want := cat(
 		[]byte{0x02, 0x00, 0x41, 0x00}, // phase 2, flags 0, payload_len 65
 		[]byte{0x44, 0x33, 0x22, 0x11}, // sender_idx
 		[]byte{0x88, 0x77, 0x66, 0x55}, // receiver_idx
 		noise,
 	)
 	m := wire.FMPMsg2{SenderIndex: 0x11223344, ReceiverIndex: 0x55667788, Noise: noise}
-	fmpEqual(t, "msg2", fmpMarshal(t, m), want)
+	equal(t, "msg2", marshal(t, m), want)
 	p, err := wire.ParseFMPMsg2(want)
 	if err != nil {
 		t.Fatal(err)
@@ -258,9 +186,9 @@ func TestFMPMsg2Layout(t *testing.T) {
 	if p.SenderIndex != 0x11223344 || p.ReceiverIndex != 0x55667788 {
 		t.Fatalf("indices %#x %#x", p.SenderIndex, p.ReceiverIndex)
 	}
-	fmpEqual(t, "noise", p.Noise, noise)
-	fmpEqual(t, "ephemeral", p.Ephemeral(), noise[:33])
-	fmpEqual(t, "epoch", p.EncryptedEpoch(), noise[33:])
+	equal(t, "noise", p.Noise, noise)
+	equal(t, "ephemeral", p.Ephemeral(), noise[:33])
+	equal(t, "epoch", p.EncryptedEpoch(), noise[33:])
 	if len(p.EncryptedEpoch()) != 24 {
 		t.Fatalf("epoch part %d bytes", len(p.EncryptedEpoch()))
 	}
@@ -272,16 +200,16 @@ func TestFMPMsg2Layout(t *testing.T) {
 }
 
 func TestFMPMsg2Rejects(t *testing.T) {
-	good := fmpMarshal(t, wire.FMPMsg2{SenderIndex: 1, ReceiverIndex: 2, Noise: fmpFill(57, 0)})
+	good := marshal(t, wire.FMPMsg2{SenderIndex: 1, ReceiverIndex: 2, Noise: fill(57, 0)})
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	for _, c := range []struct {
 		name string
 		b    []byte
 		kind error
 	}{
-		{"68 bytes", fmpFill(68, 0x02), wire.ErrTruncated},
+		{"68 bytes", fill(68, 0x02), wire.ErrTruncated},
 		{"70 bytes", append(mod(func(b []byte) []byte { return b }), 0), wire.ErrLength},
-		{"phase 0", fmpFill(69, 0x00), wire.ErrPhase},
+		{"phase 0", fill(69, 0x00), wire.ErrPhase},
 		{"phase 1", mod(func(b []byte) []byte { b[0] = 0x01; return b }), wire.ErrPhase},
 		{"version 15", mod(func(b []byte) []byte { b[0] = 0xf2; return b }), wire.ErrVersion},
 		{"flags", mod(func(b []byte) []byte { b[1] = 0x04; return b }), wire.ErrFlags},
@@ -289,7 +217,7 @@ func TestFMPMsg2Rejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ParseFMPMsg2(c.b)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
 }
@@ -297,15 +225,15 @@ func TestFMPMsg2Rejects(t *testing.T) {
 func TestFMPFrameLayout(t *testing.T) {
 	// test_encrypted_header_parse: 48 bytes of ciphertext+tag, so a
 	// 32-byte plaintext.
-	sealed := fmpFill(48, 0xaa)
-	want := fmpCat(
+	sealed := fill(48, 0xaa)
+	want := cat(
 		[]byte{0x00, 0x00, 0x20, 0x00},
 		[]byte{0x78, 0x56, 0x34, 0x12},
 		[]byte{42, 0, 0, 0, 0, 0, 0, 0},
 		sealed,
 	)
 	f := wire.FMPFrame{ReceiverIndex: 0x12345678, Counter: 42, Sealed: sealed}
-	fmpEqual(t, "frame", fmpMarshal(t, f), want)
+	equal(t, "frame", marshal(t, f), want)
 	p, err := wire.ParseFMPFrame(want)
 	if err != nil {
 		t.Fatal(err)
@@ -313,12 +241,12 @@ func TestFMPFrameLayout(t *testing.T) {
 	if p.ReceiverIndex != 0x12345678 || p.Counter != 42 || p.Flags != 0 || p.PayloadLen() != 32 {
 		t.Fatalf("got %+v", p)
 	}
-	fmpEqual(t, "aad", p.AAD(), want[:16])
-	fmpEqual(t, "sealed", p.Sealed, sealed)
+	equal(t, "aad", p.AAD(), want[:16])
+	equal(t, "sealed", p.Sealed, sealed)
 	if &p.Sealed[0] != &want[16] || &p.AAD()[0] != &want[0] {
 		t.Fatal("views must alias the input")
 	}
-	fmpEqual(t, "re-encoded", fmpMarshal(t, p), want)
+	equal(t, "re-encoded", marshal(t, p), want)
 
 	// test_flags_byte: K|SP is 0x05; the parsed flags keep each bit.
 	var h [16]byte
@@ -328,7 +256,7 @@ func TestFMPFrameLayout(t *testing.T) {
 	if h[1] != 0x05 {
 		t.Fatalf("flags byte %#x", h[1])
 	}
-	p, err = wire.ParseFMPFrame(append(h[:], fmpFill(16, 0)...))
+	p, err = wire.ParseFMPFrame(append(h[:], fill(16, 0)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +284,7 @@ func TestFMPFrameLayout(t *testing.T) {
 	}
 
 	// The first frame of the digest's IK session: Heartbeat, idx 0x01020304.
-	v := fmpHex(t, fmpFirstFrameHex)
+	v := mustHex(t, fmpFirstFrameHex)
 	p, err = wire.ParseFMPFrame(v)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +305,7 @@ func TestFMPFrameRejects(t *testing.T) {
 		b    []byte
 		kind error
 	}{
-		{"31 bytes", fmpFill(31, 0), wire.ErrTruncated},
+		{"31 bytes", fill(31, 0), wire.ErrTruncated},
 		{"phase 1", mod(func(b []byte) { b[0] = 0x01 }), wire.ErrPhase},
 		{"version 1", mod(func(b []byte) { b[0] = 0x10 }), wire.ErrVersion},
 		{"payload_len too big", mod(func(b []byte) { b[2] = 9 }), wire.ErrLength},
@@ -389,10 +317,10 @@ func TestFMPFrameRejects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ParseFMPFrame(c.b)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
-	if _, err := (wire.FMPFrame{Sealed: fmpFill(15, 0)}).MarshalTo(make([]byte, 64)); !errors.Is(err, wire.ErrValue) {
+	if _, err := (wire.FMPFrame{Sealed: fill(15, 0)}).MarshalTo(make([]byte, 64)); !errors.Is(err, wire.ErrValue) {
 		t.Fatalf("sealed shorter than a tag: %v", err)
 	}
 	if _, err := wire.PutFMPFrameHeader(make([]byte, 16), 0, 0, 0, 0x10000); !errors.Is(err, wire.ErrValue) {
@@ -403,8 +331,8 @@ func TestFMPFrameRejects(t *testing.T) {
 func TestFMPInner(t *testing.T) {
 	// test_inner_header_prepend_strip
 	in := wire.FMPInner{Timestamp: 12345, Message: []byte{0x10, 0xAA, 0xBB}}
-	b := fmpMarshal(t, in)
-	fmpEqual(t, "inner", b, []byte{0x39, 0x30, 0x00, 0x00, 0x10, 0xAA, 0xBB})
+	b := marshal(t, in)
+	equal(t, "inner", b, []byte{0x39, 0x30, 0x00, 0x00, 0x10, 0xAA, 0xBB})
 	p, err := wire.ParseFMPInner(b)
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +340,7 @@ func TestFMPInner(t *testing.T) {
 	if p.Timestamp != 12345 || p.Type() != wire.MsgTreeAnnounce {
 		t.Fatalf("%+v", p)
 	}
-	fmpEqual(t, "message", p.Message, []byte{0x10, 0xAA, 0xBB})
+	equal(t, "message", p.Message, []byte{0x10, 0xAA, 0xBB})
 
 	// A Heartbeat plaintext is 5 bytes: ts ‖ 0x51.
 	p, err = wire.ParseFMPInner([]byte{1, 0, 0, 0, 0x51})
@@ -422,7 +350,7 @@ func TestFMPInner(t *testing.T) {
 
 	// test_inner_header_too_short
 	_, err = wire.ParseFMPInner([]byte{0, 0, 0, 0})
-	fmpWantKind(t, err, wire.ErrTruncated)
+	wantKind(t, err, wire.ErrTruncated)
 	if _, err := (wire.FMPInner{}).MarshalTo(make([]byte, 8)); !errors.Is(err, wire.ErrValue) {
 		t.Fatalf("empty message: %v", err)
 	}

@@ -23,13 +23,13 @@ func fmpStreamEstablished(plen uint16) []byte {
 }
 
 func fmpStreamMsg1() []byte {
-	b := fmpFill(114, 0xAA)
+	b := fill(114, 0xAA)
 	b[0], b[1], b[2], b[3] = 0x01, 0x00, 110, 0
 	return b
 }
 
 func fmpStreamMsg2() []byte {
-	b := fmpFill(69, 0xBB)
+	b := fill(69, 0xBB)
 	b[0], b[1], b[2], b[3] = 0x02, 0x00, 65, 0
 	return b
 }
@@ -49,7 +49,7 @@ func TestReadFMPPacket(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fmpEqual(t, "packet", got, frame)
+			equal(t, "packet", got, frame)
 		})
 	}
 	if n := len(fmpStreamEstablished(0)); n != 32 {
@@ -60,14 +60,14 @@ func TestReadFMPPacket(t *testing.T) {
 func TestReadFMPPacketSequence(t *testing.T) {
 	// test_read_multiple_packets
 	msg1, est, msg2 := fmpStreamMsg1(), fmpStreamEstablished(32), fmpStreamMsg2()
-	r := bytes.NewReader(fmpCat(msg1, est, msg2))
+	r := bytes.NewReader(cat(msg1, est, msg2))
 	buf := make([]byte, 1400)
 	for i, want := range [][]byte{msg1, est, msg2} {
 		got, err := wire.ReadFMPPacket(r, buf, 1400)
 		if err != nil {
 			t.Fatalf("packet %d: %v", i, err)
 		}
-		fmpEqual(t, "packet", got, want)
+		equal(t, "packet", got, want)
 	}
 	// The stream ends cleanly between packets.
 	if _, err := wire.ReadFMPPacket(r, buf, 1400); err != io.EOF {
@@ -78,7 +78,7 @@ func TestReadFMPPacketSequence(t *testing.T) {
 func TestReadFMPPacketErrors(t *testing.T) {
 	buf := make([]byte, 4096)
 	withPrefix := func(b0 byte, plen uint16, extra int) []byte {
-		return fmpCat([]byte{b0, 0, byte(plen), byte(plen >> 8)}, make([]byte, extra))
+		return cat([]byte{b0, 0, byte(plen), byte(plen >> 8)}, make([]byte, extra))
 	}
 	for _, c := range []struct {
 		name string
@@ -87,7 +87,7 @@ func TestReadFMPPacketErrors(t *testing.T) {
 		kind error
 	}{
 		// test_unknown_version_error: a TLS ClientHello reads as version 1.
-		{"TLS ClientHello", fmpCat([]byte{0x16}, make([]byte, 99)), 1400, wire.ErrVersion},
+		{"TLS ClientHello", cat([]byte{0x16}, make([]byte, 99)), 1400, wire.ErrVersion},
 		// test_unknown_phase_error
 		{"phase 5", withPrefix(0x05, 10, 96), 1400, wire.ErrPhase},
 		{"phase 3", withPrefix(0x03, 10, 96), 1400, wire.ErrPhase},
@@ -104,9 +104,9 @@ func TestReadFMPPacketErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ReadFMPPacket(bytes.NewReader(c.in), buf, c.mtu)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 			_, err = wire.SplitFMPStream(c.in, c.mtu)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
 	if _, err := wire.ReadFMPPacket(bytes.NewReader(withPrefix(0x00, 0, 28)), buf, 20); err != nil {
@@ -143,7 +143,7 @@ func TestReadFMPPacketErrors(t *testing.T) {
 
 func TestSplitFMPStream(t *testing.T) {
 	est, msg2 := fmpStreamEstablished(10), fmpStreamMsg2()
-	stream := fmpCat(est, msg2)
+	stream := cat(est, msg2)
 	// Every strict prefix of the first packet asks for more.
 	for n := 0; n < len(est); n++ {
 		p, err := wire.SplitFMPStream(stream[:n], 1400)
@@ -155,25 +155,25 @@ func TestSplitFMPStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmpEqual(t, "first", p, est)
+	equal(t, "first", p, est)
 	p, err = wire.SplitFMPStream(stream[len(p):], 1400)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmpEqual(t, "second", p, msg2)
+	equal(t, "second", p, msg2)
 
 	n, err := wire.FMPStreamPacketLen(est, 1400)
 	if err != nil || n != 42 {
 		t.Fatalf("FMPStreamPacketLen = %d, %v", n, err)
 	}
 	_, err = wire.FMPStreamPacketLen(est[:3], 1400)
-	fmpWantKind(t, err, wire.ErrTruncated)
+	wantKind(t, err, wire.ErrTruncated)
 }
 
 func TestEthernetData(t *testing.T) {
 	// test_frame_type_data_prefix
 	want := []byte{0x00, 0x04, 0x00, 1, 2, 3, 4}
-	fmpEqual(t, "data frame", fmpMarshal(t, wire.EthernetData{Packet: []byte{1, 2, 3, 4}}), want)
+	equal(t, "data frame", marshal(t, wire.EthernetData{Packet: []byte{1, 2, 3, 4}}), want)
 
 	// test_data_frame_padding_trimmed: NIC pads the 7-byte frame to 46.
 	padded := append(append([]byte(nil), want...), make([]byte, 46-7)...)
@@ -181,13 +181,13 @@ func TestEthernetData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmpEqual(t, "packet", p.Packet, []byte{1, 2, 3, 4})
+	equal(t, "packet", p.Packet, []byte{1, 2, 3, 4})
 	if p.Len() != 7 {
 		t.Fatalf("Len %d", p.Len())
 	}
 	// An FMP frame round-trips through the wrapper.
-	frame := fmpHex(t, fmpFirstFrameHex)
-	e := fmpMarshal(t, wire.EthernetData{Packet: frame})
+	frame := mustHex(t, fmpFirstFrameHex)
+	e := marshal(t, wire.EthernetData{Packet: frame})
 	if len(e) != 3+37 || e[1] != 37 || e[2] != 0 {
 		t.Fatalf("wrapped: %x", e)
 	}
@@ -211,7 +211,7 @@ func TestEthernetData(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ParseEthernetData(c.b)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
 	if _, err := (wire.EthernetData{Packet: make([]byte, 0x10000)}).MarshalTo(make([]byte, 0x10010)); !errors.Is(err, wire.ErrValue) {
@@ -220,11 +220,11 @@ func TestEthernetData(t *testing.T) {
 }
 
 func TestEthernetBeacon(t *testing.T) {
-	xonly := fmpHex(t, "84bf7562262bbd6940085748f3be6afa52ae317155181ece31b66351ccffa4b0")
-	want := fmpCat([]byte{0x01, 0x01}, xonly)
-	got := fmpMarshal(t, wire.EthernetBeacon{XOnly: xonly})
+	xonly := mustHex(t, "84bf7562262bbd6940085748f3be6afa52ae317155181ece31b66351ccffa4b0")
+	want := cat([]byte{0x01, 0x01}, xonly)
+	got := marshal(t, wire.EthernetBeacon{XOnly: xonly})
 	// test_build_parse_beacon / test_beacon_size
-	fmpEqual(t, "beacon", got, want)
+	equal(t, "beacon", got, want)
 	if len(got) != 34 || wire.EthernetBeaconSize != 34 {
 		t.Fatalf("beacon is %d bytes", len(got))
 	}
@@ -232,7 +232,7 @@ func TestEthernetBeacon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmpEqual(t, "xonly", p.XOnly, xonly)
+	equal(t, "xonly", p.XOnly, xonly)
 
 	for _, c := range []struct {
 		name string
@@ -244,12 +244,12 @@ func TestEthernetBeacon(t *testing.T) {
 		{"empty", nil, wire.ErrTruncated},
 		{"33 bytes", want[:33], wire.ErrTruncated},
 		// test_parse_beacon_wrong_type
-		{"data type", fmpCat([]byte{0x00}, want[1:]), wire.ErrType},
-		{"version 2", fmpCat([]byte{0x01, 0x02}, xonly), wire.ErrVersion},
+		{"data type", cat([]byte{0x00}, want[1:]), wire.ErrType},
+		{"version 2", cat([]byte{0x01, 0x02}, xonly), wire.ErrVersion},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := wire.ParseEthernetBeacon(c.b)
-			fmpWantKind(t, err, c.kind)
+			wantKind(t, err, c.kind)
 		})
 	}
 }
@@ -269,7 +269,7 @@ func TestPunchPackets(t *testing.T) {
 		{nil, false},
 		{[]byte("NPTB"), false},
 		{[]byte{0x43, 0x54, 0x50, 0x4E}, false}, // little-endian magic is not a punch
-		{fmpHex(t, fmpFirstFrameHex), false},
+		{mustHex(t, fmpFirstFrameHex), false},
 	} {
 		if got := wire.IsPunchPacket(c.b); got != c.want {
 			t.Errorf("IsPunchPacket(%x) = %v", c.b, got)
@@ -277,18 +277,18 @@ func TestPunchPackets(t *testing.T) {
 	}
 
 	// The 24-byte probe: magic, sequence (both big-endian), session hash.
-	hash := fmpFill(16, 0xc3)
-	want := fmpCat([]byte("NPTC"), []byte{0, 0, 1, 2}, hash)
-	got := fmpMarshal(t, wire.PunchPacket{Sequence: 0x0102, SessionHash: hash})
-	fmpEqual(t, "probe", got, want)
-	ack := fmpMarshal(t, wire.PunchPacket{Ack: true, Sequence: 0x0102, SessionHash: hash})
-	fmpEqual(t, "ack", ack, fmpCat([]byte("NPTA"), want[4:]))
+	hash := fill(16, 0xc3)
+	want := cat([]byte("NPTC"), []byte{0, 0, 1, 2}, hash)
+	got := marshal(t, wire.PunchPacket{Sequence: 0x0102, SessionHash: hash})
+	equal(t, "probe", got, want)
+	ack := marshal(t, wire.PunchPacket{Ack: true, Sequence: 0x0102, SessionHash: hash})
+	equal(t, "ack", ack, cat([]byte("NPTA"), want[4:]))
 	p, err := wire.ParsePunchPacket(append(ack, 0xff))
 	if err != nil || !p.Ack || p.Sequence != 0x0102 || !bytes.Equal(p.SessionHash, hash) {
 		t.Fatalf("%+v %v", p, err)
 	}
 	_, err = wire.ParsePunchPacket(want[:23])
-	fmpWantKind(t, err, wire.ErrTruncated)
-	_, err = wire.ParsePunchPacket(fmpCat([]byte("NPTX"), want[4:]))
-	fmpWantKind(t, err, wire.ErrType)
+	wantKind(t, err, wire.ErrTruncated)
+	_, err = wire.ParsePunchPacket(cat([]byte("NPTX"), want[4:]))
+	wantKind(t, err, wire.ErrType)
 }

@@ -18,12 +18,12 @@ var fspSink int
 
 func fspDecoderCases(tb testing.TB) []fspDecoderCase {
 	src, dst := fspSampleSrc(), fspSampleDst()
-	ip1280 := fspIPv6Packet(0, 0x12345, 6, 64, src[:], dst[:], fspFill(1280-40, 0x33))
+	ip1280 := fspIPv6Packet(0, 0x12345, 6, 64, src[:], dst[:], fill(1280-40, 0x33))
 	shim1280 := fspCompress(tb, ip1280)
 	// A full-size data message: 1280-byte IPv6 packet, CP coords of depth 4.
-	data := fspCat(fspHex(tb, "00 01"), fspLE16(uint16(6+4+len(shim1280))), fspLE64(99),
-		fspWireCoords(1, 2, 3, 4), fspWireCoords(5, 6, 7, 4), fspFill(6+4+len(shim1280)+16, 0xEE))
-	inner := fspCat(fspHex(tb, "01 00 00 00 10 01 00 01 00 01"), shim1280)
+	data := cat(mustHex(tb, "00 01"), le16(uint16(6+4+len(shim1280))), le64(99),
+		fspWireCoords(1, 2, 3, 4), fspWireCoords(5, 6, 7, 4), fill(6+4+len(shim1280)+16, 0xEE))
+	inner := cat(mustHex(tb, "01 00 00 00 10 01 00 01 00 01"), shim1280)
 	return []fspDecoderCase{
 		{"FSPPrefix", []byte{0, 1, 64, 0}, func(b []byte) error {
 			p, err := wire.ParseFSPPrefix(b)
@@ -50,7 +50,7 @@ func fspDecoderCases(tb testing.TB) []fspDecoderCase {
 			fspSink += len(a.Handshake)
 			return err
 		}},
-		{"SessionMsg3", fspMarshal(tb, wire.SessionMsg3{Handshake: fspHex(tb, fspXKMsg3)}), func(b []byte) error {
+		{"SessionMsg3", marshal(tb, wire.SessionMsg3{Handshake: mustHex(tb, fspXKMsg3)}), func(b []byte) error {
 			m, err := wire.ParseSessionMsg3(b)
 			fspSink += len(m.Handshake)
 			return err
@@ -74,42 +74,42 @@ func fspDecoderCases(tb testing.TB) []fspDecoderCase {
 			_, err := wire.ParseCoordsWarmup(b)
 			return err
 		}},
-		{"SessionSenderReport", fspCat([]byte{0, 0}, fspSRFields(tb)), func(b []byte) error {
+		{"SessionSenderReport", cat([]byte{0, 0}, fspSRFields(tb)), func(b []byte) error {
 			r, err := wire.ParseSessionSenderReport(b)
 			fspSink += int(r.IntervalBytesSent)
 			return err
 		}},
-		{"SessionReceiverReport", fspCat([]byte{0, 0}, fspRRFields(tb)), func(b []byte) error {
+		{"SessionReceiverReport", cat([]byte{0, 0}, fspRRFields(tb)), func(b []byte) error {
 			r, err := wire.ParseSessionReceiverReport(b)
 			fspSink += int(r.Jitter)
 			return err
 		}},
-		{"SenderReport", fspCat([]byte{1, 0, 0, 0}, fspSRFields(tb)), func(b []byte) error {
+		{"SenderReport", cat([]byte{1, 0, 0, 0}, fspSRFields(tb)), func(b []byte) error {
 			r, err := wire.ParseSenderReport(b)
 			fspSink += int(r.IntervalBytesSent)
 			return err
 		}},
-		{"ReceiverReport", fspCat([]byte{2, 0, 0, 0}, fspRRFields(tb)), func(b []byte) error {
+		{"ReceiverReport", cat([]byte{2, 0, 0, 0}, fspRRFields(tb)), func(b []byte) error {
 			r, err := wire.ParseReceiverReport(b)
 			fspSink += int(r.Jitter)
 			return err
 		}},
-		{"RoutingSignalType", fspMarshal(tb, wire.MtuExceeded{MTU: 1280}), func(b []byte) error {
+		{"RoutingSignalType", marshal(tb, wire.MtuExceeded{MTU: 1280}), func(b []byte) error {
 			t, err := wire.ParseRoutingSignalType(b)
 			fspSink += int(t)
 			return err
 		}},
-		{"CoordsRequired", fspMarshal(tb, wire.CoordsRequired{DestAddr: fspAddr(1), Reporter: fspAddr(2)}), func(b []byte) error {
+		{"CoordsRequired", marshal(tb, wire.CoordsRequired{DestAddr: addrOf(1), Reporter: addrOf(2)}), func(b []byte) error {
 			c, err := wire.ParseCoordsRequired(b)
 			fspSink += int(c.Reporter[0])
 			return err
 		}},
-		{"PathBroken", fspMarshal(tb, wire.PathBroken{LastKnownCoords: fspCoords(1, 2, 3)}), func(b []byte) error {
+		{"PathBroken", marshal(tb, wire.PathBroken{LastKnownCoords: fspCoords(1, 2, 3)}), func(b []byte) error {
 			p, err := wire.ParsePathBroken(b)
 			fspSink += len(p.LastKnownCoords)
 			return err
 		}},
-		{"MtuExceeded", fspMarshal(tb, wire.MtuExceeded{MTU: 1280}), func(b []byte) error {
+		{"MtuExceeded", marshal(tb, wire.MtuExceeded{MTU: 1280}), func(b []byte) error {
 			m, err := wire.ParseMtuExceeded(b)
 			fspSink += int(m.MTU)
 			return err
@@ -126,7 +126,7 @@ func fspDecoderCases(tb testing.TB) []fspDecoderCase {
 // buffers for both directions.
 func fspShimBuffers(tb testing.TB) (ip, shim, ipOut, shimOut []byte) {
 	src, dst := fspSampleSrc(), fspSampleDst()
-	ip = fspIPv6Packet(0, 0, 6, 64, src[:], dst[:], fspFill(1280-40, 0x33))
+	ip = fspIPv6Packet(0, 0, 6, 64, src[:], dst[:], fill(1280-40, 0x33))
 	shim = fspCompress(tb, ip)
 	return ip, shim, make([]byte, len(ip)), make([]byte, len(shim))
 }
@@ -159,15 +159,15 @@ func TestFSPZeroAlloc(t *testing.T) {
 
 	// Every encoder writes into a caller buffer without allocating.
 	buf := make([]byte, 2048)
-	for _, m := range []fspMarshaler{
+	for _, m := range []marshaler{
 		wire.FSPPrefix{Phase: 1},
 		wire.FSPHeader{Flags: wire.FSPFlagK, PayloadLen: 10, Counter: 5},
-		wire.FSPEncrypted{Header: wire.FSPHeader{Flags: wire.FSPFlagCP}, SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Ciphertext: fspFill(1300, 1)},
-		wire.SessionSetup{SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Handshake: fspFill(33, 1)},
-		wire.SessionAck{SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Handshake: fspFill(57, 1)},
-		wire.SessionMsg3{Handshake: fspFill(73, 1)},
-		wire.FSPInner{MsgType: wire.SessionMsgDataPacket, Body: fspFill(100, 1)},
-		wire.DataPacket{SrcPort: 256, DstPort: 256, Payload: fspFill(100, 1)},
+		wire.FSPEncrypted{Header: wire.FSPHeader{Flags: wire.FSPFlagCP}, SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Ciphertext: fill(1300, 1)},
+		wire.SessionSetup{SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Handshake: fill(33, 1)},
+		wire.SessionAck{SrcCoords: fspCoords(1, 2), DestCoords: fspCoords(3), Handshake: fill(57, 1)},
+		wire.SessionMsg3{Handshake: fill(73, 1)},
+		wire.FSPInner{MsgType: wire.SessionMsgDataPacket, Body: fill(100, 1)},
+		wire.DataPacket{SrcPort: 256, DstPort: 256, Payload: fill(100, 1)},
 		wire.PathMtuNotification{PathMTU: 1280},
 		wire.SessionSenderReport{SenderReport: fspSampleSR()},
 		wire.SessionReceiverReport{ReceiverReport: fspSampleRR()},

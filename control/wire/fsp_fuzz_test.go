@@ -13,7 +13,7 @@ import (
 // decode must be a *DecodeError. A successful one must re-encode to canon:
 // the input with its reserved bits and bytes cleared, which is the only
 // freedom these decoders allow (every length is exact).
-func fspCheckDecode(t *testing.T, canon []byte, v fspMarshaler, err error) {
+func fspCheckDecode(t *testing.T, canon []byte, v marshaler, err error) {
 	t.Helper()
 	if err != nil {
 		var de *wire.DecodeError
@@ -104,8 +104,8 @@ func FuzzClassifyFSP(f *testing.F) {
 
 func FuzzParseFSPEncrypted(f *testing.F) {
 	good := fspEncryptedVector(f)
-	noCP := fspCat([]byte{0x00, 0x02, 0x01, 0x00}, fspLE64(7), fspFill(17, 0xEE))
-	emptyCP := fspCat([]byte{0x00, 0x01, 0x00, 0x00}, fspLE64(1), []byte{0, 0, 0, 0}, fspFill(16, 0xEE))
+	noCP := cat([]byte{0x00, 0x02, 0x01, 0x00}, le64(7), fill(17, 0xEE))
+	emptyCP := cat([]byte{0x00, 0x01, 0x00, 0x00}, le64(1), []byte{0, 0, 0, 0}, fill(16, 0xEE))
 	fspSeeds(f, good, noCP, emptyCP, fspSet(good, 1, 0xFB), fspSet(good, 1, 0x04), fspSet(good, 2, 9),
 		fspSet(good, 12, 0xFF), make([]byte, 28), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -123,7 +123,7 @@ func FuzzParseFSPEncrypted(f *testing.F) {
 func FuzzParseSessionSetup(f *testing.F) {
 	good := fspSetupVector(f)
 	fspSeeds(f, good, fspSet(good, 1, 0xFF), fspSet(good, 4, 0xFF), fspSet(good, 5, 0), fspSet(good, 2, 0),
-		fspMarshal(f, wire.SessionSetup{SrcCoords: fspCoords(9), DestCoords: fspCoords(9), Handshake: fspFill(33, 1)}),
+		marshal(f, wire.SessionSetup{SrcCoords: fspCoords(9), DestCoords: fspCoords(9), Handshake: fill(33, 1)}),
 		append(bytes.Clone(good), 0), []byte{0x01, 0x00, 0x00, 0x00})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := wire.ParseSessionSetup(in)
@@ -142,7 +142,7 @@ func FuzzParseSessionAck(f *testing.F) {
 }
 
 func FuzzParseSessionMsg3(f *testing.F) {
-	good := fspMarshal(f, wire.SessionMsg3{Handshake: fspHex(f, fspXKMsg3)})
+	good := marshal(f, wire.SessionMsg3{Handshake: mustHex(f, fspXKMsg3)})
 	fspSeeds(f, good, fspSet(good, 1, 0x80), fspSet(good, 4, 0x11), fspSet(good, 5, 0x48),
 		append(bytes.Clone(good), 0), []byte{0x03, 0x00, 0x01, 0x00, 0x00})
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -152,7 +152,7 @@ func FuzzParseSessionMsg3(f *testing.F) {
 }
 
 func FuzzParseFSPInner(f *testing.F) {
-	fspSeeds(f, fspHex(f, "39 30 00 00 10 01 aa bb cc"), fspHex(f, "00 00 00 00 14 ff"), make([]byte, 5), nil)
+	fspSeeds(f, mustHex(f, "39 30 00 00 10 01 aa bb cc"), mustHex(f, "00 00 00 00 14 ff"), make([]byte, 5), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := wire.ParseFSPInner(in)
 		fspCheckDecode(t, fspCanon(in, 6, func(b []byte) { b[5] &= 0x01 }), m, err)
@@ -160,7 +160,7 @@ func FuzzParseFSPInner(f *testing.F) {
 }
 
 func FuzzParseDataPacket(f *testing.F) {
-	fspSeeds(f, fspHex(f, "00 01 00 01 00 60 00 00 00 11 40"), fspHex(f, "00 04 ef be"), nil)
+	fspSeeds(f, mustHex(f, "00 01 00 01 00 60 00 00 00 11 40"), mustHex(f, "00 04 ef be"), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		d, err := wire.ParseDataPacket(in)
 		fspCheckDecode(t, in, d, err)
@@ -168,7 +168,7 @@ func FuzzParseDataPacket(f *testing.F) {
 }
 
 func FuzzParsePathMtuNotification(f *testing.F) {
-	fspSeeds(f, fspHex(f, "78 05"), fspHex(f, "78 05 00"))
+	fspSeeds(f, mustHex(f, "78 05"), mustHex(f, "78 05 00"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := wire.ParsePathMtuNotification(in)
 		fspCheckDecode(t, in, p, err)
@@ -184,7 +184,7 @@ func FuzzParseCoordsWarmup(f *testing.F) {
 }
 
 func FuzzParseSessionSenderReport(f *testing.F) {
-	good := fspCat([]byte{0, 0}, fspSRFields(f))
+	good := cat([]byte{0, 0}, fspSRFields(f))
 	fspSeeds(f, good, fspSet(good, 0, 0xFF), append(bytes.Clone(good), 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseSessionSenderReport(in)
@@ -193,7 +193,7 @@ func FuzzParseSessionSenderReport(f *testing.F) {
 }
 
 func FuzzParseSessionReceiverReport(f *testing.F) {
-	good := fspCat([]byte{0, 0}, fspRRFields(f))
+	good := cat([]byte{0, 0}, fspRRFields(f))
 	fspSeeds(f, good, fspSet(good, 36, 0xFF), append(bytes.Clone(good), 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseSessionReceiverReport(in)
@@ -202,7 +202,7 @@ func FuzzParseSessionReceiverReport(f *testing.F) {
 }
 
 func FuzzParseSenderReport(f *testing.F) {
-	good := fspCat([]byte{1, 0, 0, 0}, fspSRFields(f))
+	good := cat([]byte{1, 0, 0, 0}, fspSRFields(f))
 	fspSeeds(f, good, fspSet(good, 2, 0xFF), fspSet(good, 0, 2), append(bytes.Clone(good), 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseSenderReport(in)
@@ -211,7 +211,7 @@ func FuzzParseSenderReport(f *testing.F) {
 }
 
 func FuzzParseReceiverReport(f *testing.F) {
-	good := fspCat([]byte{2, 0, 0, 0}, fspRRFields(f))
+	good := cat([]byte{2, 0, 0, 0}, fspRRFields(f))
 	fspSeeds(f, good, fspSet(good, 39, 0xFF), fspSet(good, 0, 1), append(bytes.Clone(good), 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := wire.ParseReceiverReport(in)
@@ -221,10 +221,10 @@ func FuzzParseReceiverReport(f *testing.F) {
 
 // fspSignalSeeds are one good packet of each signal and some near misses.
 func fspSignalSeeds(f *testing.F) [][]byte {
-	cr := fspMarshal(f, wire.CoordsRequired{DestAddr: fspAddr(0xAA), Reporter: fspAddr(0xBB)})
-	pb := fspMarshal(f, wire.PathBroken{DestAddr: fspAddr(1), Reporter: fspAddr(2), LastKnownCoords: fspCoords(1, 0xF0)})
-	pb0 := fspMarshal(f, wire.PathBroken{})
-	me := fspMarshal(f, wire.MtuExceeded{DestAddr: fspAddr(1), Reporter: fspAddr(2), MTU: 1400})
+	cr := marshal(f, wire.CoordsRequired{DestAddr: addrOf(0xAA), Reporter: addrOf(0xBB)})
+	pb := marshal(f, wire.PathBroken{DestAddr: addrOf(1), Reporter: addrOf(2), LastKnownCoords: fspCoords(1, 0xF0)})
+	pb0 := marshal(f, wire.PathBroken{})
+	me := marshal(f, wire.MtuExceeded{DestAddr: addrOf(1), Reporter: addrOf(2), MTU: 1400})
 	return [][]byte{cr, pb, pb0, me, fspSet(cr, 1, 0xFF), fspSet(cr, 5, 0xFF), fspSet(pb, 38, 3),
 		fspSet(me, 4, 0x23), fspSet(me, 1, 0), append(bytes.Clone(cr), 0), []byte{0, 4, 1, 0, 0x20}}
 }
@@ -271,8 +271,8 @@ func FuzzParseMtuExceeded(f *testing.F) {
 // FuzzDecompressIPv6 checks the shim decoder and that compressing what it
 // rebuilt gives the shim back, with the version nibble forced to 6.
 func FuzzDecompressIPv6(f *testing.F) {
-	fspSeeds(f, fspHex(f, "00 60 00 00 00 11 40 aa bb"), fspHex(f, "00 0a bc de f0 06 40"),
-		fspHex(f, "01 60 00 00 00 11 40"), make([]byte, 6), nil)
+	fspSeeds(f, mustHex(f, "00 60 00 00 00 11 40 aa bb"), mustHex(f, "00 0a bc de f0 06 40"),
+		mustHex(f, "01 60 00 00 00 11 40"), make([]byte, 6), nil)
 	src, dst := fspSampleSrc(), fspSampleDst()
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := wire.ParseIPv6Shim(in)
@@ -293,7 +293,7 @@ func FuzzDecompressIPv6(f *testing.F) {
 			t.Fatalf("compress(decompress): %d %v", m, err)
 		}
 		want := fspCanon(in, 2, func(b []byte) { b[1] = b[1]&0x0F | 0x60 })
-		fspEqual(t, "compress(decompress(s))", back, want)
+		equal(t, "compress(decompress(s))", back, want)
 	})
 }
 
@@ -302,7 +302,7 @@ func FuzzDecompressIPv6(f *testing.F) {
 // buffers, and that ECN marking never panics.
 func FuzzCompressIPv6(f *testing.F) {
 	src, dst := fspSampleSrc(), fspSampleDst()
-	fspSeeds(f, fspIPv6Packet(0xAB, 0xFEDCB, 17, 64, src[:], dst[:], fspFill(100, 0xAA)),
+	fspSeeds(f, fspIPv6Packet(0xAB, 0xFEDCB, 17, 64, src[:], dst[:], fill(100, 0xAA)),
 		fspIPv6Packet(0, 0, 59, 1, src[:], dst[:], nil), fspSet(fspIPv6Packet(0, 0, 6, 1, src[:], dst[:], []byte{1}), 0, 0x40),
 		make([]byte, 40), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -322,17 +322,17 @@ func FuzzCompressIPv6(f *testing.F) {
 		if m, err := wire.DecompressIPv6(out, shim, s, d); err != nil || m != len(in) {
 			t.Fatalf("decompress(compress): %d %v", m, err)
 		}
-		fspEqual(t, "decompress(compress(p))", out, want)
+		equal(t, "decompress(compress(p))", out, want)
 
 		inPlace := bytes.Clone(in)
 		if m, err := wire.CompressIPv6(inPlace[wire.IPv6ShimSavings:], inPlace); err != nil || m != n {
 			t.Fatalf("in-place compress: %d %v", m, err)
 		}
-		fspEqual(t, "in-place compress", inPlace[wire.IPv6ShimSavings:], shim)
+		equal(t, "in-place compress", inPlace[wire.IPv6ShimSavings:], shim)
 		if m, err := wire.DecompressIPv6(inPlace, inPlace[wire.IPv6ShimSavings:], s, d); err != nil || m != len(in) {
 			t.Fatalf("in-place decompress: %d %v", m, err)
 		}
-		fspEqual(t, "in-place round trip", inPlace, want)
+		equal(t, "in-place round trip", inPlace, want)
 
 		ecn := want[1] & 0x30
 		if marked := wire.MarkIPv6ECNCE(want); marked != (ecn != 0) || (marked && want[1]&0x30 != 0x30) {

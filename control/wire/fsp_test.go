@@ -3,9 +3,7 @@ package wire_test
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/fips-go/fips/control/identity"
@@ -15,95 +13,23 @@ import (
 // Helpers shared by the FSP, signal, MMP and IPv6 shim test files; prefixed
 // so they cannot clash with helpers of other files in this package.
 
-// fspHex decodes hex, ignoring spaces so vectors can be grouped by field.
-func fspHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	if err != nil {
-		t.Fatalf("bad hex in test: %v", err)
-	}
-	return b
-}
-
-// fspAddr is upstream's make_node_addr: v in byte 0, zeros elsewhere.
-func fspAddr(v byte) identity.NodeAddr {
-	var a identity.NodeAddr
-	a[0] = v
-	return a
-}
-
 // fspCoords is upstream's make_coords.
 func fspCoords(ids ...byte) wire.Coords {
 	addrs := make([]identity.NodeAddr, len(ids))
 	for i, v := range ids {
-		addrs[i] = fspAddr(v)
+		addrs[i] = addrOf(v)
 	}
 	return wire.CoordsOf(addrs...)
 }
 
-func fspFill(n int, v byte) []byte { return bytes.Repeat([]byte{v}, n) }
-
-func fspCat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-
-func fspLE16(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
-
-func fspLE64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
-
 // fspWireCoords is count u16le then the entries, built by hand.
 func fspWireCoords(ids ...byte) []byte {
-	out := fspLE16(uint16(len(ids)))
+	out := le16(uint16(len(ids)))
 	for _, v := range ids {
-		a := fspAddr(v)
+		a := addrOf(v)
 		out = append(out, a[:]...)
 	}
 	return out
-}
-
-// fspWantKind asserts err is a *wire.DecodeError of the given class.
-func fspWantKind(t testing.TB, err, kind error) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %v", kind)
-	}
-	var de *wire.DecodeError
-	if !errors.As(err, &de) {
-		t.Fatalf("error %q (%T) is not a *wire.DecodeError", err, err)
-	}
-	if !errors.Is(err, kind) || de.Kind != kind {
-		t.Fatalf("error %q has class %v, want %v", err, de.Kind, kind)
-	}
-}
-
-type fspMarshaler interface {
-	Len() int
-	MarshalTo([]byte) (int, error)
-}
-
-// fspMarshal encodes m into an exactly sized buffer and checks that a
-// buffer one byte short is refused.
-func fspMarshal(t testing.TB, m fspMarshaler) []byte {
-	t.Helper()
-	b := make([]byte, m.Len())
-	n, err := m.MarshalTo(b)
-	if err != nil {
-		t.Fatalf("MarshalTo: %v", err)
-	}
-	if n != len(b) {
-		t.Fatalf("MarshalTo wrote %d bytes, Len says %d", n, len(b))
-	}
-	if m.Len() > 0 {
-		if _, err := m.MarshalTo(b[:len(b)-1]); !errors.Is(err, wire.ErrBufferTooSmall) {
-			t.Fatalf("MarshalTo into a short buffer: got %v, want ErrBufferTooSmall", err)
-		}
-	}
-	return b
-}
-
-func fspEqual(t testing.TB, what string, got, want []byte) {
-	t.Helper()
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %x\nwant %x", what, got, want)
-	}
 }
 
 // fspSameMemory reports whether view lies inside buf (a view, not a copy).
@@ -154,7 +80,7 @@ func TestFSPSizes(t *testing.T) {
 	if wire.FSPFlagCP != 0x01 || wire.FSPFlagK != 0x02 || wire.FSPFlagU != 0x04 || wire.FSPInnerFlagSP != 0x01 {
 		t.Errorf("flag bits CP=%#x K=%#x U=%#x SP=%#x", wire.FSPFlagCP, wire.FSPFlagK, wire.FSPFlagU, wire.FSPInnerFlagSP)
 	}
-	if len(fspHex(t, fspXKMsg1)) != wire.XKMsg1Size || len(fspHex(t, fspXKMsg2)) != wire.XKMsg2Size || len(fspHex(t, fspXKMsg3)) != wire.XKMsg3Size {
+	if len(mustHex(t, fspXKMsg1)) != wire.XKMsg1Size || len(mustHex(t, fspXKMsg2)) != wire.XKMsg2Size || len(mustHex(t, fspXKMsg3)) != wire.XKMsg3Size {
 		t.Fatal("XK vectors have the wrong sizes")
 	}
 }
@@ -217,7 +143,7 @@ func TestFSPPrefixPinned(t *testing.T) {
 		{"03 00 49 00", 3, 0, 73, wire.FSPKindMsg3},
 		{"00 05 22 00", 0, wire.FSPFlagU | wire.FSPFlagCP, 34, wire.FSPKindSignal}, // U wins, as upstream dispatches
 	} {
-		b := fspHex(t, c.hex)
+		b := mustHex(t, c.hex)
 		p, err := wire.ParseFSPPrefix(b)
 		if err != nil {
 			t.Fatalf("%s: %v", c.hex, err)
@@ -229,33 +155,33 @@ func TestFSPPrefixPinned(t *testing.T) {
 		if err != nil || kind != c.kind {
 			t.Errorf("%s: ClassifyFSP = %v, %v; want %v", c.hex, kind, err, c.kind)
 		}
-		fspEqual(t, c.hex+" re-encoded", fspMarshal(t, p), b)
+		equal(t, c.hex+" re-encoded", marshal(t, p), b)
 	}
-	if p, _ := wire.ParseFSPPrefix(fspHex(t, "00 01 40 00")); !p.Flags.CoordsPresent() || p.Flags.Unencrypted() {
+	if p, _ := wire.ParseFSPPrefix(mustHex(t, "00 01 40 00")); !p.Flags.CoordsPresent() || p.Flags.Unencrypted() {
 		t.Error("CP prefix: has_coords / is_unencrypted wrong")
 	}
 
 	// test_common_prefix_too_short.
 	_, err := wire.ParseFSPPrefix([]byte{0, 0, 0})
-	fspWantKind(t, err, wire.ErrTruncated)
+	wantKind(t, err, wire.ErrTruncated)
 	_, err = wire.ClassifyFSP([]byte{0, 0, 0})
-	fspWantKind(t, err, wire.ErrTruncated)
-	_, err = wire.ClassifyFSP(fspHex(t, "10 00 00 00"))
-	fspWantKind(t, err, wire.ErrVersion)
-	_, err = wire.ClassifyFSP(fspHex(t, "04 00 00 00"))
-	fspWantKind(t, err, wire.ErrPhase)
+	wantKind(t, err, wire.ErrTruncated)
+	_, err = wire.ClassifyFSP(mustHex(t, "10 00 00 00"))
+	wantKind(t, err, wire.ErrVersion)
+	_, err = wire.ClassifyFSP(mustHex(t, "04 00 00 00"))
+	wantKind(t, err, wire.ErrPhase)
 }
 
 // fspEncryptedVector builds by hand an encrypted message with CP|K,
 // counter 0xDEADBEEF12345678, src coords [1,2,F0], dest coords [3,F0] and a
 // 20-byte ciphertext+tag filler (payload_len 4).
 func fspEncryptedVector(t testing.TB) []byte {
-	return fspCat(
-		fspHex(t, "00 03 04 00"),             // ver 0 phase 0, CP|K, payload_len 4
-		fspHex(t, "78 56 34 12 ef be ad de"), // counter LE
-		fspWireCoords(1, 2, 0xF0),            // src_coords (not authenticated)
-		fspWireCoords(3, 0xF0),               // dest_coords
-		fspFill(4, 0xC1), fspFill(16, 0x7A))  // ciphertext(4) || tag(16)
+	return cat(
+		mustHex(t, "00 03 04 00"),             // ver 0 phase 0, CP|K, payload_len 4
+		mustHex(t, "78 56 34 12 ef be ad de"), // counter LE
+		fspWireCoords(1, 2, 0xF0),             // src_coords (not authenticated)
+		fspWireCoords(3, 0xF0),                // dest_coords
+		fill(4, 0xC1), fill(16, 0x7A))         // ciphertext(4) || tag(16)
 }
 
 func TestFSPEncryptedLayout(t *testing.T) {
@@ -270,46 +196,46 @@ func TestFSPEncryptedLayout(t *testing.T) {
 	if m.Header.Flags != wire.FSPFlagCP|wire.FSPFlagK || m.Header.PayloadLen != 4 || m.Header.Counter != 0xDEADBEEF12345678 {
 		t.Errorf("header %+v", m.Header)
 	}
-	if m.SrcCoords.Len() != 3 || m.SrcCoords.At(0) != fspAddr(1) || m.SrcCoords.At(2) != fspAddr(0xF0) {
+	if m.SrcCoords.Len() != 3 || m.SrcCoords.At(0) != addrOf(1) || m.SrcCoords.At(2) != addrOf(0xF0) {
 		t.Errorf("src coords %x", []byte(m.SrcCoords))
 	}
-	if m.DestCoords.Len() != 2 || m.DestCoords.At(0) != fspAddr(3) {
+	if m.DestCoords.Len() != 2 || m.DestCoords.At(0) != addrOf(3) {
 		t.Errorf("dest coords %x", []byte(m.DestCoords))
 	}
 	// AAD is the first 12 bytes only; the coordinates are outside it.
-	fspEqual(t, "AAD", m.AAD(), b[:12])
-	fspEqual(t, "ciphertext", m.Ciphertext, b[len(b)-20:])
+	equal(t, "AAD", m.AAD(), b[:12])
+	equal(t, "ciphertext", m.Ciphertext, b[len(b)-20:])
 	if !fspSameMemory(m.AAD(), b) || !fspSameMemory(m.Ciphertext, b) || !fspSameMemory(m.SrcCoords, b) {
 		t.Error("parse copied instead of returning views")
 	}
 	if m.HeaderLen() != len(b)-20 {
 		t.Errorf("HeaderLen = %d", m.HeaderLen())
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, m), b)
+	equal(t, "re-encoded", marshal(t, m), b)
 
 	// MarshalHeaderTo leaves the ciphertext for an in-place seal.
 	hdr := make([]byte, m.HeaderLen())
 	if n, err := m.MarshalHeaderTo(hdr); err != nil || n != len(hdr) {
 		t.Fatalf("MarshalHeaderTo: %d, %v", n, err)
 	}
-	fspEqual(t, "MarshalHeaderTo", hdr, b[:len(hdr)])
+	equal(t, "MarshalHeaderTo", hdr, b[:len(hdr)])
 	if _, err := m.MarshalHeaderTo(hdr[:len(hdr)-1]); !errors.Is(err, wire.ErrBufferTooSmall) {
 		t.Errorf("short header buffer: %v", err)
 	}
 
 	// FSPHeader alone writes exactly the AAD.
-	fspEqual(t, "FSPHeader", fspMarshal(t, m.Header), b[:12])
+	equal(t, "FSPHeader", marshal(t, m.Header), b[:12])
 }
 
 func TestFSPEncryptedUpstreamVectors(t *testing.T) {
 	// test_build_fsp_header: counter 1000, CP, payload_len 200.
-	h := fspMarshal(t, wire.FSPHeader{Flags: wire.FSPFlagCP, PayloadLen: 200, Counter: 1000})
-	fspEqual(t, "build_fsp_header", h, fspHex(t, "00 01 c8 00 e8 03 00 00 00 00 00 00"))
+	h := marshal(t, wire.FSPHeader{Flags: wire.FSPFlagCP, PayloadLen: 200, Counter: 1000})
+	equal(t, "build_fsp_header", h, mustHex(t, "00 01 c8 00 e8 03 00 00 00 00 00 00"))
 
 	// test_header_roundtrip with the CP counts at 0 (upstream's header-only
 	// parser never looked past byte 12; this one reads the coordinates).
-	ct := fspFill(1234+16, 0xFF)
-	b := fspCat(fspHex(t, "00 03 d2 04"), fspLE64(0xDEADBEEF12345678), fspHex(t, "00 00 00 00"), ct)
+	ct := fill(1234+16, 0xFF)
+	b := cat(mustHex(t, "00 03 d2 04"), le64(0xDEADBEEF12345678), mustHex(t, "00 00 00 00"), ct)
 	m, err := wire.ParseFSPEncrypted(b)
 	if err != nil {
 		t.Fatal(err)
@@ -317,10 +243,10 @@ func TestFSPEncryptedUpstreamVectors(t *testing.T) {
 	if m.Header.Counter != 0xDEADBEEF12345678 || m.Header.PayloadLen != 1234 || m.SrcCoords.Len() != 0 || m.DestCoords.Len() != 0 {
 		t.Errorf("got %+v", m.Header)
 	}
-	fspEqual(t, "empty CP coords re-encoded", fspMarshal(t, m), b)
+	equal(t, "empty CP coords re-encoded", marshal(t, m), b)
 
 	// test_build_fsp_encrypted: no CP, payload 10, ciphertext 26.
-	b = fspCat(fspHex(t, "00 00 0a 00"), fspLE64(0), fspFill(26, 0xCC))
+	b = cat(mustHex(t, "00 00 0a 00"), le64(0), fill(26, 0xCC))
 	m, err = wire.ParseFSPEncrypted(b)
 	if err != nil || len(m.Ciphertext) != 26 || m.HeaderLen() != 12 {
 		t.Fatalf("no-CP message: %v, %d", err, len(m.Ciphertext))
@@ -328,21 +254,21 @@ func TestFSPEncryptedUpstreamVectors(t *testing.T) {
 
 	// test_coord_cache_warming_encrypted_msg_with_coords (forwarding.rs):
 	// header(0, CP, 20), coords [01, F0] and [02, F0], 36 bytes of CC.
-	b = fspCat(fspHex(t, "00 01 14 00"), fspLE64(0), fspWireCoords(1, 0xF0), fspWireCoords(2, 0xF0), fspFill(36, 0xCC))
+	b = cat(mustHex(t, "00 01 14 00"), le64(0), fspWireCoords(1, 0xF0), fspWireCoords(2, 0xF0), fill(36, 0xCC))
 	m, err = wire.ParseFSPEncrypted(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.SrcCoords.At(0) != fspAddr(1) || m.DestCoords.At(0) != fspAddr(2) || m.DestCoords.At(1) != fspAddr(0xF0) {
+	if m.SrcCoords.At(0) != addrOf(1) || m.DestCoords.At(0) != addrOf(2) || m.DestCoords.At(1) != addrOf(0xF0) {
 		t.Error("transit warm vector: coordinates")
 	}
 
 	// test_coord_cache_warming_short_inner_payload_is_dropped_not_panic:
 	// CP payloads of 4..27 bytes are below the encrypted minimum.
 	for n := 4; n <= 27; n++ {
-		b := append(fspHex(t, "00 01 00 00"), make([]byte, n-4)...)
+		b := append(mustHex(t, "00 01 00 00"), make([]byte, n-4)...)
 		_, err := wire.ParseFSPEncrypted(b)
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 }
 
@@ -370,7 +296,7 @@ func TestFSPEncryptedRejects(t *testing.T) {
 			t.Errorf("%s: accepted", c.name)
 			continue
 		}
-		t.Run(c.name, func(t *testing.T) { fspWantKind(t, err, c.kind) })
+		t.Run(c.name, func(t *testing.T) { wantKind(t, err, c.kind) })
 	}
 
 	// Reserved flag bits are ignored, but the AAD keeps them: it is what
@@ -388,13 +314,13 @@ func TestFSPEncryptedRejects(t *testing.T) {
 // fspSetupVector is a SessionSetup built by hand: flags 0, src [1,2,F0],
 // dest [3,F0] and the XK msg1 vector: 44 + 16·5 = 124 bytes.
 func fspSetupVector(t testing.TB) []byte {
-	return fspCat(
-		fspHex(t, "01 00 78 00"), // phase 1, flags 0, payload_len 120
-		fspHex(t, "00"),          // session flags
+	return cat(
+		mustHex(t, "01 00 78 00"), // phase 1, flags 0, payload_len 120
+		mustHex(t, "00"),          // session flags
 		fspWireCoords(1, 2, 0xF0),
 		fspWireCoords(3, 0xF0),
-		fspHex(t, "21 00"), // handshake_len 33
-		fspHex(t, fspXKMsg1))
+		mustHex(t, "21 00"), // handshake_len 33
+		mustHex(t, fspXKMsg1))
 }
 
 func TestSessionSetupLayout(t *testing.T) {
@@ -406,17 +332,17 @@ func TestSessionSetupLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Flags != 0 || s.SrcCoords.Len() != 3 || s.DestCoords.Len() != 2 || s.DestCoords.At(0) != fspAddr(3) {
+	if s.Flags != 0 || s.SrcCoords.Len() != 3 || s.DestCoords.Len() != 2 || s.DestCoords.At(0) != addrOf(3) {
 		t.Errorf("got %+v", s)
 	}
-	fspEqual(t, "handshake", s.Handshake, fspHex(t, fspXKMsg1))
+	equal(t, "handshake", s.Handshake, mustHex(t, fspXKMsg1))
 	if !fspSameMemory(s.Handshake, b) || !fspSameMemory(s.SrcCoords, b) {
 		t.Error("parse copied instead of returning views")
 	}
 	if s.Len() != len(b) {
 		t.Errorf("Len = %d", s.Len())
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, s), b)
+	equal(t, "re-encoded", marshal(t, s), b)
 
 	// Built from fields: byte0 01, byte1 00, payload_len = len - 4
 	// (test_session_setup_encode_decode), flags REQUEST_ACK|BIDIRECTIONAL.
@@ -424,9 +350,9 @@ func TestSessionSetupLayout(t *testing.T) {
 		Flags:      wire.SessionFlagRequestAck | wire.SessionFlagBidirectional,
 		SrcCoords:  fspCoords(1, 2, 0),
 		DestCoords: fspCoords(3, 4, 0),
-		Handshake:  fspHex(t, fspXKMsg1),
+		Handshake:  mustHex(t, fspXKMsg1),
 	}
-	enc := fspMarshal(t, s)
+	enc := marshal(t, s)
 	if enc[0] != 0x01 || enc[1] != 0x00 || int(binary.LittleEndian.Uint16(enc[2:])) != len(enc)-4 || enc[4] != 0x03 {
 		t.Errorf("prefix %x", enc[:5])
 	}
@@ -439,13 +365,13 @@ func TestSessionSetupLayout(t *testing.T) {
 	}
 
 	// test_session_setup_deep_coords: 11 src entries, 5 dest entries.
-	s = wire.SessionSetup{SrcCoords: fspCoords(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10), DestCoords: fspCoords(20, 21, 22, 23, 24), Handshake: fspFill(33, 0x55)}
-	enc = fspMarshal(t, s)
+	s = wire.SessionSetup{SrcCoords: fspCoords(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10), DestCoords: fspCoords(20, 21, 22, 23, 24), Handshake: fill(33, 0x55)}
+	enc = marshal(t, s)
 	if len(enc) != 44+16*16 {
 		t.Errorf("deep setup is %d bytes", len(enc))
 	}
 	back, err = wire.ParseSessionSetup(enc)
-	if err != nil || back.SrcCoords.Len() != 11 || back.DestCoords.At(4) != fspAddr(24) {
+	if err != nil || back.SrcCoords.Len() != 11 || back.DestCoords.At(4) != addrOf(24) {
 		t.Errorf("deep coords: %v %+v", err, back)
 	}
 
@@ -480,19 +406,19 @@ func fspHandshakeRejects(t *testing.T, good []byte, nSrc, nDest int, parse func(
 		{"payload_len over", mod(func(b []byte) []byte { b[2]++; return b }), wire.ErrTruncated},
 		{"payload_len under", mod(func(b []byte) []byte { b[2]--; return b }), wire.ErrLength},
 		{"src count 0", mod(func(b []byte) []byte {
-			return setPlen(fspCat(b[:5], fspLE16(0), b[destOff:]))
+			return setPlen(cat(b[:5], le16(0), b[destOff:]))
 		}), wire.ErrValue},
 		{"dest count 0", mod(func(b []byte) []byte {
-			return setPlen(fspCat(b[:destOff], fspLE16(0), b[hsOff:]))
+			return setPlen(cat(b[:destOff], le16(0), b[hsOff:]))
 		}), wire.ErrValue},
 		{"src coords cut", setPlen(bytes.Clone(good[:destOff-1])), wire.ErrTruncated},
 		{"handshake_len missing", setPlen(bytes.Clone(good[:hsOff+1])), wire.ErrTruncated},
 		// Upstream's endpoint refuses any handshake size but XK's; its unit
 		// tests feed 82-byte (IK-era) and empty payloads to the bare decoder.
 		{"handshake 82 bytes", mod(func(b []byte) []byte {
-			return setPlen(fspCat(b[:hsOff], fspLE16(82), fspFill(82, 0xAA)))
+			return setPlen(cat(b[:hsOff], le16(82), fill(82, 0xAA)))
 		}), wire.ErrLength},
-		{"handshake empty", mod(func(b []byte) []byte { return setPlen(fspCat(b[:hsOff], fspLE16(0))) }), wire.ErrLength},
+		{"handshake empty", mod(func(b []byte) []byte { return setPlen(cat(b[:hsOff], le16(0))) }), wire.ErrLength},
 		{"handshake cut", setPlen(bytes.Clone(good[:len(good)-1])), wire.ErrTruncated},
 		{"trailing byte", setPlen(append(bytes.Clone(good), 0)), wire.ErrLength},
 	} {
@@ -501,7 +427,7 @@ func fspHandshakeRejects(t *testing.T, good []byte, nSrc, nDest int, parse func(
 			t.Errorf("%s: accepted", c.name)
 			continue
 		}
-		t.Run(c.name, func(t *testing.T) { fspWantKind(t, err, c.kind) })
+		t.Run(c.name, func(t *testing.T) { wantKind(t, err, c.kind) })
 	}
 	// The prefix flags byte is reserved in handshake phases: ignored.
 	if err := parse(mod(func(b []byte) []byte { b[1] = 0xFF; return b })); err != nil {
@@ -520,13 +446,13 @@ func TestSessionSetupRejects(t *testing.T) {
 // acknowledger's) [7,8,F0], dest (the initiator's) [3,4,F0] and the XK msg2
 // vector: 68 + 16·6 = 164 bytes.
 func fspAckVector(t testing.TB) []byte {
-	return fspCat(
-		fspHex(t, "02 00 a0 00"), // phase 2, flags 0, payload_len 160
-		fspHex(t, "00"),
+	return cat(
+		mustHex(t, "02 00 a0 00"), // phase 2, flags 0, payload_len 160
+		mustHex(t, "00"),
 		fspWireCoords(7, 8, 0xF0),
 		fspWireCoords(3, 4, 0xF0),
-		fspHex(t, "39 00"), // handshake_len 57
-		fspHex(t, fspXKMsg2))
+		mustHex(t, "39 00"), // handshake_len 57
+		mustHex(t, fspXKMsg2))
 }
 
 func TestSessionAckLayout(t *testing.T) {
@@ -538,14 +464,14 @@ func TestSessionAckLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Flags != 0 || a.SrcCoords.At(0) != fspAddr(7) || a.DestCoords.At(1) != fspAddr(4) {
+	if a.Flags != 0 || a.SrcCoords.At(0) != addrOf(7) || a.DestCoords.At(1) != addrOf(4) {
 		t.Errorf("got %+v", a)
 	}
-	fspEqual(t, "handshake", a.Handshake, fspHex(t, fspXKMsg2))
-	fspEqual(t, "re-encoded", fspMarshal(t, a), b)
+	equal(t, "handshake", a.Handshake, mustHex(t, fspXKMsg2))
+	equal(t, "re-encoded", marshal(t, a), b)
 
 	// test_session_ack_encode_decode: byte0 02, byte1 00.
-	enc := fspMarshal(t, wire.SessionAck{SrcCoords: fspCoords(7, 8, 0), DestCoords: fspCoords(3, 4, 0), Handshake: fspFill(57, 0xBB)})
+	enc := marshal(t, wire.SessionAck{SrcCoords: fspCoords(7, 8, 0), DestCoords: fspCoords(3, 4, 0), Handshake: fill(57, 0xBB)})
 	if enc[0] != 0x02 || enc[1] != 0x00 || int(binary.LittleEndian.Uint16(enc[2:])) != len(enc)-4 {
 		t.Errorf("prefix %x", enc[:4])
 	}
@@ -554,7 +480,7 @@ func TestSessionAckLayout(t *testing.T) {
 	if a, err := wire.ParseSessionAck(b); err != nil || a.Flags != 0x5A {
 		t.Errorf("flags 0x5A: %v %#x", err, a.Flags)
 	} else {
-		fspEqual(t, "flags kept", fspMarshal(t, a), b)
+		equal(t, "flags kept", marshal(t, a), b)
 	}
 }
 
@@ -565,15 +491,15 @@ func TestSessionAckRejects(t *testing.T) {
 	})
 	// A Setup is not an Ack.
 	_, err := wire.ParseSessionAck(fspSetupVector(t))
-	fspWantKind(t, err, wire.ErrPhase)
+	wantKind(t, err, wire.ErrPhase)
 }
 
 func TestSessionMsg3Layout(t *testing.T) {
-	b := fspCat(
-		fspHex(t, "03 00 4c 00"), // phase 3, flags 0, payload_len 76
-		fspHex(t, "00"),          // reserved flags
-		fspHex(t, "49 00"),       // handshake_len 73
-		fspHex(t, fspXKMsg3))
+	b := cat(
+		mustHex(t, "03 00 4c 00"), // phase 3, flags 0, payload_len 76
+		mustHex(t, "00"),          // reserved flags
+		mustHex(t, "49 00"),       // handshake_len 73
+		mustHex(t, fspXKMsg3))
 	if len(b) != 80 {
 		t.Fatalf("vector is %d bytes", len(b))
 	}
@@ -581,14 +507,14 @@ func TestSessionMsg3Layout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fspEqual(t, "handshake", m.Handshake, fspHex(t, fspXKMsg3))
+	equal(t, "handshake", m.Handshake, mustHex(t, fspXKMsg3))
 	if m.Flags != 0 || m.Len() != wire.SessionMsg3Size {
 		t.Errorf("got flags %#x len %d", m.Flags, m.Len())
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, m), b)
+	equal(t, "re-encoded", marshal(t, m), b)
 	// test_session_msg3_encode_decode.
-	enc := fspMarshal(t, wire.SessionMsg3{Handshake: fspFill(73, 0xCC)})
-	fspEqual(t, "prefix", enc[:7], fspHex(t, "03 00 4c 00 00 49 00"))
+	enc := marshal(t, wire.SessionMsg3{Handshake: fill(73, 0xCC)})
+	equal(t, "prefix", enc[:7], mustHex(t, "03 00 4c 00 00 49 00"))
 
 	for _, c := range []struct {
 		name string
@@ -597,30 +523,30 @@ func TestSessionMsg3Layout(t *testing.T) {
 	}{
 		// test_session_msg3_decode_too_short.
 		{"empty", nil, wire.ErrTruncated},
-		{"flags only", fspHex(t, "03 00 01 00 00"), wire.ErrTruncated},
-		{"handshake_len cut", fspHex(t, "03 00 02 00 00 49"), wire.ErrTruncated},
+		{"flags only", mustHex(t, "03 00 01 00 00"), wire.ErrTruncated},
+		{"handshake_len cut", mustHex(t, "03 00 02 00 00 49"), wire.ErrTruncated},
 		// test_session_msg3_empty_handshake feeds the bare decoder; the
 		// endpoint refuses it.
-		{"empty handshake", fspHex(t, "03 00 03 00 00 00 00"), wire.ErrLength},
-		{"handshake 72", fspCat(fspHex(t, "03 00 4b 00 00 48 00"), fspFill(72, 1)), wire.ErrLength},
-		{"handshake cut", fspCat(fspHex(t, "03 00 4b 00 00 49 00"), fspFill(72, 1)), wire.ErrTruncated},
-		{"trailing", fspCat(fspHex(t, "03 00 4d 00 00 49 00"), fspFill(74, 1)), wire.ErrLength},
-		{"payload_len 75", append(fspHex(t, "03 00 4b 00"), b[4:]...), wire.ErrLength},
-		{"phase 1", append(fspHex(t, "01 00 4c 00"), b[4:]...), wire.ErrPhase},
-		{"version 2", append(fspHex(t, "23 00 4c 00"), b[4:]...), wire.ErrVersion},
+		{"empty handshake", mustHex(t, "03 00 03 00 00 00 00"), wire.ErrLength},
+		{"handshake 72", cat(mustHex(t, "03 00 4b 00 00 48 00"), fill(72, 1)), wire.ErrLength},
+		{"handshake cut", cat(mustHex(t, "03 00 4b 00 00 49 00"), fill(72, 1)), wire.ErrTruncated},
+		{"trailing", cat(mustHex(t, "03 00 4d 00 00 49 00"), fill(74, 1)), wire.ErrLength},
+		{"payload_len 75", append(mustHex(t, "03 00 4b 00"), b[4:]...), wire.ErrLength},
+		{"phase 1", append(mustHex(t, "01 00 4c 00"), b[4:]...), wire.ErrPhase},
+		{"version 2", append(mustHex(t, "23 00 4c 00"), b[4:]...), wire.ErrVersion},
 	} {
 		_, err := wire.ParseSessionMsg3(c.b)
 		if err == nil {
 			t.Errorf("%s: accepted", c.name)
 			continue
 		}
-		t.Run(c.name, func(t *testing.T) { fspWantKind(t, err, c.kind) })
+		t.Run(c.name, func(t *testing.T) { wantKind(t, err, c.kind) })
 	}
 }
 
 func TestFSPInner(t *testing.T) {
 	// test_inner_header_prepend_strip: ts 12345, DataPacket, SP, AA BB CC.
-	b := fspHex(t, "39 30 00 00 10 01 aa bb cc")
+	b := mustHex(t, "39 30 00 00 10 01 aa bb cc")
 	in, err := wire.ParseFSPInner(b)
 	if err != nil {
 		t.Fatal(err)
@@ -628,35 +554,35 @@ func TestFSPInner(t *testing.T) {
 	if in.Timestamp != 12345 || in.MsgType != wire.SessionMsgDataPacket || !in.Flags.SpinBit() {
 		t.Errorf("got %+v", in)
 	}
-	fspEqual(t, "body", in.Body, fspHex(t, "aa bb cc"))
+	equal(t, "body", in.Body, mustHex(t, "aa bb cc"))
 	if !fspSameMemory(in.Body, b) {
 		t.Error("body copied")
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, in), b)
+	equal(t, "re-encoded", marshal(t, in), b)
 
 	// test_inner_header_empty_payload.
-	in, err = wire.ParseFSPInner(fspHex(t, "00 00 00 00 13 00"))
+	in, err = wire.ParseFSPInner(mustHex(t, "00 00 00 00 13 00"))
 	if err != nil || in.MsgType != wire.SessionMsgPathMtuNotification || len(in.Body) != 0 {
 		t.Errorf("empty body: %v %+v", err, in)
 	}
 	// Reserved inner-flag bits are dropped.
-	in, _ = wire.ParseFSPInner(fspHex(t, "00 00 00 00 14 fe"))
+	in, _ = wire.ParseFSPInner(mustHex(t, "00 00 00 00 14 fe"))
 	if in.Flags != 0 {
 		t.Errorf("inner flags 0xFE → %#x", in.Flags)
 	}
 	// Unknown types still parse: receivers account for them before dropping.
-	in, err = wire.ParseFSPInner(fspHex(t, "01 00 00 00 99 00"))
+	in, err = wire.ParseFSPInner(mustHex(t, "01 00 00 00 99 00"))
 	if err != nil || in.MsgType.Known() {
 		t.Errorf("type 0x99: %v known=%v", err, in.MsgType.Known())
 	}
 	// test_inner_header_too_short.
 	for _, n := range []int{0, 5} {
 		_, err := wire.ParseFSPInner(make([]byte, n))
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 	// MarshalTo with a nil body writes just the header, for in-place bodies.
-	h := fspMarshal(t, wire.FSPInner{Timestamp: 0x01020304, MsgType: wire.SessionMsgCoordsWarmup, Flags: wire.FSPInnerFlagSP})
-	fspEqual(t, "header only", h, fspHex(t, "04 03 02 01 14 01"))
+	h := marshal(t, wire.FSPInner{Timestamp: 0x01020304, MsgType: wire.SessionMsgCoordsWarmup, Flags: wire.FSPInnerFlagSP})
+	equal(t, "header only", h, mustHex(t, "04 03 02 01 14 01"))
 }
 
 func TestSessionMessageType(t *testing.T) {
@@ -685,7 +611,7 @@ func TestSessionMessageType(t *testing.T) {
 
 func TestDataPacket(t *testing.T) {
 	// The IPv6 shim sends src_port = dst_port = 256, 00 01 on the wire.
-	b := fspHex(t, "00 01 00 01 00 60 00 00 00 11 40")
+	b := mustHex(t, "00 01 00 01 00 60 00 00 00 11 40")
 	d, err := wire.ParseDataPacket(b)
 	if err != nil {
 		t.Fatal(err)
@@ -693,20 +619,20 @@ func TestDataPacket(t *testing.T) {
 	if d.SrcPort != wire.FSPPortIPv6Shim || d.DstPort != wire.FSPPortIPv6Shim || len(d.Payload) != 7 || !fspSameMemory(d.Payload, b) {
 		t.Errorf("got %+v", d)
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, d), b)
+	equal(t, "re-encoded", marshal(t, d), b)
 	// Little-endian ports: 1024 → 00 04, 0xBEEF → ef be.
-	fspEqual(t, "ports", fspMarshal(t, wire.DataPacket{SrcPort: 1024, DstPort: 0xBEEF}), fspHex(t, "00 04 ef be"))
+	equal(t, "ports", marshal(t, wire.DataPacket{SrcPort: 1024, DstPort: 0xBEEF}), mustHex(t, "00 04 ef be"))
 	for _, n := range []int{0, 3} {
 		_, err := wire.ParseDataPacket(make([]byte, n))
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 }
 
 func TestPathMtuNotification(t *testing.T) {
-	b := fspMarshal(t, wire.PathMtuNotification{PathMTU: 1400})
-	fspEqual(t, "1400", b, fspHex(t, "78 05"))
+	b := marshal(t, wire.PathMtuNotification{PathMTU: 1400})
+	equal(t, "1400", b, mustHex(t, "78 05"))
 	for _, mtu := range []uint16{0, 1280, 1500, 0xFFFF} {
-		p, err := wire.ParsePathMtuNotification(fspMarshal(t, wire.PathMtuNotification{PathMTU: mtu}))
+		p, err := wire.ParsePathMtuNotification(marshal(t, wire.PathMtuNotification{PathMTU: mtu}))
 		if err != nil || p.PathMTU != mtu {
 			t.Errorf("%d: %v %d", mtu, err, p.PathMTU)
 		}
@@ -714,10 +640,10 @@ func TestPathMtuNotification(t *testing.T) {
 	// test_path_mtu_notification_too_short.
 	for _, b := range [][]byte{nil, {0}} {
 		_, err := wire.ParsePathMtuNotification(b)
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 	_, err := wire.ParsePathMtuNotification([]byte{1, 2, 3})
-	fspWantKind(t, err, wire.ErrLength)
+	wantKind(t, err, wire.ErrLength)
 }
 
 func TestCoordsWarmup(t *testing.T) {
@@ -728,7 +654,7 @@ func TestCoordsWarmup(t *testing.T) {
 		t.Fatalf("MarshalTo: %d %v", n, err)
 	}
 	_, err := wire.ParseCoordsWarmup([]byte{0})
-	fspWantKind(t, err, wire.ErrLength)
+	wantKind(t, err, wire.ErrLength)
 }
 
 // TestFSPShimDataPacketOffsets checks the §5 budget: an IPv6 packet of
@@ -736,7 +662,7 @@ func TestCoordsWarmup(t *testing.T) {
 // bytes whose payload_len is 17 + L.
 func TestFSPShimDataPacketOffsets(t *testing.T) {
 	const L = 100
-	ip := fspIPv6Packet(0, 0, 17, 64, fspFill(16, 0xA1), fspFill(16, 0xB2), fspFill(L, 0x5C))
+	ip := fspIPv6Packet(0, 0, 17, 64, fill(16, 0xA1), fill(16, 0xB2), fill(L, 0x5C))
 	plain := make([]byte, wire.FSPInnerHeaderSize+wire.FSPPortHeaderSize+len(ip)-wire.IPv6ShimSavings)
 	off, _ := wire.FSPInner{Timestamp: 7, MsgType: wire.SessionMsgDataPacket}.MarshalTo(plain)
 	off2, _ := wire.DataPacket{SrcPort: 256, DstPort: 256}.MarshalTo(plain[off:])
@@ -754,9 +680,9 @@ func TestFSPShimDataPacketOffsets(t *testing.T) {
 	// The offsets of §5, relative to the start of the FSP payload (56 in
 	// the UDP datagram): ts at 12, msg_type 16, inner_flags 17, ports 18/20,
 	// shim format 22, verbatim IPv6 bytes 23..27, upper payload at 29.
-	pkt := fspMarshal(t, m)
+	pkt := marshal(t, m)
 	copy(pkt[12:], plain) // stand-in for the seal: same offsets
-	if pkt[16] != 0x10 || !bytes.Equal(pkt[18:22], fspHex(t, "00 01 00 01")) || pkt[22] != 0x00 ||
+	if pkt[16] != 0x10 || !bytes.Equal(pkt[18:22], mustHex(t, "00 01 00 01")) || pkt[22] != 0x00 ||
 		!bytes.Equal(pkt[23:27], ip[:4]) || pkt[27] != 17 || pkt[28] != 64 || pkt[29] != 0x5C {
 		t.Errorf("offsets: %x", pkt[:30])
 	}

@@ -69,14 +69,14 @@ func fspShimRoundTrip(t *testing.T, pkt []byte) []byte {
 	t.Helper()
 	src, dst := fspSampleSrc(), fspSampleDst()
 	c := fspCompress(t, pkt)
-	fspEqual(t, "decompress(compress(p))", fspDecompress(t, c, src, dst), pkt)
+	equal(t, "decompress(compress(p))", fspDecompress(t, c, src, dst), pkt)
 	return c
 }
 
 func TestIPv6ShimLayout(t *testing.T) {
 	// test_compression_saves_bytes: 140 → 107, saving 33.
 	src, dst := fspSampleSrc(), fspSampleDst()
-	payload := fspFill(100, 0xAA)
+	payload := fill(100, 0xAA)
 	pkt := fspIPv6Packet(0, 0, 17, 64, src[:], dst[:], payload)
 	if len(pkt) != 140 {
 		t.Fatalf("packet is %d bytes", len(pkt))
@@ -85,12 +85,12 @@ func TestIPv6ShimLayout(t *testing.T) {
 	if len(c) != 107 || len(pkt)-len(c) != 33 || wire.IPv6ShimSavings != 33 {
 		t.Fatalf("compressed to %d bytes", len(c))
 	}
-	want := fspCat(
-		fspHex(t, "00"),          // format
-		fspHex(t, "60 00 00 00"), // IPv6 bytes 0..3 verbatim
-		fspHex(t, "11 40"),       // next_header UDP, hop_limit 64
+	want := cat(
+		mustHex(t, "00"),          // format
+		mustHex(t, "60 00 00 00"), // IPv6 bytes 0..3 verbatim
+		mustHex(t, "11 40"),       // next_header UDP, hop_limit 64
 		payload)
-	fspEqual(t, "shim", c, want)
+	equal(t, "shim", c, want)
 
 	s, err := wire.ParseIPv6Shim(c)
 	if err != nil {
@@ -99,7 +99,7 @@ func TestIPv6ShimLayout(t *testing.T) {
 	if s.NextHeader != 17 || s.HopLimit != 64 || s.Len() != 107 || s.DecompressedLen() != 140 {
 		t.Errorf("got %+v", s)
 	}
-	fspEqual(t, "re-encoded", fspMarshal(t, s), c)
+	equal(t, "re-encoded", marshal(t, s), c)
 }
 
 func TestIPv6ShimFields(t *testing.T) {
@@ -107,7 +107,7 @@ func TestIPv6ShimFields(t *testing.T) {
 	// test_preserves_traffic_class: TC 0xAB lands in bytes 0 and 1.
 	pkt := fspIPv6Packet(0xAB, 0, 17, 64, src[:], dst[:], []byte{1, 2, 3})
 	c := fspShimRoundTrip(t, pkt)
-	fspEqual(t, "verbatim TC", c[1:5], fspHex(t, "6a b0 00 00"))
+	equal(t, "verbatim TC", c[1:5], mustHex(t, "6a b0 00 00"))
 	s, _ := wire.ParseIPv6Shim(c)
 	if s.TrafficClass() != 0xAB || s.FlowLabel() != 0 {
 		t.Errorf("TC %#x flow %#x", s.TrafficClass(), s.FlowLabel())
@@ -115,14 +115,14 @@ func TestIPv6ShimFields(t *testing.T) {
 	// test_preserves_flow_label: 0xFEDCB.
 	pkt = fspIPv6Packet(0, 0xFEDCB, 17, 64, src[:], dst[:], []byte{1})
 	c = fspShimRoundTrip(t, pkt)
-	fspEqual(t, "verbatim flow", c[1:5], fspHex(t, "60 0f ed cb"))
+	equal(t, "verbatim flow", c[1:5], mustHex(t, "60 0f ed cb"))
 	s, _ = wire.ParseIPv6Shim(c)
 	if s.FlowLabel() != 0xFEDCB || s.TrafficClass() != 0 {
 		t.Errorf("flow %#x", s.FlowLabel())
 	}
 	// test_preserves_tc_and_flow_label_combined.
 	c = fspShimRoundTrip(t, fspIPv6Packet(0xFF, 0xFFFFF, 17, 64, src[:], dst[:], []byte{1}))
-	fspEqual(t, "max TC and flow", c[1:5], fspHex(t, "6f ff ff ff"))
+	equal(t, "max TC and flow", c[1:5], mustHex(t, "6f ff ff ff"))
 	// test_preserves_next_header_* and test_preserves_hop_limit.
 	fspShimRoundTrip(t, fspIPv6Packet(0, 0, 6, 64, src[:], dst[:], make([]byte, 20)))
 	d := fspDecompress(t, fspCompress(t, fspIPv6Packet(0, 0, 58, 255, src[:], dst[:], make([]byte, 8))), src, dst)
@@ -137,22 +137,22 @@ func TestIPv6ShimFields(t *testing.T) {
 		t.Errorf("empty payload compressed to %d", len(c))
 	}
 	// test_roundtrip_large_payload.
-	fspShimRoundTrip(t, fspIPv6Packet(0, 0, 6, 128, src[:], dst[:], fspFill(1400, 0x55)))
+	fspShimRoundTrip(t, fspIPv6Packet(0, 0, 6, 128, src[:], dst[:], fill(1400, 0x55)))
 	// test_payload_length_reconstructed: big-endian 256 at bytes 4..6.
-	d = fspDecompress(t, fspCompress(t, fspIPv6Packet(0, 0, 17, 64, src[:], dst[:], fspFill(256, 0xBB))), src, dst)
-	fspEqual(t, "payload_length", d[4:6], fspHex(t, "01 00"))
+	d = fspDecompress(t, fspCompress(t, fspIPv6Packet(0, 0, 17, 64, src[:], dst[:], fill(256, 0xBB))), src, dst)
+	equal(t, "payload_length", d[4:6], mustHex(t, "01 00"))
 }
 
 func TestIPv6ShimAddressesFromContext(t *testing.T) {
 	// test_addresses_from_context: the rebuilt addresses are the session's,
 	// whatever the original packet said.
-	pkt := fspIPv6Packet(0, 0, 17, 64, fspFill(16, 0xAA), fspFill(16, 0xBB), []byte{1, 2})
+	pkt := fspIPv6Packet(0, 0, 17, 64, fill(16, 0xAA), fill(16, 0xBB), []byte{1, 2})
 	src, dst := fspSampleSrc(), fspSampleDst()
 	d := fspDecompress(t, fspCompress(t, pkt), src, dst)
-	fspEqual(t, "src", d[8:24], src[:])
-	fspEqual(t, "dst", d[24:40], dst[:])
-	fspEqual(t, "ver/TC/flow", d[0:4], pkt[0:4])
-	fspEqual(t, "payload", d[40:], pkt[40:])
+	equal(t, "src", d[8:24], src[:])
+	equal(t, "dst", d[24:40], dst[:])
+	equal(t, "ver/TC/flow", d[0:4], pkt[0:4])
+	equal(t, "payload", d[40:], pkt[40:])
 	if d[6] != pkt[6] || d[7] != pkt[7] {
 		t.Error("next_header/hop_limit")
 	}
@@ -160,32 +160,32 @@ func TestIPv6ShimAddressesFromContext(t *testing.T) {
 	// writes the true one.
 	binary.BigEndian.PutUint16(pkt[4:], 999)
 	d = fspDecompress(t, fspCompress(t, pkt), src, dst)
-	fspEqual(t, "payload_length", d[4:6], fspHex(t, "00 02"))
+	equal(t, "payload_length", d[4:6], mustHex(t, "00 02"))
 }
 
 func TestIPv6ShimVersionForced(t *testing.T) {
 	// The version nibble of the residual is not trusted: always 6 out.
-	shim := fspHex(t, "00 0a bc de f0 06 40 ff")
+	shim := mustHex(t, "00 0a bc de f0 06 40 ff")
 	d := fspDecompress(t, shim, fspSampleSrc(), fspSampleDst())
-	fspEqual(t, "header start", d[:8], fspHex(t, "6a bc de f0 00 01 06 40"))
+	equal(t, "header start", d[:8], mustHex(t, "6a bc de f0 00 01 06 40"))
 }
 
 func TestIPv6ShimInPlace(t *testing.T) {
 	src, dst := fspSampleSrc(), fspSampleDst()
-	pkt := fspIPv6Packet(0xB2, 0xABCDE, 6, 61, src[:], dst[:], fspFill(300, 0x3C))
+	pkt := fspIPv6Packet(0xB2, 0xABCDE, 6, 61, src[:], dst[:], fill(300, 0x3C))
 	orig := bytes.Clone(pkt)
 	// Compress in place: the shim ends where the packet ends.
 	n, err := wire.CompressIPv6(pkt[wire.IPv6ShimSavings:], pkt)
 	if err != nil || n != len(pkt)-wire.IPv6ShimSavings {
 		t.Fatalf("in-place compress: %d %v", n, err)
 	}
-	fspEqual(t, "in-place shim", pkt[wire.IPv6ShimSavings:], fspCompress(t, orig))
+	equal(t, "in-place shim", pkt[wire.IPv6ShimSavings:], fspCompress(t, orig))
 	// And back, into the same buffer.
 	n, err = wire.DecompressIPv6(pkt, pkt[wire.IPv6ShimSavings:], src, dst)
 	if err != nil || n != len(pkt) {
 		t.Fatalf("in-place decompress: %d %v", n, err)
 	}
-	fspEqual(t, "in-place round trip", pkt, orig)
+	equal(t, "in-place round trip", pkt, orig)
 
 	// Overlaps the other way: shim written before the packet start, and
 	// decompression to a later offset of the same buffer.
@@ -195,12 +195,12 @@ func TestIPv6ShimInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fspEqual(t, "shifted compress", buf[len(orig)-5:len(orig)-5+n], fspCompress(t, orig))
+	equal(t, "shifted compress", buf[len(orig)-5:len(orig)-5+n], fspCompress(t, orig))
 	n, err = wire.DecompressIPv6(buf[len(orig)-3:], buf[len(orig)-5:len(orig)-5+n], src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fspEqual(t, "shifted decompress", buf[len(orig)-3:len(orig)-3+n], orig)
+	equal(t, "shifted decompress", buf[len(orig)-3:len(orig)-3+n], orig)
 }
 
 func TestIPv6ShimRejects(t *testing.T) {
@@ -210,32 +210,32 @@ func TestIPv6ShimRejects(t *testing.T) {
 	pkt := fspIPv6Packet(0, 0, 17, 64, src[:], dst[:], []byte{1})
 	pkt[0] = 0x40
 	_, err := wire.CompressIPv6(out, pkt)
-	fspWantKind(t, err, wire.ErrVersion)
+	wantKind(t, err, wire.ErrVersion)
 	// test_compress_rejects_short_packet.
-	for _, p := range [][]byte{fspFill(39, 0x60), nil} {
+	for _, p := range [][]byte{fill(39, 0x60), nil} {
 		_, err := wire.CompressIPv6(out, p)
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 	// test_decompress_rejects_unknown_format.
-	_, err = wire.DecompressIPv6(out, fspHex(t, "01 00 00 00 00 00 00"), src, dst)
-	fspWantKind(t, err, wire.ErrValue)
+	_, err = wire.DecompressIPv6(out, mustHex(t, "01 00 00 00 00 00 00"), src, dst)
+	wantKind(t, err, wire.ErrValue)
 	// test_decompress_rejects_short_payload.
 	for _, s := range [][]byte{make([]byte, 6), nil} {
 		_, err := wire.DecompressIPv6(out, s, src, dst)
-		fspWantKind(t, err, wire.ErrTruncated)
+		wantKind(t, err, wire.ErrTruncated)
 	}
 	// payload_length is 16 bits: more cannot be rebuilt.
 	big := make([]byte, wire.IPv6HeaderSize+0x10000)
 	big[0] = 0x60
 	_, err = wire.CompressIPv6(make([]byte, len(big)), big)
-	fspWantKind(t, err, wire.ErrLength)
+	wantKind(t, err, wire.ErrLength)
 	_, err = wire.ParseIPv6Shim(make([]byte, wire.IPv6ShimHeaderSize+0x10000))
-	fspWantKind(t, err, wire.ErrLength)
+	wantKind(t, err, wire.ErrLength)
 	// Exactly 0xFFFF is fine.
 	big = big[:wire.IPv6HeaderSize+0xFFFF]
 	c := fspCompress(t, big)
 	d := fspDecompress(t, c, [16]byte{}, [16]byte{})
-	fspEqual(t, "max payload_length", d[4:6], fspHex(t, "ff ff"))
+	equal(t, "max payload_length", d[4:6], mustHex(t, "ff ff"))
 }
 
 func TestMarkIPv6ECNCE(t *testing.T) {
@@ -274,9 +274,9 @@ func TestMarkIPv6ECNCE(t *testing.T) {
 	}
 	// test_mark_ecn_ce_preserves_dscp_and_flow_label: TC 0xB2 → 0xB3.
 	p = make([]byte, 40)
-	copy(p, fspHex(t, "6b 2a bc de"))
+	copy(p, mustHex(t, "6b 2a bc de"))
 	wire.MarkIPv6ECNCE(p)
-	fspEqual(t, "DSCP and flow kept", p[:4], fspHex(t, "6b 3a bc de"))
+	equal(t, "DSCP and flow kept", p[:4], mustHex(t, "6b 3a bc de"))
 	// test_mark_ecn_ce_short_packet: no panic, no change.
 	for _, s := range [][]byte{{0x60}, {}} {
 		before := bytes.Clone(s)

@@ -43,47 +43,47 @@ func fspSampleRR() wire.ReceiverReport {
 // The 44 field bytes of fspSampleSR, at the offsets of the digest §3.5
 // minus 4.
 func fspSRFields(t testing.TB) []byte {
-	return fspCat(
-		fspHex(t, "64 00 00 00 00 00 00 00"), // [4]  interval_start_counter 100
-		fspHex(t, "c8 00 00 00 00 00 00 00"), // [12] interval_end_counter 200
-		fspHex(t, "88 13 00 00"),             // [20] interval_start_ts 5000
-		fspHex(t, "70 17 00 00"),             // [24] interval_end_ts 6000
-		fspHex(t, "50 c3 00 00"),             // [28] interval_bytes_sent 50000
-		fspHex(t, "10 27 00 00 00 00 00 00"), // [32] cumulative_packets_sent 10000
-		fspHex(t, "40 4b 4c 00 00 00 00 00")) // [40] cumulative_bytes_sent 5000000
+	return cat(
+		mustHex(t, "64 00 00 00 00 00 00 00"), // [4]  interval_start_counter 100
+		mustHex(t, "c8 00 00 00 00 00 00 00"), // [12] interval_end_counter 200
+		mustHex(t, "88 13 00 00"),             // [20] interval_start_ts 5000
+		mustHex(t, "70 17 00 00"),             // [24] interval_end_ts 6000
+		mustHex(t, "50 c3 00 00"),             // [28] interval_bytes_sent 50000
+		mustHex(t, "10 27 00 00 00 00 00 00"), // [32] cumulative_packets_sent 10000
+		mustHex(t, "40 4b 4c 00 00 00 00 00")) // [40] cumulative_bytes_sent 5000000
 }
 
 // The 64 field bytes of fspSampleRR.
 func fspRRFields(t testing.TB) []byte {
-	return fspCat(
-		fspHex(t, "c3 00 00 00 00 00 00 00"), // [4]  highest_counter 195
-		fspHex(t, "1c 25 00 00 00 00 00 00"), // [12] cumulative_packets_recv 9500
-		fspHex(t, "b0 7a 48 00 00 00 00 00"), // [20] cumulative_bytes_recv 4750000
-		fspHex(t, "0c 17 00 00"),             // [28] timestamp_echo 5900
-		fspHex(t, "05 00"),                   // [32] dwell_time 5
-		fspHex(t, "03 00"),                   // [34] max_burst_loss 3
-		fspHex(t, "80 01"),                   // [36] mean_burst_loss 384
-		fspHex(t, "00 00"),                   // [38] reserved
-		fspHex(t, "b0 04 00 00"),             // [40] jitter 1200
-		fspHex(t, "00 00 00 00"),             // [44] ecn_ce_count 0
-		fspHex(t, "ce ff ff ff"),             // [48] owd_trend -50
-		fspHex(t, "02 00 00 00"),             // [52] burst_loss_count 2
-		fspHex(t, "0a 00 00 00"),             // [56] cumulative_reorder_count 10
-		fspHex(t, "5f 00 00 00"),             // [60] interval_packets_recv 95
-		fspHex(t, "8c b9 00 00"))             // [64] interval_bytes_recv 47500
+	return cat(
+		mustHex(t, "c3 00 00 00 00 00 00 00"), // [4]  highest_counter 195
+		mustHex(t, "1c 25 00 00 00 00 00 00"), // [12] cumulative_packets_recv 9500
+		mustHex(t, "b0 7a 48 00 00 00 00 00"), // [20] cumulative_bytes_recv 4750000
+		mustHex(t, "0c 17 00 00"),             // [28] timestamp_echo 5900
+		mustHex(t, "05 00"),                   // [32] dwell_time 5
+		mustHex(t, "03 00"),                   // [34] max_burst_loss 3
+		mustHex(t, "80 01"),                   // [36] mean_burst_loss 384
+		mustHex(t, "00 00"),                   // [38] reserved
+		mustHex(t, "b0 04 00 00"),             // [40] jitter 1200
+		mustHex(t, "00 00 00 00"),             // [44] ecn_ce_count 0
+		mustHex(t, "ce ff ff ff"),             // [48] owd_trend -50
+		mustHex(t, "02 00 00 00"),             // [52] burst_loss_count 2
+		mustHex(t, "0a 00 00 00"),             // [56] cumulative_reorder_count 10
+		mustHex(t, "5f 00 00 00"),             // [60] interval_packets_recv 95
+		mustHex(t, "8c b9 00 00"))             // [64] interval_bytes_recv 47500
 }
 
 func TestSenderReportLayout(t *testing.T) {
 	// test_sender_report_encode_size: 48 bytes, type 0x01.
-	b := fspMarshal(t, fspSampleSR())
-	fspEqual(t, "layout", b, fspCat(fspHex(t, "01 00 00 00"), fspSRFields(t)))
+	b := marshal(t, fspSampleSR())
+	equal(t, "layout", b, cat(mustHex(t, "01 00 00 00"), fspSRFields(t)))
 	got, err := wire.ParseSenderReport(b)
 	if err != nil || got != fspSampleSR() {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
 	// test_sender_report_zero_values, and max values.
 	for _, r := range []wire.SenderReport{{}, {math.MaxUint64, math.MaxUint64, math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint64, math.MaxUint64}} {
-		if got, err := wire.ParseSenderReport(fspMarshal(t, r)); err != nil || got != r {
+		if got, err := wire.ParseSenderReport(marshal(t, r)); err != nil || got != r {
 			t.Errorf("%+v: %v %+v", r, err, got)
 		}
 	}
@@ -96,8 +96,8 @@ func TestSenderReportLayout(t *testing.T) {
 
 func TestReceiverReportLayout(t *testing.T) {
 	// test_receiver_report_encode_size: 68 bytes, type 0x02.
-	b := fspMarshal(t, fspSampleRR())
-	fspEqual(t, "layout", b, fspCat(fspHex(t, "02 00 00 00"), fspRRFields(t)))
+	b := marshal(t, fspSampleRR())
+	equal(t, "layout", b, cat(mustHex(t, "02 00 00 00"), fspRRFields(t)))
 	got, err := wire.ParseReceiverReport(b)
 	if err != nil || got != fspSampleRR() {
 		t.Fatalf("round trip: %v %+v", err, got)
@@ -112,12 +112,12 @@ func TestReceiverReportLayout(t *testing.T) {
 	neg := fspSampleRR()
 	neg.OWDTrend = -12345
 	for _, r := range []wire.ReceiverReport{maxRR, neg, {OWDTrend: math.MinInt32}} {
-		if got, err := wire.ParseReceiverReport(fspMarshal(t, r)); err != nil || got != r {
+		if got, err := wire.ParseReceiverReport(marshal(t, r)); err != nil || got != r {
 			t.Errorf("%+v: %v %+v", r, err, got)
 		}
 	}
 	// The max report leaves the reserved u16 at 38 zero.
-	if mb := fspMarshal(t, maxRR); mb[38] != 0 || mb[39] != 0 {
+	if mb := marshal(t, maxRR); mb[38] != 0 || mb[39] != 0 {
 		t.Errorf("reserved u16 written as %x", mb[38:40])
 	}
 	// Reserved bytes (1..4 and 38..40) are ignored.
@@ -130,14 +130,14 @@ func TestReceiverReportLayout(t *testing.T) {
 func TestSessionReportLayout(t *testing.T) {
 	// Session bodies: 2 reserved bytes then the same field block (46 / 66).
 	sr := wire.SessionSenderReport{SenderReport: fspSampleSR()}
-	b := fspMarshal(t, sr)
-	fspEqual(t, "session SR", b, fspCat(fspHex(t, "00 00"), fspSRFields(t)))
+	b := marshal(t, sr)
+	equal(t, "session SR", b, cat(mustHex(t, "00 00"), fspSRFields(t)))
 	if got, err := wire.ParseSessionSenderReport(b); err != nil || got != sr {
 		t.Fatalf("session SR round trip: %v %+v", err, got)
 	}
 	rr := wire.SessionReceiverReport{ReceiverReport: fspSampleRR()}
-	b = fspMarshal(t, rr)
-	fspEqual(t, "session RR", b, fspCat(fspHex(t, "00 00"), fspRRFields(t)))
+	b = marshal(t, rr)
+	equal(t, "session RR", b, cat(mustHex(t, "00 00"), fspRRFields(t)))
 	if got, err := wire.ParseSessionReceiverReport(b); err != nil || got != rr {
 		t.Fatalf("session RR round trip: %v %+v", err, got)
 	}
@@ -148,7 +148,7 @@ func TestSessionReportLayout(t *testing.T) {
 	}
 	neg := rr
 	neg.OWDTrend = -12345
-	if got, _ := wire.ParseSessionReceiverReport(fspMarshal(t, neg)); got.OWDTrend != -12345 {
+	if got, _ := wire.ParseSessionReceiverReport(marshal(t, neg)); got.OWDTrend != -12345 {
 		t.Errorf("owd_trend %d", got.OWDTrend)
 	}
 }
@@ -175,10 +175,10 @@ func TestMMPSizes(t *testing.T) {
 }
 
 func TestMMPRejects(t *testing.T) {
-	sr := fspMarshal(t, fspSampleSR())
-	rr := fspMarshal(t, fspSampleRR())
-	ssr := fspMarshal(t, wire.SessionSenderReport{SenderReport: fspSampleSR()})
-	srr := fspMarshal(t, wire.SessionReceiverReport{ReceiverReport: fspSampleRR()})
+	sr := marshal(t, fspSampleSR())
+	rr := marshal(t, fspSampleRR())
+	ssr := marshal(t, wire.SessionSenderReport{SenderReport: fspSampleSR()})
+	srr := marshal(t, wire.SessionReceiverReport{ReceiverReport: fspSampleRR()})
 	parse := map[string]func([]byte) error{
 		"SR":  func(b []byte) error { _, err := wire.ParseSenderReport(b); return err },
 		"RR":  func(b []byte) error { _, err := wire.ParseReceiverReport(b); return err },
@@ -213,6 +213,6 @@ func TestMMPRejects(t *testing.T) {
 			t.Errorf("%s %s: accepted", c.parser, c.name)
 			continue
 		}
-		t.Run(c.parser+"/"+c.name, func(t *testing.T) { fspWantKind(t, err, c.kind) })
+		t.Run(c.parser+"/"+c.name, func(t *testing.T) { wantKind(t, err, c.kind) })
 	}
 }

@@ -26,9 +26,9 @@ func TestRoutingSignalType(t *testing.T) {
 		b    []byte
 		want wire.RoutingSignalType
 	}{
-		{fspMarshal(t, wire.CoordsRequired{}), wire.SignalCoordsRequired},
-		{fspMarshal(t, wire.PathBroken{}), wire.SignalPathBroken},
-		{fspMarshal(t, wire.MtuExceeded{}), wire.SignalMtuExceeded},
+		{marshal(t, wire.CoordsRequired{}), wire.SignalCoordsRequired},
+		{marshal(t, wire.PathBroken{}), wire.SignalPathBroken},
+		{marshal(t, wire.MtuExceeded{}), wire.SignalMtuExceeded},
 	} {
 		if got, err := wire.ParseRoutingSignalType(c.b); err != nil || got != c.want {
 			t.Errorf("%x: %v %v", c.b[:5], got, err)
@@ -37,27 +37,27 @@ func TestRoutingSignalType(t *testing.T) {
 	// The 0x10-0x1F session range and unknown codes are not signals.
 	for _, typ := range []byte{0x10, 0x23, 0xFF} {
 		_, err := wire.ParseRoutingSignalType([]byte{0x00, 0x04, 0x01, 0x00, typ})
-		fspWantKind(t, err, wire.ErrType)
+		wantKind(t, err, wire.ErrType)
 	}
-	_, err := wire.ParseRoutingSignalType(fspHex(t, "00 04 00 00"))
-	fspWantKind(t, err, wire.ErrTruncated)
-	_, err = wire.ParseRoutingSignalType(fspHex(t, "00 00 01 00 20"))
-	fspWantKind(t, err, wire.ErrFlags)
+	_, err := wire.ParseRoutingSignalType(mustHex(t, "00 04 00 00"))
+	wantKind(t, err, wire.ErrTruncated)
+	_, err = wire.ParseRoutingSignalType(mustHex(t, "00 00 01 00 20"))
+	wantKind(t, err, wire.ErrFlags)
 }
 
 func TestCoordsRequiredLayout(t *testing.T) {
 	// test_coords_required_encode_decode: dest 0xAA.., reporter 0xBB..
-	c := wire.CoordsRequired{DestAddr: fspAddr(0xAA), Reporter: fspAddr(0xBB)}
-	want := fspCat(
-		fspHex(t, "00 04 22 00"),        // phase 0, U, payload_len 34 (from msg_type)
-		fspHex(t, "20 00"),              // CoordsRequired, reserved flags
-		fspHex(t, "aa"), fspFill(15, 0), // dest_addr
-		fspHex(t, "bb"), fspFill(15, 0)) // reporter
-	b := fspMarshal(t, c)
+	c := wire.CoordsRequired{DestAddr: addrOf(0xAA), Reporter: addrOf(0xBB)}
+	want := cat(
+		mustHex(t, "00 04 22 00"),     // phase 0, U, payload_len 34 (from msg_type)
+		mustHex(t, "20 00"),           // CoordsRequired, reserved flags
+		mustHex(t, "aa"), fill(15, 0), // dest_addr
+		mustHex(t, "bb"), fill(15, 0)) // reporter
+	b := marshal(t, c)
 	if len(b) != 38 || b[0] != 0x00 || b[1] != 0x04 || b[4] != 0x20 {
 		t.Fatalf("pinned bytes: len %d %x", len(b), b[:5])
 	}
-	fspEqual(t, "layout", b, want)
+	equal(t, "layout", b, want)
 	got, err := wire.ParseCoordsRequired(b)
 	if err != nil || got != c {
 		t.Fatalf("round trip: %v %+v", err, got)
@@ -75,11 +75,11 @@ func TestCoordsRequiredLayout(t *testing.T) {
 
 func TestPathBrokenLayout(t *testing.T) {
 	// test_path_broken_encode_decode_no_coords.
-	p := wire.PathBroken{DestAddr: fspAddr(0xCC), Reporter: fspAddr(0xDD)}
-	b := fspMarshal(t, p)
-	want := fspCat(fspHex(t, "00 04 24 00 21 00"), fspCat(fspHex(t, "cc"), fspFill(15, 0)),
-		fspCat(fspHex(t, "dd"), fspFill(15, 0)), fspHex(t, "00 00"))
-	fspEqual(t, "no coords", b, want)
+	p := wire.PathBroken{DestAddr: addrOf(0xCC), Reporter: addrOf(0xDD)}
+	b := marshal(t, p)
+	want := cat(mustHex(t, "00 04 24 00 21 00"), cat(mustHex(t, "cc"), fill(15, 0)),
+		cat(mustHex(t, "dd"), fill(15, 0)), mustHex(t, "00 00"))
+	equal(t, "no coords", b, want)
 	if len(b) != 40 || b[4] != 0x21 {
 		t.Fatalf("pinned: len %d [4]=%#x", len(b), b[4])
 	}
@@ -89,14 +89,14 @@ func TestPathBrokenLayout(t *testing.T) {
 	}
 
 	// test_path_broken_encode_decode_with_coords: 40 + 16·3, plen 84.
-	p = wire.PathBroken{DestAddr: fspAddr(0x11), Reporter: fspAddr(0x22), LastKnownCoords: fspCoords(0xCC, 0xDD, 0xEE)}
-	b = fspMarshal(t, p)
-	fspEqual(t, "with coords", b, fspCat(fspHex(t, "00 04 54 00 21 00"), b[6:38], fspWireCoords(0xCC, 0xDD, 0xEE)))
+	p = wire.PathBroken{DestAddr: addrOf(0x11), Reporter: addrOf(0x22), LastKnownCoords: fspCoords(0xCC, 0xDD, 0xEE)}
+	b = marshal(t, p)
+	equal(t, "with coords", b, cat(mustHex(t, "00 04 54 00 21 00"), b[6:38], fspWireCoords(0xCC, 0xDD, 0xEE)))
 	if len(b) != 88 {
 		t.Fatalf("len %d", len(b))
 	}
 	got, err = wire.ParsePathBroken(b)
-	if err != nil || !bytes.Equal(got.LastKnownCoords, p.LastKnownCoords) || got.DestAddr != fspAddr(0x11) {
+	if err != nil || !bytes.Equal(got.LastKnownCoords, p.LastKnownCoords) || got.DestAddr != addrOf(0x11) {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
 	if !fspSameMemory(got.LastKnownCoords, b) {
@@ -106,20 +106,20 @@ func TestPathBrokenLayout(t *testing.T) {
 
 func TestMtuExceededLayout(t *testing.T) {
 	// test_mtu_exceeded_encode_size / _encode_decode: MTU 1400.
-	m := wire.MtuExceeded{DestAddr: fspAddr(0xAA), Reporter: fspAddr(0xBB), MTU: 1400}
-	b := fspMarshal(t, m)
+	m := wire.MtuExceeded{DestAddr: addrOf(0xAA), Reporter: addrOf(0xBB), MTU: 1400}
+	b := marshal(t, m)
 	if len(b) != 40 || b[0] != 0x00 || b[1] != 0x04 || b[4] != 0x22 {
 		t.Fatalf("pinned bytes: len %d %x", len(b), b[:5])
 	}
-	fspEqual(t, "layout", b, fspCat(fspHex(t, "00 04 24 00 22 00"), b[6:38], fspHex(t, "78 05")))
-	fspEqual(t, "addresses", b[6:38], fspCat(fspHex(t, "aa"), fspFill(15, 0), fspHex(t, "bb"), fspFill(15, 0)))
+	equal(t, "layout", b, cat(mustHex(t, "00 04 24 00 22 00"), b[6:38], mustHex(t, "78 05")))
+	equal(t, "addresses", b[6:38], cat(mustHex(t, "aa"), fill(15, 0), mustHex(t, "bb"), fill(15, 0)))
 	got, err := wire.ParseMtuExceeded(b)
 	if err != nil || got != m {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
 	// test_mtu_exceeded_boundary_mtu_values.
 	for _, mtu := range []uint16{0, 1280, 1500, 0xFFFF} {
-		got, err := wire.ParseMtuExceeded(fspMarshal(t, wire.MtuExceeded{MTU: mtu}))
+		got, err := wire.ParseMtuExceeded(marshal(t, wire.MtuExceeded{MTU: mtu}))
 		if err != nil || got.MTU != mtu {
 			t.Errorf("mtu %d: %v %d", mtu, err, got.MTU)
 		}
@@ -127,9 +127,9 @@ func TestMtuExceededLayout(t *testing.T) {
 }
 
 func TestSignalRejects(t *testing.T) {
-	cr := fspMarshal(t, wire.CoordsRequired{DestAddr: fspAddr(1), Reporter: fspAddr(2)})
-	pb := fspMarshal(t, wire.PathBroken{DestAddr: fspAddr(1), Reporter: fspAddr(2), LastKnownCoords: fspCoords(1, 0xF0)})
-	me := fspMarshal(t, wire.MtuExceeded{DestAddr: fspAddr(1), Reporter: fspAddr(2), MTU: 1280})
+	cr := marshal(t, wire.CoordsRequired{DestAddr: addrOf(1), Reporter: addrOf(2)})
+	pb := marshal(t, wire.PathBroken{DestAddr: addrOf(1), Reporter: addrOf(2), LastKnownCoords: fspCoords(1, 0xF0)})
+	me := marshal(t, wire.MtuExceeded{DestAddr: addrOf(1), Reporter: addrOf(2), MTU: 1280})
 	// withPlen fixes payload_len after a cut or extension, so the check
 	// under test is the one that fails.
 	withPlen := func(b []byte) []byte {
@@ -181,6 +181,6 @@ func TestSignalRejects(t *testing.T) {
 			t.Errorf("%s %s: accepted", c.parser, c.name)
 			continue
 		}
-		t.Run(c.parser+"/"+c.name, func(t *testing.T) { fspWantKind(t, err, c.kind) })
+		t.Run(c.parser+"/"+c.name, func(t *testing.T) { wantKind(t, err, c.kind) })
 	}
 }
