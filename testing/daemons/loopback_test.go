@@ -77,10 +77,15 @@ func TestTwoDaemonsLinkAndSurviveKill9(t *testing.T) {
 				t.Errorf("linking took %v, want within 1 s", took)
 			}
 
-			// fipsctl shows the peer too.
-			out, err := exec.Command(bins.Fipsctl, "-s", a.Socket, "show", "peers").CombinedOutput()
-			if err != nil || !strings.Contains(string(out), npubB) {
-				t.Errorf("fipsctl show peers: %v\n%s", err, out)
+			// fipsctl show peers on each shows the other.
+			for _, c := range []struct {
+				d    *Daemon
+				want string
+			}{{a, npubB}, {b, npubA}} {
+				out, err := exec.Command(bins.Fipsctl, "-s", c.d.Socket, "show", "peers").CombinedOutput()
+				if err != nil || !strings.Contains(string(out), c.want) {
+					t.Errorf("fipsctl show peers on %s: %v\n%s", c.d.Name, err, out)
+				}
 			}
 
 			b.Kill()
