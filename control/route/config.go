@@ -1,0 +1,79 @@
+package route
+
+import "time"
+
+// Config holds the routing and lookup settings. The zero value is not
+// useful; start from DefaultConfig.
+type Config struct {
+	// Coordinate cache: node.cache.coord_size and coord_ttl_secs.
+	CoordCacheSize int
+	CoordCacheTTL  time.Duration
+
+	// SessionTTL is node.session.default_ttl: the TTL of datagrams this
+	// node originates, routing error signals included.
+	SessionTTL uint8
+
+	// Routing error signals: at most one per destination per
+	// ErrorInterval; limiter entries older than ErrorMaxAge are dropped.
+	ErrorInterval time.Duration
+	ErrorMaxAge   time.Duration
+
+	// Lookups (node.lookup.*).
+	LookupTTL             uint8           // ttl
+	LookupAttemptTimeouts []time.Duration // attempt_timeouts_secs
+	LookupRecentExpiry    time.Duration   // recent_expiry_secs: request-id dedup window
+	LookupMaxRecent       int             // request ids remembered
+	LookupForwardInterval time.Duration   // forward_min_interval per target
+	LookupForwardMaxAge   time.Duration   // forward limiter entry age
+	LookupBackoffBase     time.Duration   // backoff_base_secs (0 with max 0: disabled)
+	LookupBackoffMax      time.Duration   // backoff_max_secs
+
+	// Bounds with no upstream counterpart (upstream's tables are
+	// unbounded). A refusal is counted in Stats.Limits.
+	MaxErrorLimiterEntries   int // destinations the error-signal limiter tracks
+	MaxForwardLimiterEntries int // targets the lookup forward limiter tracks
+	MaxPendingLookups        int // lookups in flight
+	MaxBackoffEntries        int // targets with a recorded lookup failure
+}
+
+// DefaultConfig returns upstream's defaults.
+func DefaultConfig() Config {
+	return Config{
+		CoordCacheSize: 50_000,
+		CoordCacheTTL:  300 * time.Second,
+		SessionTTL:     64,
+		ErrorInterval:  100 * time.Millisecond,
+		ErrorMaxAge:    10 * time.Second,
+		LookupTTL:      64,
+		LookupAttemptTimeouts: []time.Duration{
+			1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		},
+		LookupRecentExpiry:       10 * time.Second,
+		LookupMaxRecent:          4096,
+		LookupForwardInterval:    2 * time.Second,
+		LookupForwardMaxAge:      60 * time.Second,
+		MaxErrorLimiterEntries:   16384,
+		MaxForwardLimiterEntries: 16384,
+		MaxPendingLookups:        1024,
+		MaxBackoffEntries:        4096,
+	}
+}
+
+// normalized replaces values no table can work with by the smallest
+// workable ones, and copies the attempt list so the caller's slice is not
+// shared.
+func (c Config) normalized() Config {
+	if c.CoordCacheSize < 1 {
+		c.CoordCacheSize = 1
+	}
+	if c.LookupMaxRecent < 0 {
+		c.LookupMaxRecent = 0
+	}
+	for _, p := range []*int{&c.MaxErrorLimiterEntries, &c.MaxForwardLimiterEntries, &c.MaxPendingLookups, &c.MaxBackoffEntries} {
+		if *p < 1 {
+			*p = 1
+		}
+	}
+	c.LookupAttemptTimeouts = append([]time.Duration(nil), c.LookupAttemptTimeouts...)
+	return c
+}
