@@ -12,6 +12,19 @@
 // simulated clock. Announces leave only from Tick, through the Env it is
 // given, and only when a peer is pending and its debounce has passed.
 //
+// The node drives it as upstream does:
+//   - link handshake complete, or cross-connection resolved: PeerUp
+//   - peer removed (a restarted peer too, before its PeerUp): PeerDown
+//   - parent switch (inbound, periodic or first-RTT) or self-root: MarkAll
+//   - same parent, ancestry path changed: MarkChanged(parent)
+//   - FilterAnnounce link message: HandleFilterAnnounce
+//   - the 1 s tick, after the tree's pending announces: Tick, then
+//     MeshSizeEstimate
+//
+// Gaining or losing a child is not a trigger (upstream neither): the
+// child's own switch makes it announce to us, and accepting that
+// announce recomputes with the current tree roles.
+//
 // It must not touch the wire format (control/wire owns the FilterAnnounce
 // codec and the exact hash and bit layout, which Filter reuses), the
 // spanning tree (it only asks Env.IsTreePeer, at computation time), peer
