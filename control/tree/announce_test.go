@@ -209,3 +209,38 @@ func TestRejectsMalformed(t *testing.T) {
 	// Trailing bytes are ignored, as upstream does.
 	f.mustAccept(a.NodeAddr(), append(slices.Clone(good), 1, 2, 3))
 }
+
+// A restarted peer (PeerDown, PeerUp) starts afresh: its sequence restarting
+// at 1 is accepted, not stale (port note 13: full removal). Per-peer state
+// does not outlive PeerDown.
+func TestPeerRestartIsFullRemoval(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	a := f.peerAbove(1)
+	f.mustAccept(a.NodeAddr(), rootAnnounce(t, a, 10))
+	f.tr.PeerDown(f.now, a.NodeAddr())
+	f.tr.PeerUp(f.now, a.NodeAddr())
+	if v, _ := f.tr.PeerView(a.NodeAddr()); v.HasTreePosition {
+		t.Fatal("position survived the restart")
+	}
+	f.mustAccept(a.NodeAddr(), rootAnnounce(t, a, 1))
+
+	for i := range 50 {
+		p := f.peer(uint64(100 + i))
+		f.mustAccept(p.NodeAddr(), rootAnnounce(t, p, 1))
+		f.tr.PeerDown(f.now, p.NodeAddr())
+	}
+	f.tr.PeerDown(f.now, a.NodeAddr())
+	if len(f.tr.peers) != 0 || len(f.tr.order) != 0 {
+		t.Fatalf("%d peers left", len(f.tr.peers))
+	}
+	// PeerUp of a peer that is already up keeps its state and re-sends.
+	b := f.peerAbove(300)
+	f.mustAccept(b.NodeAddr(), rootAnnounce(t, b, 3))
+	f.tr.PeerUp(f.now, b.NodeAddr())
+	if _, ok := f.tr.PeerCoords(b.NodeAddr()); !ok {
+		t.Fatal("PeerUp of an up peer dropped its state")
+	}
+	if err := f.deliver(b.NodeAddr(), rootAnnounce(t, b, 3)); !errors.Is(err, ReasonStale) {
+		t.Fatalf("got %v", err)
+	}
+}

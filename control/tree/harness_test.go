@@ -137,16 +137,6 @@ func (f *fixture) peerAbove(seed uint64) *identity.Identity {
 	}
 }
 
-// peerBelow brings up a peer whose address is smaller than ours.
-func (f *fixture) peerBelow(seed uint64) *identity.Identity {
-	for ; ; seed++ {
-		id := testIdentity(f.tb, seed)
-		if id.NodeAddr().Less(f.tr.Self()) {
-			return f.peer(seed)
-		}
-	}
-}
-
 func (f *fixture) advance(d time.Duration) { f.now = f.now.Add(d) }
 
 // deliver hands the Tree an announce and fails on an unexpected result.
