@@ -124,7 +124,7 @@ func New(o Options) (*Node, error) {
 		n.transports[t.ID()] = t
 		n.order = append(n.order, t.ID())
 	}
-	core, err := NewCore(CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log}, n)
+	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log}, n)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	i := len(n.nodes)
 	ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n}
-	core, err := node.NewCore(node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
+	core, err := node.NewCore(n.now, node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
 		Rand: rngReader{n.rng}}, nd)
 	if err != nil {
 		panic(err)
