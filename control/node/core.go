@@ -191,4 +191,6 @@ func (e coreBloomEnv) SendFilterAnnounce(peerAddr identity.NodeAddr, msg []byte)
 	return e.c.peers.SendLink(e.c.now, p, 0, msg)
 }
 
-func (e coreBloomEnv) IsTreePeer(peerAddr identity.NodeAddr) bool { return e.c.tree.IsTreePeer(peerAddr) }
+func (e coreBloomEnv) IsTreePeer(peerAddr identity.NodeAddr) bool {
+	return e.c.tree.IsTreePeer(peerAddr)
+}
