@@ -28,6 +28,12 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("show_acl", func(context.Context, json.RawMessage) (any, error) { return n.showACL(), nil })
 	r.Register("connect", n.apiConnect)
 	r.Register("disconnect", n.apiDisconnect)
+	n.registerMesh(r)
+}
+
+// ctlRegistry is the part of ctl.Registry the node registers into.
+type ctlRegistry interface {
+	Register(name string, h ctl.Handler)
 }
 
 func msSince(t time.Time) uint64 {
@@ -58,8 +64,7 @@ func (n *Node) showStatus() StatusData {
 	d := StatusData{ShowStatus: ctl.ShowStatus{
 		ConnectionCount: uint64(len(s.Connections)), ControlSocket: n.opts.ControlSocket,
 		ExePath: exe, IPv6Addr: n.id.IPv6().String(), IsLeafOnly: n.opts.LeafOnly,
-		// No spanning tree yet: every node is its own root.
-		IsRoot: true, Root: n.id.NodeAddr().String(),
+		IsRoot: s.Tree.IsRoot, Root: s.Tree.Root.String(), EstimatedMeshSize: s.MeshSize,
 		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
 		PeerCount: uint64(len(s.Peers)), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: "-",
@@ -99,7 +104,7 @@ func (n *Node) showPeers() ctl.ShowPeers {
 	s := n.Snapshot()
 	out := make(ctl.List[ctl.PeerInfo], 0, len(s.Peers))
 	for _, p := range s.Peers {
-		out = append(out, ctl.PeerInfo{
+		info := ctl.PeerInfo{
 			NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub), IPv6Addr: p.IPv6,
 			Connectivity: "connected", LinkID: p.LinkID, AuthenticatedAtMs: msSince(p.Since), LastSeenMs: msSince(p.LastRecv),
 			TransportAddr: p.TransportAddr, Direction: string(p.Direction), TransportType: p.TransportType,
@@ -109,7 +114,16 @@ func (n *Node) showPeers() ctl.ShowPeers {
 			Noise:       &ctl.NoiseCounters{HighestRecvCounter: p.HighestRecv, SendCounter: p.SendCounter},
 			CurrentKBit: p.KBit, RekeyInProgress: p.RekeyInProgress, RekeyDraining: p.Draining,
 			OurSessionIndex: fmt.Sprintf("%08x", p.OurIndex),
-		})
+			HasTreePosition: p.TreeView.HasTreePosition, IsParent: p.TreeView.IsParent, IsChild: p.TreeView.IsChild,
+			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
+		}
+		if p.TreeView.HasTreePosition {
+			d := uint64(p.TreeView.Depth)
+			info.TreeDepth = &d
+			e := ctl.Float(float64(p.TreeView.Depth) + 1.0) // depth + link cost (1.0 until MMP measures it)
+			info.EffectiveDepth = &e
+		}
+		out = append(out, info)
 	}
 	return ctl.ShowPeers{Peers: out}
 }

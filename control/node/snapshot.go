@@ -1,6 +1,9 @@
 package node
 
 import (
+	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/tree"
 	"sort"
 	"time"
 
@@ -21,6 +24,16 @@ type Snapshot struct {
 	ACL         *peer.ACLSnapshot
 	RxDrops     uint64
 	LinkMsgs    map[string]uint64
+	Rejected    map[string]uint64
+	Tree        tree.Snapshot
+	Bloom       bloom.Snapshot
+	MeshSize    *uint64
+	// Keys of nodes the snapshot names (peers, self), for npubs and names.
+	Names map[identity.NodeAddr]nameInfo
+}
+
+type nameInfo struct {
+	npub, alias string
 }
 
 // PeerView is one active peer.
@@ -44,6 +57,9 @@ type PeerView struct {
 	OurIndex        uint32
 	SendCounter     uint64
 	HighestRecv     uint64
+	TreeView        tree.PeerView
+	HasTreeView     bool
+	Bloom           bloom.PeerInfo
 }
 
 // TransportView is one transport.
@@ -69,8 +85,19 @@ func (n *Node) publishIfChanged(now time.Time) {
 
 func (n *Node) publish(now time.Time) {
 	n.core.dirty = false
+	c := n.core
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
-		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}}
+		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
+		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{}}
+	parent, hasParent := c.tree.Parent()
+	s.Bloom = c.bloom.Snapshot(parent, !hasParent)
+	if est, ok := c.bloom.MeshSizeEstimate(); ok {
+		s.MeshSize = &est
+	}
+	s.Names[n.id.NodeAddr()] = nameInfo{npub: n.id.Npub()}
+	for k, v := range c.rejected {
+		s.Rejected[k] = v
+	}
 	n.peers.Peers(func(p *peer.Peer) {
 		v := PeerView{
 			NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
@@ -80,6 +107,9 @@ func (n *Node) publish(now time.Time) {
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
 			HighestRecv: p.HighestRecv(),
 		}
+		v.TreeView, v.HasTreeView = c.tree.PeerView(p.NodeAddr)
+		v.Bloom, _ = c.bloom.Peer(p.NodeAddr)
+		s.Names[p.NodeAddr] = nameInfo{npub: p.PublicKey.Npub(), alias: p.Alias}
 		if t := n.transports[p.Transport]; t != nil {
 			v.TransportType = t.Type()
 		}
