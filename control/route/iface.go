@@ -46,7 +46,9 @@ type Links interface {
 	Send(p identity.NodeAddr, ce bool, msg []byte) error
 }
 
-// Identities is the node's identity cache (NodeAddr ↔ public key).
+// Identities is the node's identity cache (NodeAddr ↔ public key), read
+// to verify lookup proofs. Upstream matches on the 15-byte FIPS address
+// prefix; an implementation may do the same.
 type Identities interface {
 	Lookup(addr identity.NodeAddr) (identity.PublicKey, bool)
 }

@@ -58,8 +58,13 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 }
 
 // Cache is the coordinate cache, for the session layer's reads and
-// writes, for PathBroken handling (Remove) and for the tree-change hooks
-// (InvalidateViaNode, InvalidateOtherRoots).
+// writes and for PathBroken handling (Remove). On tree changes the node
+// invalidates as upstream does, with our own address as self and our
+// current root as root: parent switch and ancestry update →
+// InvalidateViaNode(self); becoming root → InvalidateOtherRoots(self);
+// loop drop and parent loss → InvalidateViaNode(self) then
+// InvalidateOtherRoots(root). Each of them, a new peer and a first RTT
+// sample also call ResetLookupBackoff.
 func (r *Router) Cache() *CoordCache { return r.cache }
 
 // Config returns the normalised configuration in use.
