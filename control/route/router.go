@@ -63,8 +63,9 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 // current root as root: parent switch and ancestry update →
 // InvalidateViaNode(self); becoming root → InvalidateOtherRoots(self);
 // loop drop and parent loss → InvalidateViaNode(self) then
-// InvalidateOtherRoots(root). Each of them, a new peer and a first RTT
-// sample also call ResetLookupBackoff.
+// InvalidateOtherRoots(root). All but parent loss also call
+// ResetLookupBackoff, as do a new peer and a tree change after a first
+// RTT sample.
 func (r *Router) Cache() *CoordCache { return r.cache }
 
 // Config returns the normalised configuration in use.
