@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"slices"
 	"io"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
@@ -24,6 +26,9 @@ type CoreOptions struct {
 	Peer     peer.Config
 	Tree     tree.Config  // zero: tree.DefaultConfig()
 	Bloom    bloom.Config // zero: bloom.DefaultConfig()
+	Route    route.Config // zero: route.DefaultConfig()
+	// IdentityCacheSize bounds the NodeAddr → key cache (node.cache.identity_size).
+	IdentityCacheSize int // zero: 10,000
 	ACL      *peer.ACL
 	Log      *slog.Logger
 	Rand     io.Reader // nil: crypto/rand
@@ -39,10 +44,18 @@ type Core struct {
 	peers *peer.Manager
 	tree  *tree.Tree
 	bloom *bloom.State
+	route *route.Router
+	ids   *identityCache
+	env   Env
 
 	// now is the time of the event being handled: the subsystems' callbacks
 	// (PeerUp, SendTreeAnnounce, …) carry no time of their own.
 	now time.Time
+
+	// lookups holds the last outcome per target of lookups this node
+	// started, for the session layer and probes; bounded by the identity
+	// cache size.
+	lookups map[identity.NodeAddr]route.LookupEvent
 
 	linkMsgs map[wire.MsgType]uint64 // link messages handed up, by type
 	rejected map[string]uint64       // tree/bloom messages refused, by reason
@@ -60,7 +73,14 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	if o.Bloom == (bloom.Config{}) {
 		o.Bloom = bloom.DefaultConfig()
 	}
-	c := &Core{id: o.Identity, log: o.Log, now: now,
+	if o.Route.CoordCacheSize == 0 {
+		o.Route = route.DefaultConfig()
+	}
+	if o.IdentityCacheSize <= 0 {
+		o.IdentityCacheSize = 10_000
+	}
+	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize),
+		lookups: map[identity.NodeAddr]route.LookupEvent{},
 		linkMsgs: map[wire.MsgType]uint64{}, rejected: map[string]uint64{}}
 	pm, err := peer.New(o.Peer, o.Identity, env, c, o.Log, o.Rand)
 	if err != nil {
@@ -71,6 +91,8 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	c.tree = tree.New(now, o.Identity, o.Tree, coreTreeEnv{c}, o.Log, o.Rand)
 	c.tree.SetNotifier(c)
 	c.bloom = bloom.New(o.Identity.NodeAddr(), o.Bloom, coreBloomEnv{c}, o.Log)
+	c.route = route.New(o.Identity, o.Route, c.tree, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
+	c.route.OnLookup(c.lookupDone)
 	return c, nil
 }
 
@@ -86,6 +108,13 @@ func (c *Core) Tree() *tree.Tree { return c.tree }
 // Bloom is the bloom-filter state.
 func (c *Core) Bloom() *bloom.State { return c.bloom }
 
+// Router is next-hop choice, forwarding and lookups.
+func (c *Core) Router() *route.Router { return c.route }
+
+// LearnIdentity records a node's key (from DNS, configuration, the
+// control socket) so lookups for it can be verified.
+func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(pk) }
+
 // HandlePacket processes one received packet.
 func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
 	c.now = now
@@ -98,13 +127,16 @@ func (c *Core) Tick(now time.Time) {
 	c.peers.Tick(now)
 	c.tree.Tick(now)
 	c.bloom.Tick(now)
+	c.route.Tick(now)
 }
 
 // PeerUp implements peer.Upper.
 func (c *Core) PeerUp(p *peer.Peer) {
 	c.dirty = true
+	c.ids.Add(p.PublicKey)
 	c.tree.PeerUp(c.now, p.NodeAddr)
 	c.bloom.PeerUp(c.now, p.NodeAddr)
+	c.route.ResetLookupBackoff()
 }
 
 // PeerDown implements peer.Upper.
@@ -125,6 +157,16 @@ func (c *Core) LinkMessage(p *peer.Peer, flags uint8, ts uint32, msg []byte) {
 		err = c.tree.HandleAnnounce(c.now, p.NodeAddr, msg)
 	case wire.MsgFilterAnnounce:
 		err = c.bloom.HandleFilterAnnounce(c.now, p.NodeAddr, msg)
+	case wire.MsgSessionDatagram:
+		var d *route.Delivery
+		d, err = c.route.HandleSessionDatagram(c.now, p.NodeAddr, flags&wire.FMPFlagCE != 0, msg)
+		if d != nil {
+			c.deliver(d)
+		}
+	case wire.MsgLookupRequest:
+		err = c.route.HandleLookupRequest(c.now, p.NodeAddr, msg)
+	case wire.MsgLookupResponse:
+		err = c.route.HandleLookupResponse(c.now, p.NodeAddr, msg)
 	}
 	if err != nil {
 		c.countReject(t, err)
@@ -150,6 +192,15 @@ func (c *Core) countReject(t wire.MsgType, err error) {
 // TreeChanged implements tree.Notifier: what a tree transition means for
 // the bloom filters (and, with routing, the coordinate cache).
 func (c *Core) TreeChanged(now time.Time, ch tree.Change) {
+	if ch.InvalidateViaSelf() {
+		c.route.Cache().InvalidateViaNode(c.id.NodeAddr())
+	}
+	if root, ok := ch.InvalidateOtherRoots(); ok {
+		c.route.Cache().InvalidateOtherRoots(root)
+	}
+	if ch.ResetLookupBackoff() {
+		c.route.ResetLookupBackoff()
+	}
 	switch ch.Bloom() {
 	case tree.BloomAll:
 		c.bloom.MarkAll(now)
@@ -193,4 +244,69 @@ func (e coreBloomEnv) SendFilterAnnounce(peerAddr identity.NodeAddr, msg []byte)
 
 func (e coreBloomEnv) IsTreePeer(peerAddr identity.NodeAddr) bool {
 	return e.c.tree.IsTreePeer(peerAddr)
+}
+
+// deliver hands a datagram addressed to this node to the session layer.
+// Sessions are not wired in yet: deliveries are counted by the router.
+func (c *Core) deliver(*route.Delivery) {}
+
+// coreLinks adapts the link layer for the router.
+type coreLinks struct{ c *Core }
+
+func (l coreLinks) Peers() []identity.NodeAddr {
+	var out []identity.NodeAddr
+	l.c.peers.Peers(func(p *peer.Peer) { out = append(out, p.NodeAddr) })
+	slices.SortFunc(out, identity.NodeAddr.Compare)
+	return out
+}
+
+func (l coreLinks) CanSend(a identity.NodeAddr) bool { return l.c.peers.Peer(a) != nil }
+
+// LinkCost: 1.0 until MMP measures links.
+func (l coreLinks) LinkCost(identity.NodeAddr) float64 { return 1.0 }
+
+func (l coreLinks) LinkMTU(a identity.NodeAddr) int {
+	if p := l.c.peers.Peer(a); p != nil {
+		return l.c.env.LinkMTU(p.Transport, p.Addr)
+	}
+	return 0
+}
+
+// Congested: no ECN congestion signal until MMP measures loss.
+func (l coreLinks) Congested(identity.NodeAddr) bool { return false }
+
+func (l coreLinks) Send(a identity.NodeAddr, ce bool, msg []byte) error {
+	p := l.c.peers.Peer(a)
+	if p == nil {
+		return errors.New("route: peer not active")
+	}
+	var flags uint8
+	if ce {
+		flags = wire.FMPFlagCE
+	}
+	return l.c.peers.SendLink(l.c.now, p, flags, msg)
+}
+
+func (c *Core) lookupDone(now time.Time, ev route.LookupEvent) {
+	if len(c.lookups) >= c.ids.max {
+		clear(c.lookups) // a bounded memo, not a table anything depends on
+	}
+	c.lookups[ev.Target] = ev
+}
+
+// LookupResult is the last outcome of a lookup this node started for
+// target, if any.
+func (c *Core) LookupResult(target identity.NodeAddr) (route.LookupEvent, bool) {
+	ev, ok := c.lookups[target]
+	return ev, ok
+}
+
+// StartLookup asks the mesh for target's coordinates; its key must be
+// known (LearnIdentity) for the answer's proof to verify.
+func (c *Core) StartLookup(now time.Time, pk identity.PublicKey) route.StartOutcome {
+	c.now = now
+	c.ids.Add(pk)
+	delete(c.lookups, pk.NodeAddr())
+	out, _ := c.route.StartLookup(now, pk.NodeAddr())
+	return out
 }
