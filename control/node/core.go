@@ -2,9 +2,9 @@ package node
 
 import (
 	"errors"
-	"slices"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
@@ -29,9 +29,9 @@ type CoreOptions struct {
 	Route    route.Config // zero: route.DefaultConfig()
 	// IdentityCacheSize bounds the NodeAddr → key cache (node.cache.identity_size).
 	IdentityCacheSize int // zero: 10,000
-	ACL      *peer.ACL
-	Log      *slog.Logger
-	Rand     io.Reader // nil: crypto/rand
+	ACL               *peer.ACL
+	Log               *slog.Logger
+	Rand              io.Reader // nil: crypto/rand
 }
 
 // Core is a node's mesh state machine: the link layer, the spanning tree
@@ -80,7 +80,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 		o.IdentityCacheSize = 10_000
 	}
 	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize),
-		lookups: map[identity.NodeAddr]route.LookupEvent{},
+		lookups:  map[identity.NodeAddr]route.LookupEvent{},
 		linkMsgs: map[wire.MsgType]uint64{}, rejected: map[string]uint64{}}
 	pm, err := peer.New(o.Peer, o.Identity, env, c, o.Log, o.Rand)
 	if err != nil {
