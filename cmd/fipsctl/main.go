@@ -39,6 +39,7 @@ func commands() []command {
 		{"acl", "show the daemon's loaded peer ACL: acl show", runACL},
 		{"connect", "connect to a peer: connect PEER ADDRESS TRANSPORT", runConnect},
 		{"disconnect", "disconnect a peer: disconnect PEER", runDisconnect},
+		{"stats", "counter families: stats metrics", runStats},
 	}
 }
 

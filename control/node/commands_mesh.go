@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/tree"
 )
 
@@ -13,6 +15,89 @@ import (
 func (n *Node) registerMesh(r ctlRegistry) {
 	r.Register("show_tree", func(context.Context, json.RawMessage) (any, error) { return n.showTree(), nil })
 	r.Register("show_bloom", func(context.Context, json.RawMessage) (any, error) { return n.showBloom(), nil })
+	r.Register("show_routing", func(context.Context, json.RawMessage) (any, error) { return n.showRouting(), nil })
+	r.Register("show_metrics", func(context.Context, json.RawMessage) (any, error) { return n.showMetrics(), nil })
+	// The cache tables can hold tens of thousands of entries: they are
+	// read on the event loop when asked for, not copied into every snapshot.
+	r.Register("show_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return n.Do(ctx, func(now time.Time) any { return n.core.route.CacheSnapshot(now) })
+	})
+	r.Register("show_identity_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return n.Do(ctx, func(now time.Time) any { return n.core.identityCacheJSON(now) })
+	})
+}
+
+// RoutingJSON is show_routing.
+type RoutingJSON struct {
+	route.Snapshot
+	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
+	PendingTunDestinations int                      `json:"pending_tun_destinations"`
+	PendingTunPackets      int                      `json:"pending_tun_packets"`
+	Retries                []any                    `json:"retries"`
+	Discovery              route.LookupStats        `json:"discovery"`
+	ErrorSignals           route.ErrorStats         `json:"error_signals"`
+	Congestion             route.CongestionStats    `json:"congestion"`
+	Limits                 route.LimitStats         `json:"limits"`
+	PendingLookups         []route.PendingLookupRow `json:"pending_lookups"`
+}
+
+func (n *Node) showRouting() RoutingJSON {
+	s := n.Snapshot()
+	rows := make([]route.PendingLookupRow, len(s.Routing.PendingLookups))
+	for i, r := range s.Routing.PendingLookups {
+		r.DisplayName = s.displayName(r.Target)
+		rows[i] = r
+	}
+	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: []any{},
+		Discovery: s.Routing.Lookup, ErrorSignals: s.RouteStats.Errors, Congestion: s.RouteStats.Congestion,
+		Limits: s.RouteStats.Limits, PendingLookups: rows}
+}
+
+// MetricsJSON is show_metrics: upstream's counter families.
+type MetricsJSON struct {
+	Forwarding route.ForwardingStats `json:"forwarding"`
+	Lookup     route.LookupStats     `json:"lookup"`
+	Discovery  route.LookupStats     `json:"discovery"` // legacy name of lookup
+	Tree       tree.Stats            `json:"tree"`
+	Bloom      bloom.Stats           `json:"bloom"`
+	Congestion route.CongestionStats `json:"congestion"`
+	Errors     route.ErrorStats      `json:"errors"`
+}
+
+func (n *Node) showMetrics() MetricsJSON {
+	s := n.Snapshot()
+	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
+		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Congestion: s.RouteStats.Congestion, Errors: s.RouteStats.Errors}
+}
+
+// IdentityCacheJSON is show_identity_cache.
+type IdentityCacheJSON struct {
+	Entries    []IdentityCacheEntry `json:"entries"`
+	Count      int                  `json:"count"`
+	MaxEntries int                  `json:"max_entries"`
+}
+
+// IdentityCacheEntry is one cached key.
+type IdentityCacheEntry struct {
+	NodeAddr    identity.NodeAddr `json:"node_addr"`
+	Npub        string            `json:"npub"`
+	DisplayName string            `json:"display_name"`
+	IPv6Addr    string            `json:"ipv6_addr"`
+	LastSeenMs  uint64            `json:"last_seen_ms"`
+	AgeMs       uint64            `json:"age_ms"`
+}
+
+func (c *Core) identityCacheJSON(now time.Time) IdentityCacheJSON {
+	out := IdentityCacheJSON{Entries: []IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
+	c.ids.each(func(e *idEntry) {
+		name := e.pk.Npub()
+		if p := c.peers.Peer(e.addr); p != nil && p.Alias != "" {
+			name = p.Alias
+		}
+		out.Entries = append(out.Entries, IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: displayName(name, e.pk.Npub()),
+			IPv6Addr: e.addr.IPv6().String(), LastSeenMs: msSince(e.lastSeen), AgeMs: uint64(max(0, now.Sub(e.lastSeen).Milliseconds()))})
+	})
+	return out
 }
 
 // TreePeerJSON is one show_tree peer: the tree's view plus the node's

@@ -113,7 +113,7 @@ func (c *Core) Router() *route.Router { return c.route }
 
 // LearnIdentity records a node's key (from DNS, configuration, the
 // control socket) so lookups for it can be verified.
-func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(pk) }
+func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(c.now, pk) }
 
 // HandlePacket processes one received packet.
 func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
@@ -133,7 +133,7 @@ func (c *Core) Tick(now time.Time) {
 // PeerUp implements peer.Upper.
 func (c *Core) PeerUp(p *peer.Peer) {
 	c.dirty = true
-	c.ids.Add(p.PublicKey)
+	c.ids.Add(c.now, p.PublicKey)
 	c.tree.PeerUp(c.now, p.NodeAddr)
 	c.bloom.PeerUp(c.now, p.NodeAddr)
 	c.route.ResetLookupBackoff()
@@ -305,7 +305,7 @@ func (c *Core) LookupResult(target identity.NodeAddr) (route.LookupEvent, bool) 
 // known (LearnIdentity) for the answer's proof to verify.
 func (c *Core) StartLookup(now time.Time, pk identity.PublicKey) route.StartOutcome {
 	c.now = now
-	c.ids.Add(pk)
+	c.ids.Add(now, pk)
 	delete(c.lookups, pk.NodeAddr())
 	out, _ := c.route.StartLookup(now, pk.NodeAddr())
 	return out

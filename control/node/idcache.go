@@ -2,6 +2,7 @@ package node
 
 import (
 	"container/list"
+	"time"
 
 	"github.com/fips-go/fips/control/identity"
 )
@@ -20,19 +21,33 @@ func newIdentityCache(max int) *identityCache {
 	return &identityCache{max: max, order: list.New(), entries: map[identity.NodeAddr]*list.Element{}}
 }
 
+type idEntry struct {
+	pk       identity.PublicKey
+	addr     identity.NodeAddr
+	lastSeen time.Time
+}
+
 // Add records (or refreshes) a key.
-func (c *identityCache) Add(pk identity.PublicKey) {
+func (c *identityCache) Add(now time.Time, pk identity.PublicKey) {
 	a := pk.NodeAddr()
 	if e, ok := c.entries[a]; ok {
+		e.Value.(*idEntry).lastSeen = now
 		c.order.MoveToFront(e)
 		return
 	}
-	c.entries[a] = c.order.PushFront(pk)
+	c.entries[a] = c.order.PushFront(&idEntry{pk: pk, addr: a, lastSeen: now})
 	if c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.entries, last.Value.(identity.PublicKey).NodeAddr())
+		delete(c.entries, last.Value.(*idEntry).addr)
 		c.evicted++
+	}
+}
+
+// each calls f for every entry, most recent first.
+func (c *identityCache) each(f func(*idEntry)) {
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		f(e.Value.(*idEntry))
 	}
 }
 
@@ -43,7 +58,7 @@ func (c *identityCache) Lookup(a identity.NodeAddr) (identity.PublicKey, bool) {
 		return identity.PublicKey{}, false
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(identity.PublicKey), true
+	return e.Value.(*idEntry).pk, true
 }
 
 // Len is the number of keys held.

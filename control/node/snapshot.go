@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 )
 
@@ -27,6 +28,10 @@ type Snapshot struct {
 	Rejected    map[string]uint64
 	Tree        tree.Snapshot
 	Bloom       bloom.Snapshot
+	Routing     route.Snapshot
+	RouteStats  route.Stats
+	IDCacheLen  int
+	IDCacheMax  int
 	MeshSize    *uint64
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
@@ -88,7 +93,8 @@ func (n *Node) publish(now time.Time) {
 	c := n.core
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
-		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{}}
+		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
+		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max}
 	parent, hasParent := c.tree.Parent()
 	s.Bloom = c.bloom.Snapshot(parent, !hasParent)
 	if est, ok := c.bloom.MeshSizeEstimate(); ok {

@@ -3,7 +3,9 @@
 package daemons
 
 import (
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,41 @@ func TestFiveDaemonsInALineAgreeOnTheRoot(t *testing.T) {
 		t.Fatalf("the line did not agree on root %s\n%s", minAddr, ds[2].Logs())
 	}
 	t.Logf("5 daemons agree on root %s after %v", minAddr[:16], took.Round(time.Millisecond))
+
+	// The routing views answer through fipsctl with upstream's shapes.
+	mid := ds[2]
+	for _, args := range [][]string{{"show", "tree"}, {"show", "bloom"}, {"show", "cache"}, {"show", "routing"},
+		{"show", "identity-cache"}, {"stats", "metrics"}} {
+		out, err := exec.Command(bins.Fipsctl, append([]string{"-s", mid.Socket}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("fipsctl %v: %v\n%s", args, err, out)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("fipsctl %v: not JSON: %v\n%s", args, err, out)
+		}
+		want := map[string][]string{
+			"tree": {"root", "my_coords", "peers", "stats"}, "bloom": {"peer_filters", "stats"},
+			"cache": {"count", "max_entries", "entries"}, "routing": {"forwarding", "lookup", "discovery", "pending_lookups"},
+			"identity-cache": {"entries", "count", "max_entries"},
+			"metrics":        {"forwarding", "lookup", "tree", "bloom", "congestion", "errors"},
+		}[args[1]]
+		for _, k := range want {
+			if _, ok := v[k]; !ok {
+				t.Errorf("fipsctl %v: no %q in %s", args, k, out)
+			}
+		}
+		if args[1] == "metrics" {
+			tr := v["tree"].(map[string]any)
+			bl := v["bloom"].(map[string]any)
+			if tr["accepted"].(float64) == 0 || bl["accepted"].(float64) == 0 {
+				t.Errorf("no tree/bloom announces accepted: %s", out)
+			}
+		}
+		if args[1] == "identity-cache" && v["count"].(float64) < 2 {
+			t.Errorf("identity cache does not hold the two peers: %s", out)
+		}
+	}
 
 	ds[2].Kill()
 	ds[2].Start()
