@@ -1,0 +1,160 @@
+package mmp
+
+import "github.com/fips-go/fips/control/wire"
+
+// rrOutcome says what one ReceiverReport did (upstream's RrLog).
+type rrOutcome uint8
+
+const (
+	rrNoEcho     rrOutcome = iota // no timestamp echo
+	rrStale                       // dropped: regressed or duplicate counters
+	rrSample                      // RTT sample taken
+	rrInvalidRTT                  // echo present, RTT ≤ 0 ms or arithmetic failed
+)
+
+// metrics are the derived metrics fed by incoming ReceiverReports (upstream
+// MmpMetrics). Times are ms on the owning Link's clock.
+type metrics struct {
+	srtt srttEstimator
+
+	rttTrend, lossTrend, goodputTrend, jitterTrend, etxTrend dualEWMA
+
+	dfwd, drev float64
+	etx        float64
+	goodput    float64 // bytes/s, EWMA α 1/4
+
+	prevPackets, prevBytes, prevHighest uint64
+	prevCE, prevReorder                 uint32
+	prevAt                              int64
+	hasPrevAt                           bool
+	hasPrev                             bool
+
+	prevRevPackets, prevRevHighest uint64
+	hasPrevRev                     bool
+
+	reportsSeen, stale, rttSamples, rttZero, rttArithFail uint64
+	lastRTT                                               uint32
+	hasLastRTT                                            bool
+}
+
+func newMetrics() metrics { return metrics{dfwd: 1, drev: 1, etx: 1} }
+
+// resetForRekey forgets the report baselines (the new session restarts its
+// counters) but keeps SRTT, ETX, trends, goodput and the reverse ratio.
+func (m *metrics) resetForRekey() {
+	m.prevPackets, m.prevBytes, m.prevHighest = 0, 0, 0
+	m.prevCE, m.prevReorder = 0, 0
+	m.hasPrevAt, m.hasPrev = false, false
+	m.dfwd = 1
+	m.prevRevPackets, m.prevRevHighest, m.hasPrevRev = 0, 0, false
+}
+
+// process folds in a ReceiverReport; ourTS is our session-relative ms now.
+// It reports whether this produced the first SRTT.
+func (m *metrics) process(rr *wire.ReceiverReport, ourTS uint32, nowMS int64) (bool, rrOutcome) {
+	had := m.srtt.init
+	m.reportsSeen++
+	if m.hasPrev {
+		regressed := rr.HighestCounter < m.prevHighest ||
+			rr.CumulativePacketsRecv < m.prevPackets ||
+			rr.CumulativeBytesRecv < m.prevBytes ||
+			rr.ECNCECount < m.prevCE ||
+			rr.CumulativeReorderCount < m.prevReorder
+		dup := rr.HighestCounter == m.prevHighest &&
+			rr.CumulativePacketsRecv == m.prevPackets &&
+			rr.CumulativeBytesRecv == m.prevBytes &&
+			rr.ECNCECount == m.prevCE &&
+			rr.CumulativeReorderCount == m.prevReorder
+		if regressed || dup {
+			m.stale++
+			return false, rrStale
+		}
+	}
+
+	out := rrNoEcho
+	if rr.TimestampEcho > 0 {
+		done := uint64(rr.TimestampEcho) + uint64(rr.DwellTime)
+		switch {
+		case done > 0xFFFFFFFF || uint64(ourTS) < done:
+			m.rttArithFail++
+			out = rrInvalidRTT
+		case uint64(ourTS) == done:
+			m.rttZero++
+			out = rrInvalidRTT
+		default:
+			rttMS := uint32(uint64(ourTS) - done)
+			m.rttSamples++
+			m.lastRTT, m.hasLastRTT = rttMS, true
+			us := int64(rttMS) * 1000
+			m.srtt.update(us)
+			m.rttTrend.update(float64(us))
+			out = rrSample
+		}
+	}
+
+	if m.hasPrev {
+		span := satSubU(rr.HighestCounter, m.prevHighest)
+		got := satSubU(rr.CumulativePacketsRecv, m.prevPackets)
+		if span > 0 {
+			m.dfwd = min(max(float64(got)/float64(span), 0), 1)
+			m.lossTrend.update(1 - m.dfwd)
+			m.etx = ETX(m.dfwd, m.drev)
+			m.etxTrend.update(m.etx)
+		}
+		db := satSubU(rr.CumulativeBytesRecv, m.prevBytes)
+		m.goodputTrend.update(float64(db))
+		if m.hasPrevAt {
+			secs := float64(satSub(nowMS, m.prevAt)) / 1000
+			if secs > 0 {
+				bps := float64(db) / secs
+				if m.goodput == 0 {
+					m.goodput = bps
+				} else {
+					m.goodput += (bps - m.goodput) * 0.25
+				}
+			}
+		}
+	}
+
+	m.jitterTrend.update(float64(rr.Jitter))
+
+	m.prevPackets = rr.CumulativePacketsRecv
+	m.prevBytes = rr.CumulativeBytesRecv
+	m.prevHighest = rr.HighestCounter
+	m.prevCE = rr.ECNCECount
+	m.prevReorder = rr.CumulativeReorderCount
+	m.prevAt, m.hasPrevAt = nowMS, true
+	m.hasPrev = true
+	return !had && m.srtt.init, out
+}
+
+// updateReverse computes the reverse delivery ratio over the interval since
+// the previous call from our own receiver's totals.
+func (m *metrics) updateReverse(ourPackets, peerHighest uint64) {
+	if m.hasPrevRev {
+		span := satSubU(peerHighest, m.prevRevHighest)
+		got := satSubU(ourPackets, m.prevRevPackets)
+		if span > 0 {
+			m.drev = min(max(float64(got)/float64(span), 0), 1)
+			m.etx = ETX(m.dfwd, m.drev)
+			m.etxTrend.update(m.etx)
+		}
+	}
+	m.prevRevPackets, m.prevRevHighest, m.hasPrevRev = ourPackets, peerHighest, true
+}
+
+func (m *metrics) srttMS() (float64, bool) {
+	if !m.srtt.init {
+		return 0, false
+	}
+	return float64(m.srtt.srtt) / 1000, true
+}
+
+func (m *metrics) loss() float64 { return 1 - m.dfwd }
+
+func satSubU(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}

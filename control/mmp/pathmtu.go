@@ -1,0 +1,157 @@
+package mmp
+
+import (
+	"math"
+	"time"
+)
+
+// noMTU is the "nothing known" value (u16::MAX upstream).
+const noMTU = math.MaxUint16
+
+// PathMTU is one session's path-MTU state (upstream PathMtuState). The
+// destination side observes the path_mtu of arriving session datagrams and
+// notifies the source: first as soon as anything is observed, at once when
+// the observed value falls below the current one, else every
+// max(10 s, 5·SRTT). The source side applies notifications: a decrease at
+// once, an increase only after three consecutive notifications of the same
+// higher value spanning at least two notification intervals; values below
+// MinActionablePathMTU are ignored and counted.
+type PathMTU struct {
+	current      uint16
+	lastObserved uint16
+	changed      bool
+
+	lastNotif    time.Time
+	hasLastNotif bool
+	intervalMS   int64
+
+	incCount   uint8
+	firstInc   time.Time
+	hasInc     bool
+	pendingInc uint16
+
+	belowFloor uint64
+}
+
+// NewPathMTU starts with no measurement in either direction.
+func NewPathMTU() *PathMTU {
+	return &PathMTU{
+		current:      noMTU,
+		lastObserved: noMTU,
+		intervalMS:   int64(MinPathMTUNotificationInterval / time.Millisecond),
+	}
+}
+
+func elapsedMS(now, since time.Time) int64 {
+	d := now.Sub(since)
+	if d < 0 {
+		return 0
+	}
+	return int64(d / time.Millisecond)
+}
+
+// Current is the effective source-side path MTU (65535 = none known).
+func (p *PathMTU) Current() uint16 { return p.current }
+
+// LastObserved is the last path_mtu seen at the destination side (65535 =
+// none).
+func (p *PathMTU) LastObserved() uint16 { return p.lastObserved }
+
+// NotificationInterval is max(10 s, 5·SRTT) as last updated.
+func (p *PathMTU) NotificationInterval() time.Duration {
+	return time.Duration(p.intervalMS) * time.Millisecond
+}
+
+// BelowFloor counts notifications ignored for being under
+// MinActionablePathMTU.
+func (p *PathMTU) BelowFloor() uint64 { return p.belowFloor }
+
+// UpdateInterval sets the notification interval to max(10 s, 5·srtt).
+func (p *PathMTU) UpdateInterval(srtt time.Duration) {
+	p.updateIntervalMS(float64(srtt) / float64(time.Millisecond))
+}
+
+func (p *PathMTU) updateIntervalMS(srttMS float64) {
+	p.intervalMS = max(int64(satU64(srttMS*5)), int64(MinPathMTUNotificationInterval/time.Millisecond))
+}
+
+// SeedSource lowers the source-side MTU to the outbound first-hop MTU (never
+// raises it), as the node does on every send.
+func (p *PathMTU) SeedSource(mtu uint16) {
+	if mtu < p.current {
+		p.current = mtu
+	}
+}
+
+// Observe records the path_mtu of an arriving session datagram
+// (destination side).
+func (p *PathMTU) Observe(mtu uint16) {
+	if mtu != p.lastObserved {
+		p.changed = true
+		p.lastObserved = mtu
+	}
+}
+
+// NotificationDue reports whether a PathMtuNotification should be sent.
+// The "decrease" test compares the observation with our own source-side
+// value, as upstream does.
+func (p *PathMTU) NotificationDue(now time.Time) bool {
+	if p.lastObserved == noMTU {
+		return false
+	}
+	if !p.hasLastNotif {
+		return true
+	}
+	if p.changed && p.lastObserved < p.current {
+		return true
+	}
+	return elapsedMS(now, p.lastNotif) >= p.intervalMS
+}
+
+// BuildNotification returns the value to send and restarts the interval;
+// false with nothing observed.
+func (p *PathMTU) BuildNotification(now time.Time) (uint16, bool) {
+	if p.lastObserved == noMTU {
+		return 0, false
+	}
+	p.lastNotif, p.hasLastNotif = now, true
+	p.changed = false
+	return p.lastObserved, true
+}
+
+// ApplyNotification applies a PathMtuNotification at the source side and
+// reports whether the effective MTU changed.
+func (p *PathMTU) ApplyNotification(now time.Time, mtu uint16) (changed bool) {
+	if mtu < MinActionablePathMTU {
+		p.belowFloor++
+		return false
+	}
+	if mtu < p.current {
+		p.current = mtu
+		p.incCount, p.hasInc = 0, false
+		return true
+	}
+	if mtu > p.current {
+		if mtu == p.pendingInc {
+			if p.incCount != math.MaxUint8 {
+				p.incCount++
+			}
+		} else {
+			p.pendingInc, p.incCount = mtu, 1
+			p.firstInc, p.hasInc = now, true
+		}
+		if p.incCount >= 3 && p.hasInc && elapsedMS(now, p.firstInc) >= 2*p.intervalMS {
+			p.current = mtu
+			p.incCount, p.hasInc = 0, false
+			return true
+		}
+	}
+	return false
+}
+
+// ResetSource forgets the source-side value and any pending increase (the
+// path it described is broken); the destination side is untouched.
+func (p *PathMTU) ResetSource() {
+	p.current = noMTU
+	p.incCount, p.hasInc, p.pendingInc = 0, false, 0
+}
