@@ -1,0 +1,158 @@
+package session
+
+import (
+	"errors"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Config holds the session-layer knobs, named after upstream's
+// node.session.*, node.rekey.* and node.rate_limit.* settings.
+type Config struct {
+	IdleTimeout            time.Duration // node.session.idle_timeout_secs (0 disables the purge)
+	CoordsWarmupPackets    uint8         // node.session.coords_warmup_packets
+	CoordsResponseInterval time.Duration // node.session.coords_response_interval_ms
+	PendingPerDest         int           // node.session.pending_packets_per_dest
+	PendingMaxDests        int           // node.session.pending_max_destinations
+
+	SetupBurst            int     // node.rate_limit.session_setup_burst (stranger bucket)
+	SetupRate             float64 // node.rate_limit.session_setup_rate, tokens per second
+	EstablishedSetupBurst int     // established bucket, derived upstream from max_peers
+	EstablishedSetupRate  float64 // established bucket rate, derived upstream
+	SetupBucketIdle       time.Duration
+
+	HandshakeResendInterval time.Duration // node.rate_limit.handshake_resend_interval_ms
+	HandshakeResendBackoff  float64       // node.rate_limit.handshake_resend_backoff
+	HandshakeMaxResends     int           // node.rate_limit.handshake_max_resends
+	HandshakeTimeout        time.Duration // node.rate_limit.handshake_timeout_secs
+
+	RekeyEnabled  bool          // node.rekey.enabled
+	RekeyAfter    time.Duration // node.rekey.after_secs
+	RekeyMessages uint64        // node.rekey.after_messages
+	RekeyJitter   time.Duration // REKEY_JITTER_SECS, drawn uniformly in whole seconds in [-j, +j]
+	CutoverDelay  time.Duration // FSP_CUTOVER_DELAY_MS
+	DrainWindow   time.Duration // DRAIN_WINDOW_SECS
+	Dampening     time.Duration // REKEY_DAMPENING_SECS
+}
+
+// DefaultConfig returns upstream's defaults. The established-peer setup
+// bucket is what upstream derives from its defaults: burst max_peers (128),
+// rate max(1, 128/120·(1+5)) = 6.4 per second.
+func DefaultConfig() Config {
+	return Config{
+		IdleTimeout:             90 * time.Second,
+		CoordsWarmupPackets:     5,
+		CoordsResponseInterval:  2000 * time.Millisecond,
+		PendingPerDest:          16,
+		PendingMaxDests:         256,
+		SetupBurst:              64,
+		SetupRate:               16,
+		EstablishedSetupBurst:   128,
+		EstablishedSetupRate:    128.0 / 120.0 * 6,
+		SetupBucketIdle:         300 * time.Second,
+		HandshakeResendInterval: 1000 * time.Millisecond,
+		HandshakeResendBackoff:  2,
+		HandshakeMaxResends:     5,
+		HandshakeTimeout:        30 * time.Second,
+		RekeyEnabled:            true,
+		RekeyAfter:              120 * time.Second,
+		RekeyMessages:           65536,
+		RekeyJitter:             15 * time.Second,
+		CutoverDelay:            2000 * time.Millisecond,
+		DrainWindow:             10 * time.Second,
+		Dampening:               30 * time.Second,
+	}
+}
+
+// Constants shared with the rest of the node.
+const (
+	// FIPSOverhead is upstream's FIPS_OVERHEAD (upper/icmp.rs): every byte a
+	// session payload costs on a link, DataPacket ports excluded.
+	FIPSOverhead = 106
+	// MinActionablePathMTU is upstream's MIN_ACTIONABLE_PATH_MTU: remote
+	// MTU claims below it are ignored, not clamped.
+	MinActionablePathMTU = 256
+)
+
+// Errors returned by Send and SendMessage.
+var (
+	// ErrUnknownDestination: no session and no cached identity for the
+	// destination, so no handshake can start (upstream answers the TUN
+	// packet with ICMPv6 unreachable).
+	ErrUnknownDestination = errors.New("session: destination identity unknown")
+	// ErrNotEstablished: SendMessage on a session that is not established.
+	ErrNotEstablished = errors.New("session: not established")
+)
+
+// Env is what the table needs from the node: the router, our coordinates
+// and the node-wide caches.
+type Env interface {
+	// SendDatagram wraps fsp in a SessionDatagram from us to dest and
+	// routes it. fsp is valid only during the call. pathMTU is the MTU
+	// seeded into the datagram (the first hop's), 0 if unknown.
+	SendDatagram(now time.Time, dest identity.NodeAddr, fsp []byte) (pathMTU uint16, err error)
+	// Coords returns our coordinates, self first, root last.
+	Coords() []identity.NodeAddr
+	// CachedCoords returns dest's cached coordinates.
+	CachedCoords(dest identity.NodeAddr) ([]identity.NodeAddr, bool)
+	// CacheCoords records coordinates learned from a SessionAck or CP message.
+	CacheCoords(now time.Time, addr identity.NodeAddr, coords []identity.NodeAddr)
+	// InvalidateCoords forgets addr's cached coordinates (PathBroken).
+	InvalidateCoords(addr identity.NodeAddr)
+	// TransportMTU is the smallest MTU of the operational transports.
+	TransportMTU() int
+	// Identity looks dest up in the identity cache.
+	Identity(dest identity.NodeAddr) (identity.PublicKey, bool)
+	// LearnIdentity records an authenticated key (msg3, or a key we
+	// initiated towards).
+	LearnIdentity(addr identity.NodeAddr, pk identity.PublicKey)
+	// StartLookup asks for a coordinate lookup of dest.
+	StartLookup(now time.Time, dest identity.NodeAddr)
+}
+
+// Frame describes one authenticated encrypted message, for MMP.
+type Frame struct {
+	Counter   uint64
+	Timestamp uint32 // sender's ms since its session start
+	Type      wire.SessionMessageType
+	Spin      bool
+	Size      int  // inner plaintext length
+	CE        bool // the carrying FMP frame had CE
+	// Body is the message body after the 6-byte inner header, valid only
+	// during the call (SenderReport, ReceiverReport, PathMtuNotification
+	// bodies are for MMP to parse).
+	Body []byte
+}
+
+// EventKind says what happened to a session.
+type EventKind uint8
+
+// Session events.
+const (
+	EventUp      EventKind = iota + 1 // established (either role)
+	EventDown                         // removed: Reason says why
+	EventRekeyed                      // cut over to a new key epoch (MMP resets)
+	EventPathMTU                      // the per-destination path-MTU clamp changed (0 = released)
+)
+
+// Event is a session state change reported to Upper.
+type Event struct {
+	Kind      EventKind
+	Remote    identity.NodeAddr
+	Initiator bool   // EventUp
+	Reason    string // EventDown: "idle", "handshake_timeout", "removed"
+	MTU       uint16 // EventPathMTU
+}
+
+// Upper receives what sessions deliver.
+type Upper interface {
+	// Deliver hands a DataPacket's service payload up; payload is valid
+	// only during the call. dstPort 256 is the IPv6 shim.
+	Deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool)
+	// Frame reports every authenticated encrypted message (MMP input).
+	Frame(now time.Time, src identity.NodeAddr, f Frame)
+	// Event reports session state changes.
+	Event(now time.Time, ev Event)
+}
