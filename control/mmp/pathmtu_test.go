@@ -150,12 +150,12 @@ func TestPathMTUNotificationCadence(t *testing.T) {
 		t.Fatal("decrease not immediate")
 	}
 	p.BuildNotification(ms(1))
-	// An increase waits for the period.
+	// Upstream compares the observation with this session's source-side
+	// value, not with the last notification: unseeded (65535), any change
+	// counts as a decrease and is due at once.
 	p.Observe(1500)
-	if p.NotificationDue(ms(2)) {
-		// 1500 < 65535 = current: upstream's test treats this as a
-		// "decrease" too; see the report.
-		t.Log("increase observed as due (current source MTU unknown)")
+	if !p.NotificationDue(ms(2)) {
+		t.Fatal("change with an unseeded source MTU not immediate")
 	}
 	q := mmp.NewPathMTU()
 	q.SeedSource(1400)
