@@ -11,6 +11,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
@@ -24,14 +25,21 @@ type Env = peer.Env
 type CoreOptions struct {
 	Identity *identity.Identity
 	Peer     peer.Config
-	Tree     tree.Config  // zero: tree.DefaultConfig()
-	Bloom    bloom.Config // zero: bloom.DefaultConfig()
-	Route    route.Config // zero: route.DefaultConfig()
+	Tree     tree.Config    // zero: tree.DefaultConfig()
+	Bloom    bloom.Config   // zero: bloom.DefaultConfig()
+	Route    route.Config   // zero: route.DefaultConfig()
+	Session  session.Config // zero: session.DefaultConfig()
 	// IdentityCacheSize bounds the NodeAddr → key cache (node.cache.identity_size).
 	IdentityCacheSize int // zero: 10,000
-	ACL               *peer.ACL
-	Log               *slog.Logger
-	Rand              io.Reader // nil: crypto/rand
+	// TransportMTU is the smallest MTU of the operational transports
+	// (upstream's transport_mtu()); nil: 1280.
+	TransportMTU func() int
+	// Deliver receives DataPackets addressed to this node (the IPv6
+	// adapter, the native datagram API); nil drops them (counted).
+	Deliver func(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool)
+	ACL     *peer.ACL
+	Log     *slog.Logger
+	Rand    io.Reader // nil: crypto/rand
 }
 
 // Core is a node's mesh state machine: the link layer, the spanning tree
@@ -45,7 +53,9 @@ type Core struct {
 	tree  *tree.Tree
 	bloom *bloom.State
 	route *route.Router
+	sess  *session.Table
 	ids   *identityCache
+	opts  CoreOptions
 	env   Env
 
 	// now is the time of the event being handled: the subsystems' callbacks
@@ -60,6 +70,8 @@ type Core struct {
 	linkMsgs map[wire.MsgType]uint64 // link messages handed up, by type
 	rejected map[string]uint64       // tree/bloom messages refused, by reason
 	dirty    bool                    // peers came or went since the last snapshot
+
+	undelivered uint64 // DataPackets with no local consumer
 }
 
 // NewCore builds a Core whose packets leave through env.
@@ -79,7 +91,13 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	if o.IdentityCacheSize <= 0 {
 		o.IdentityCacheSize = 10_000
 	}
-	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize),
+	if o.Session.IdleTimeout == 0 {
+		o.Session = session.DefaultConfig()
+	}
+	if o.TransportMTU == nil {
+		o.TransportMTU = func() int { return 1280 }
+	}
+	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize), opts: o,
 		lookups:  map[identity.NodeAddr]route.LookupEvent{},
 		linkMsgs: map[wire.MsgType]uint64{}, rejected: map[string]uint64{}}
 	pm, err := peer.New(o.Peer, o.Identity, env, c, o.Log, o.Rand)
@@ -93,6 +111,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	c.bloom = bloom.New(o.Identity.NodeAddr(), o.Bloom, coreBloomEnv{c}, o.Log)
 	c.route = route.New(o.Identity, o.Route, c.tree, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
 	c.route.OnLookup(c.lookupDone)
+	c.sess = session.New(o.Identity, pm.Epoch(), o.Session, coreSessionEnv{c}, coreSessionUpper{c}, o.Log, o.Rand)
 	return c, nil
 }
 
@@ -111,6 +130,16 @@ func (c *Core) Bloom() *bloom.State { return c.bloom }
 // Router is next-hop choice, forwarding and lookups.
 func (c *Core) Router() *route.Router { return c.route }
 
+// Sessions is the FSP session table.
+func (c *Core) Sessions() *session.Table { return c.sess }
+
+// Send sends a datagram to dest's port over an end-to-end session,
+// establishing it (and looking dest up) first when needed.
+func (c *Core) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uint16, payload []byte) error {
+	c.now = now
+	return c.sess.Send(now, dest, srcPort, dstPort, payload)
+}
+
 // LearnIdentity records a node's key (from DNS, configuration, the
 // control socket) so lookups for it can be verified.
 func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(c.now, pk) }
@@ -128,6 +157,7 @@ func (c *Core) Tick(now time.Time) {
 	c.tree.Tick(now)
 	c.bloom.Tick(now)
 	c.route.Tick(now)
+	c.sess.Tick(now)
 }
 
 // PeerUp implements peer.Upper.
@@ -247,8 +277,9 @@ func (e coreBloomEnv) IsTreePeer(peerAddr identity.NodeAddr) bool {
 }
 
 // deliver hands a datagram addressed to this node to the session layer.
-// Sessions are not wired in yet: deliveries are counted by the router.
-func (c *Core) deliver(*route.Delivery) {}
+func (c *Core) deliver(d *route.Delivery) {
+	c.sess.HandleFSP(c.now, d.Src, d.From, d.CE, d.Payload)
+}
 
 // coreLinks adapts the link layer for the router.
 type coreLinks struct{ c *Core }
@@ -292,6 +323,13 @@ func (c *Core) lookupDone(now time.Time, ev route.LookupEvent) {
 		clear(c.lookups) // a bounded memo, not a table anything depends on
 	}
 	c.lookups[ev.Target] = ev
+	if ev.Outcome == route.LookupFound {
+		// Coordinates are cached now: a session waiting on them can go.
+		c.sess.ResetWarmup(ev.Target)
+		if err := c.sess.RetryAfterDiscovery(now, ev.Target); err != nil {
+			c.log.Debug("session retry after lookup", "target", ev.Target.Short(), "error", err)
+		}
+	}
 }
 
 // LookupResult is the last outcome of a lookup this node started for
@@ -309,4 +347,56 @@ func (c *Core) StartLookup(now time.Time, pk identity.PublicKey) route.StartOutc
 	delete(c.lookups, pk.NodeAddr())
 	out, _ := c.route.StartLookup(now, pk.NodeAddr())
 	return out
+}
+
+// coreSessionEnv adapts the router, tree and caches for the session table.
+type coreSessionEnv struct{ c *Core }
+
+func (e coreSessionEnv) SendDatagram(now time.Time, dest identity.NodeAddr, fsp []byte) (uint16, error) {
+	return e.c.route.SendDatagramPathMTU(now, dest, fsp)
+}
+
+func (e coreSessionEnv) Coords() []identity.NodeAddr { return e.c.tree.Coords() }
+
+func (e coreSessionEnv) CachedCoords(dest identity.NodeAddr) ([]identity.NodeAddr, bool) {
+	return e.c.route.Cache().Get(e.c.now, dest)
+}
+
+func (e coreSessionEnv) CacheCoords(now time.Time, addr identity.NodeAddr, coords []identity.NodeAddr) {
+	e.c.route.Cache().Insert(now, addr, coords, 0)
+}
+
+func (e coreSessionEnv) InvalidateCoords(addr identity.NodeAddr) { e.c.route.Cache().Remove(addr) }
+
+func (e coreSessionEnv) TransportMTU() int { return e.c.opts.TransportMTU() }
+
+func (e coreSessionEnv) Identity(dest identity.NodeAddr) (identity.PublicKey, bool) {
+	return e.c.ids.Lookup(dest)
+}
+
+func (e coreSessionEnv) LearnIdentity(_ identity.NodeAddr, pk identity.PublicKey) {
+	e.c.ids.Add(e.c.now, pk)
+}
+
+func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
+	e.c.route.StartLookup(now, dest)
+}
+
+// coreSessionUpper receives what sessions deliver.
+type coreSessionUpper struct{ c *Core }
+
+func (u coreSessionUpper) Deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool) {
+	if u.c.opts.Deliver != nil {
+		u.c.opts.Deliver(now, src, srcPort, dstPort, payload, ce)
+		return
+	}
+	u.c.undelivered++
+}
+
+// Frame feeds session MMP (not wired in yet).
+func (u coreSessionUpper) Frame(time.Time, identity.NodeAddr, session.Frame) {}
+
+func (u coreSessionUpper) Event(_ time.Time, ev session.Event) {
+	u.c.dirty = true
+	u.c.log.Debug("session event", "event", ev)
 }

@@ -64,7 +64,23 @@ type Node struct {
 	Core  *node.Core
 	net   *Net
 	down  bool
+	// Received holds the datagrams delivered to this node, in order
+	// (bounded by MaxReceived; the overflow is counted).
+	Received        []Datagram
+	ReceivedDropped uint64
 }
+
+// Datagram is one delivered DataPacket.
+type Datagram struct {
+	At               time.Time
+	Src              identity.NodeAddr
+	SrcPort, DstPort uint16
+	Payload          []byte
+	CE               bool
+}
+
+// MaxReceived bounds Node.Received.
+const MaxReceived = 100_000
 
 // Link is a bidirectional simulated link.
 type Link struct {
@@ -143,7 +159,7 @@ func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n}
 	core, err := node.NewCore(n.now, node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
-		Rand: rngReader{n.rng}}, nd)
+		Rand: rngReader{n.rng}, Deliver: nd.deliver}, nd)
 	if err != nil {
 		panic(err)
 	}
@@ -318,4 +334,13 @@ func (q *eventQueue) Pop() any {
 	e := old[len(old)-1]
 	*q = old[:len(old)-1]
 	return e
+}
+
+func (nd *Node) deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool) {
+	if len(nd.Received) >= MaxReceived {
+		nd.ReceivedDropped++
+		return
+	}
+	nd.Received = append(nd.Received, Datagram{At: now, Src: src, SrcPort: srcPort, DstPort: dstPort,
+		Payload: append([]byte(nil), payload...), CE: ce})
 }
