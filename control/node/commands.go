@@ -66,7 +66,7 @@ func (n *Node) showStatus() StatusData {
 		ExePath: exe, IPv6Addr: n.id.IPv6().String(), IsLeafOnly: n.opts.LeafOnly,
 		IsRoot: s.Tree.IsRoot, Root: s.Tree.Root.String(), EstimatedMeshSize: s.MeshSize,
 		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
-		PeerCount: uint64(len(s.Peers)), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
+		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: "-",
 		TunState: "disabled", Version: n.opts.Version,
 	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops}

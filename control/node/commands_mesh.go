@@ -8,6 +8,7 @@ import (
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/tree"
 )
 
@@ -21,6 +22,9 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	// read on the event loop when asked for, not copied into every snapshot.
 	r.Register("show_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return n.Do(ctx, func(now time.Time) any { return n.core.route.CacheSnapshot(now) })
+	})
+	r.Register("show_sessions", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return n.Do(ctx, func(now time.Time) any { return n.core.sessionsJSON() })
 	})
 	r.Register("show_identity_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return n.Do(ctx, func(now time.Time) any { return n.core.identityCacheJSON(now) })
@@ -145,4 +149,25 @@ func (n *Node) showBloom() bloom.Snapshot {
 	}
 	b.PeerFilters = rows
 	return b
+}
+
+// SessionJSON is one show_sessions entry.
+type SessionJSON struct {
+	session.SnapshotEntry
+	DisplayName string `json:"display_name"`
+}
+
+func (c *Core) sessionsJSON() map[string]any {
+	rows := c.sess.Snapshot()
+	out := make([]SessionJSON, 0, len(rows))
+	for _, r := range rows {
+		name := displayName("", r.Npub)
+		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
+			if p := c.peers.Peer(a); p != nil && p.Alias != "" {
+				name = p.Alias
+			}
+		}
+		out = append(out, SessionJSON{SnapshotEntry: r, DisplayName: name})
+	}
+	return map[string]any{"sessions": out}
 }

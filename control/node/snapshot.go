@@ -31,6 +31,7 @@ type Snapshot struct {
 	Routing     route.Snapshot
 	RouteStats  route.Stats
 	IDCacheLen  int
+	Sessions    int
 	IDCacheMax  int
 	MeshSize    *uint64
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
@@ -94,7 +95,8 @@ func (n *Node) publish(now time.Time) {
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
-		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max}
+		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
+		Sessions: c.sess.Len()}
 	parent, hasParent := c.tree.Parent()
 	s.Bloom = c.bloom.Snapshot(parent, !hasParent)
 	if est, ok := c.bloom.MeshSizeEstimate(); ok {
