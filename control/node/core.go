@@ -31,6 +31,8 @@ type CoreOptions struct {
 	Session  session.Config // zero: session.DefaultConfig()
 	// IdentityCacheSize bounds the NodeAddr → key cache (node.cache.identity_size).
 	IdentityCacheSize int // zero: 10,000
+	// ECNLoss and ECNETX are node.ecn.{loss,etx}_threshold (0: 0.05, 3.0).
+	ECNLoss, ECNETX float64
 	// TransportMTU is the smallest MTU of the operational transports
 	// (upstream's transport_mtu()); nil: 1280.
 	TransportMTU func() int
@@ -93,6 +95,12 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	}
 	if o.Session.IdleTimeout == 0 {
 		o.Session = session.DefaultConfig()
+	}
+	if o.ECNLoss == 0 {
+		o.ECNLoss = 0.05
+	}
+	if o.ECNETX == 0 {
+		o.ECNETX = 3.0
 	}
 	if o.TransportMTU == nil {
 		o.TransportMTU = func() int { return 1280 }
@@ -168,6 +176,10 @@ func (c *Core) PeerUp(p *peer.Peer) {
 	c.bloom.PeerUp(c.now, p.NodeAddr)
 	c.route.ResetLookupBackoff()
 }
+
+// FirstRTT is the link layer's first-RTT hook: the peer can now be a
+// tree parent, so the tree re-evaluates at once.
+func (c *Core) FirstRTT(p *peer.Peer) { c.tree.FirstRTT(c.now, p.NodeAddr) }
 
 // PeerDown implements peer.Upper.
 func (c *Core) PeerDown(p *peer.Peer, why string) {
@@ -250,9 +262,14 @@ func (e coreTreeEnv) SendTreeAnnounce(peerAddr identity.NodeAddr, msg []byte) er
 	return e.c.peers.SendLink(e.c.now, p, 0, msg)
 }
 
-// LinkCost: no MMP yet, so every link costs 1.0 and is unmeasured; the
-// tree then ranks by depth alone (upstream's cold start).
-func (e coreTreeEnv) LinkCost(identity.NodeAddr) (float64, bool) { return 1.0, false }
+// LinkCost is MMP's etx × (1 + srtt/100 ms); unmeasured before the link's
+// first RTT sample (the tree's cold-start rule).
+func (e coreTreeEnv) LinkCost(a identity.NodeAddr) (float64, bool) {
+	if p := e.c.peers.Peer(a); p != nil {
+		return p.MMP().LinkCost()
+	}
+	return 1.0, false
+}
 
 func (e coreTreeEnv) PeerKey(peerAddr identity.NodeAddr) (identity.PublicKey, bool) {
 	if p := e.c.peers.Peer(peerAddr); p != nil {
@@ -293,8 +310,13 @@ func (l coreLinks) Peers() []identity.NodeAddr {
 
 func (l coreLinks) CanSend(a identity.NodeAddr) bool { return l.c.peers.Peer(a) != nil }
 
-// LinkCost: 1.0 until MMP measures links.
-func (l coreLinks) LinkCost(identity.NodeAddr) float64 { return 1.0 }
+func (l coreLinks) LinkCost(a identity.NodeAddr) float64 {
+	if p := l.c.peers.Peer(a); p != nil {
+		cost, _ := p.MMP().LinkCost()
+		return cost
+	}
+	return 1.0
+}
 
 func (l coreLinks) LinkMTU(a identity.NodeAddr) int {
 	if p := l.c.peers.Peer(a); p != nil {
@@ -303,8 +325,14 @@ func (l coreLinks) LinkMTU(a identity.NodeAddr) int {
 	return 0
 }
 
-// Congested: no ECN congestion signal until MMP measures loss.
-func (l coreLinks) Congested(identity.NodeAddr) bool { return false }
+// Congested is upstream's predicate on the outgoing link: loss ≥ 0.05 or
+// ETX ≥ 3 (node.ecn thresholds).
+func (l coreLinks) Congested(a identity.NodeAddr) bool {
+	if p := l.c.peers.Peer(a); p != nil {
+		return p.MMP().Congested(l.c.opts.ECNLoss, l.c.opts.ECNETX)
+	}
+	return false
+}
 
 func (l coreLinks) Send(a identity.NodeAddr, ce bool, msg []byte) error {
 	p := l.c.peers.Peer(a)

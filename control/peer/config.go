@@ -2,6 +2,8 @@ package peer
 
 import (
 	"time"
+
+	"github.com/fips-go/fips/control/mmp"
 )
 
 // Config holds the node.* settings the link layer uses. Zero values are not
@@ -43,6 +45,8 @@ type Config struct {
 	DrainWindow time.Duration
 	// RetryDialsPerTick bounds reconnect dials started in one tick.
 	RetryDialsPerTick int
+	// MMP is node.mmp.* (link metrics).
+	MMP mmp.Config
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -71,6 +75,7 @@ func DefaultConfig() Config {
 		RekeyDampening:          30 * time.Second,
 		DrainWindow:             10 * time.Second,
 		RetryDialsPerTick:       16,
+		MMP:                     mmp.DefaultConfig(),
 	}
 	c.EstablishedBurst, c.EstablishedRate = DerivedEstablishedBucket(c)
 	return c

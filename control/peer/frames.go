@@ -65,9 +65,29 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		m.stats.DropMalformed++
 		return
 	}
+	p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 		m.stats.HeartbeatsRecv++
+	case wire.MsgSenderReport:
+		if sr, err := wire.ParseSenderReport(in.Message); err == nil {
+			p.mmp.HandleSenderReport(now, sr)
+		} else {
+			m.stats.DropMalformed++
+		}
+	case wire.MsgReceiverReport:
+		rr, err := wire.ParseReceiverReport(in.Message)
+		if err != nil {
+			m.stats.DropMalformed++
+			return
+		}
+		if p.mmp.HandleReceiverReport(now, rr) {
+			// The first RTT sample makes the peer eligible as a tree
+			// parent (upstream's first-RTT hook).
+			if fr, ok := m.upper.(interface{ FirstRTT(*Peer) }); ok {
+				fr.FirstRTT(p)
+			}
+		}
 	case wire.MsgDisconnect:
 		m.stats.DisconnectsRecv++
 		reason := wire.DisconnectOther
@@ -107,13 +127,15 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 		return err
 	}
 	// Stage the plaintext separately: msg may alias the receive buffer.
-	binary.LittleEndian.PutUint32(m.spt[:], uint32(now.Sub(s.start).Milliseconds()))
+	ts := uint32(now.Sub(s.start).Milliseconds())
+	binary.LittleEndian.PutUint32(m.spt[:], ts)
 	copy(m.spt[4:], msg)
 	out, err := s.s.Seal(m.buf[wire.FMPHeaderSize:wire.FMPHeaderSize], ctr, m.buf[:wire.FMPHeaderSize], m.spt[:4+len(msg)])
 	if err != nil {
 		return err
 	}
 	pkt := m.buf[:wire.FMPHeaderSize+len(out)]
+	p.mmp.RecordSent(now, ctr, ts, len(pkt))
 	p.LastSent = now
 	p.Stats.PacketsSent++
 	p.Stats.BytesSent += uint64(len(pkt))

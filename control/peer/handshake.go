@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -321,6 +322,9 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		existing.Transport, existing.Addr, existing.Direction = t, from, Outbound
 		existing.LinkID = l.linkID
 		existing.kbit = false
+		existing.mmp = mmp.NewLink(now, m.cfg.MMP, false)
+		existing.mmp.SetEpoch(now)
+		existing.mmp.SetInitiator(true)
 		m.byIndex[linkKey{t, l.ourIndex}] = &indexEntry{peer: existing, sess: existing.cur}
 		m.byAddr[addrKey{t, from}] = existing
 		if oldT != t || oldAddr != from {
@@ -342,6 +346,9 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	}
 	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
 		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
+	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
+	p.mmp.SetEpoch(now)
+	p.mmp.SetInitiator(dir == Outbound)
 	if st := m.static[p.NodeAddr]; st != nil {
 		p.Alias = st.cfg.Alias
 		st.pending, st.retries = false, 0
@@ -369,6 +376,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	next.kbit = p.kbit
 	p.cur, p.pending = next, nil
 	m.byIndex[linkKey{p.Transport, next.ourIndex}] = &indexEntry{peer: p, sess: next}
+	p.mmp.ResetForRekey(now) // timestamps restart with the new session
 	p.Stats.Rekeys++
 	m.stats.RekeyCutovers++
 	m.log.Debug("rekey cutover", "peer", p.String(), "k", p.kbit)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
 )
@@ -42,7 +43,12 @@ type Peer struct {
 
 	decryptFailures int
 	Stats           PeerStats
+
+	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
 }
+
+// MMP is the peer's link metrics.
+func (p *Peer) MMP() *mmp.Link { return p.mmp }
 
 // PeerStats are per-peer counters.
 type PeerStats struct {

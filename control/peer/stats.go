@@ -42,4 +42,5 @@ type Stats struct {
 	RekeyCutovers        uint64 `json:"rekey_cutovers"`
 	RekeysAbandoned      uint64 `json:"rekeys_abandoned"`
 	SendErrors           uint64 `json:"send_errors"`
+	ReportsSent          uint64 `json:"mmp_reports_sent"`
 }

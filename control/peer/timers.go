@@ -145,6 +145,7 @@ func (m *Manager) Tick(now time.Time) {
 				m.stats.HeartbeatsSent++
 			}
 		}
+		m.sendReports(now, p)
 		m.maybeRekey(now, p)
 	}
 	budget := m.cfg.RetryDialsPerTick
@@ -191,4 +192,33 @@ func sortedValues[K comparable, V any](m map[K]V, cmp func(a, b V) int) []V {
 	}
 	slices.SortFunc(out, cmp)
 	return out
+}
+
+// sendReports sends the MMP reports that are due to p.
+func (m *Manager) sendReports(now time.Time, p *Peer) {
+	sr, rr := p.mmp.Due(now)
+	var buf [wire.ReceiverReportSize]byte
+	if sr {
+		if r, ok := p.mmp.BuildSenderReport(now); ok {
+			if n, err := r.MarshalTo(buf[:]); err == nil {
+				m.sendReport(now, p, buf[:n])
+			}
+		}
+	}
+	if rr {
+		if r, ok := p.mmp.BuildReceiverReport(now); ok {
+			if n, err := r.MarshalTo(buf[:]); err == nil {
+				m.sendReport(now, p, buf[:n])
+			}
+		}
+	}
+}
+
+func (m *Manager) sendReport(now time.Time, p *Peer, msg []byte) {
+	if err := m.SendLink(now, p, 0, msg); err != nil {
+		p.mmp.RecordSendFailure()
+		return
+	}
+	p.mmp.RecordSendSuccess()
+	m.stats.ReportsSent++
 }
