@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"time"
 
 	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
@@ -72,6 +74,10 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Aliases: aliasResolver(statics)}
 	acl.Reload(log)
 
+	ecnLoss, ecnETX := cfg.Node.ECN.LossThreshold, cfg.Node.ECN.ETXThreshold
+	if !cfg.Node.ECN.Enabled {
+		ecnLoss, ecnETX = math.Inf(1), math.Inf(1) // never congested
+	}
 	controlPath := ""
 	if cfg.Node.Control.Enabled {
 		controlPath = cfg.Node.Control.Path()
@@ -82,6 +88,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		TickInterval: time.Duration(cfg.Node.TickIntervalSecs) * time.Second,
 		QueueSize:    int(cfg.Node.Buffers.PacketChannel), DrainTimeout: cfg.Node.DrainTimeout(),
 		Version: Version, ControlSocket: controlPath, LeafOnly: cfg.Node.LeafOnly, Log: log,
+		ECNLoss: ecnLoss, ECNETX: ecnETX,
 	})
 	if err != nil {
 		return err
@@ -161,6 +168,11 @@ func peerConfig(cfg *config.Config) peer.Config {
 	c.RekeyEnabled = n.Rekey.Enabled
 	c.RekeyAfter = secs(n.Rekey.AfterSecs)
 	c.RekeyAfterMessages = n.Rekey.AfterMessages
+	if m, err := mmp.ParseMode(string(n.MMP.Mode)); err == nil {
+		c.MMP.Mode = m
+	}
+	c.MMP.LogInterval = secs(n.MMP.LogIntervalSecs)
+	c.MMP.OWDWindowSize = int(n.MMP.OWDWindowSize)
 	return c
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -116,11 +117,16 @@ func (n *Node) showPeers() ctl.ShowPeers {
 			OurSessionIndex: fmt.Sprintf("%08x", p.OurIndex),
 			HasTreePosition: p.TreeView.HasTreePosition, IsParent: p.TreeView.IsParent, IsChild: p.TreeView.IsChild,
 			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
+			MMP: peerMMP(p.MMP),
 		}
 		if p.TreeView.HasTreePosition {
 			d := uint64(p.TreeView.Depth)
 			info.TreeDepth = &d
-			e := ctl.Float(float64(p.TreeView.Depth) + 1.0) // depth + link cost (1.0 until MMP measures it)
+			cost := 1.0
+			if p.MMP.Quality != nil {
+				cost = *p.MMP.Quality
+			}
+			e := ctl.Float(float64(p.TreeView.Depth) + cost)
 			info.EffectiveDepth = &e
 		}
 		out = append(out, info)
@@ -271,4 +277,18 @@ func asErr(v any) error {
 		return e
 	}
 	return nil
+}
+
+// peerMMP renders the link metrics as show_peers's mmp object.
+func peerMMP(m mmp.Snapshot) *ctl.PeerMMP {
+	f := func(p *float64) *ctl.Float {
+		if p == nil {
+			return nil
+		}
+		return ctl.FloatPtr(*p)
+	}
+	return &ctl.PeerMMP{Mode: m.Mode, SrttMs: f(m.SRTTMs), LossRate: ctl.Float(m.LossRate), ETX: ctl.Float(m.ETX),
+		GoodputBps: ctl.Float(m.GoodputBps), DeliveryRatioForward: ctl.Float(m.DeliveryRatioForward),
+		DeliveryRatioReverse: ctl.Float(m.DeliveryRatioReverse), SmoothedLoss: f(m.SmoothedLoss),
+		SmoothedETX: f(m.SmoothedETX), LQI: f(m.Quality)}
 }

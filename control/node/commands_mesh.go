@@ -7,6 +7,7 @@ import (
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/tree"
@@ -23,6 +24,7 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	r.Register("show_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return n.Do(ctx, func(now time.Time) any { return n.core.route.CacheSnapshot(now) })
 	})
+	r.Register("show_mmp", func(context.Context, json.RawMessage) (any, error) { return n.showMMP(), nil })
 	r.Register("show_sessions", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return n.Do(ctx, func(now time.Time) any { return n.core.sessionsJSON() })
 	})
@@ -170,4 +172,25 @@ func (c *Core) sessionsJSON() map[string]any {
 		out = append(out, SessionJSON{SnapshotEntry: r, DisplayName: name})
 	}
 	return map[string]any{"sessions": out}
+}
+
+// MMPPeerJSON is one show_mmp link row.
+type MMPPeerJSON struct {
+	NodeAddr    string `json:"node_addr"`
+	Npub        string `json:"npub"`
+	DisplayName string `json:"display_name"`
+	mmp.Snapshot
+	LQI *float64 `json:"lqi,omitempty"`
+}
+
+// showMMP is show_mmp: link metrics per peer; session metrics are not
+// measured yet, so sessions is empty.
+func (n *Node) showMMP() map[string]any {
+	s := n.Snapshot()
+	peers := make([]MMPPeerJSON, 0, len(s.Peers))
+	for _, p := range s.Peers {
+		peers = append(peers, MMPPeerJSON{NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub),
+			Snapshot: p.MMP, LQI: p.MMP.Quality})
+	}
+	return map[string]any{"peers": peers, "sessions": []any{}}
 }

@@ -62,6 +62,9 @@ type Options struct {
 	ControlSocket  string
 	LeafOnly       bool
 	Log            *slog.Logger
+	// ECNLoss and ECNETX are the congestion thresholds (node.ecn); zero
+	// means upstream's 0.05 and 3.0.
+	ECNLoss, ECNETX float64
 }
 
 // Node is a running node.
@@ -124,7 +127,8 @@ func New(o Options) (*Node, error) {
 		n.transports[t.ID()] = t
 		n.order = append(n.order, t.ID())
 	}
-	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log}, n)
+	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
+		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU}, n)
 	if err != nil {
 		return nil, err
 	}
@@ -323,3 +327,19 @@ func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
 
 // pid is reported by show_status.
 func pid() int { return os.Getpid() }
+
+// transportMTU is upstream's transport_mtu(): the smallest MTU of the
+// transports that are up, else 1280.
+func (n *Node) transportMTU() int {
+	m := 0
+	for _, id := range n.order {
+		t := n.transports[id]
+		if t.State() == transport.StateUp && (m == 0 || t.MTU() < m) {
+			m = t.MTU()
+		}
+	}
+	if m == 0 {
+		return 1280
+	}
+	return m
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/tree"
 	"sort"
 	"time"
@@ -66,6 +67,7 @@ type PeerView struct {
 	TreeView        tree.PeerView
 	HasTreeView     bool
 	Bloom           bloom.PeerInfo
+	MMP             mmp.Snapshot
 }
 
 // TransportView is one transport.
@@ -117,6 +119,7 @@ func (n *Node) publish(now time.Time) {
 		}
 		v.TreeView, v.HasTreeView = c.tree.PeerView(p.NodeAddr)
 		v.Bloom, _ = c.bloom.Peer(p.NodeAddr)
+		v.MMP = p.MMP().Snapshot()
 		s.Names[p.NodeAddr] = nameInfo{npub: p.PublicKey.Npub(), alias: p.Alias}
 		if t := n.transports[p.Transport]; t != nil {
 			v.TransportType = t.Type()
