@@ -9,6 +9,7 @@ import (
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
@@ -29,6 +30,8 @@ type CoreOptions struct {
 	Bloom    bloom.Config   // zero: bloom.DefaultConfig()
 	Route    route.Config   // zero: route.DefaultConfig()
 	Session  session.Config // zero: session.DefaultConfig()
+	// SessionMMP is node.session_mmp.* (zero: mmp.DefaultSessionConfig()).
+	SessionMMP mmp.Config
 	// IdentityCacheSize bounds the NodeAddr → key cache (node.cache.identity_size).
 	IdentityCacheSize int // zero: 10,000
 	// ECNLoss and ECNETX are node.ecn.{loss,etx}_threshold (0: 0.05, 3.0).
@@ -56,6 +59,7 @@ type Core struct {
 	bloom *bloom.State
 	route *route.Router
 	sess  *session.Table
+	smmp  map[identity.NodeAddr]*sessionMetrics
 	ids   *identityCache
 	opts  CoreOptions
 	env   Env
@@ -102,11 +106,14 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	if o.ECNETX == 0 {
 		o.ECNETX = 3.0
 	}
+	if o.SessionMMP == (mmp.Config{}) {
+		o.SessionMMP = mmp.DefaultSessionConfig()
+	}
 	if o.TransportMTU == nil {
 		o.TransportMTU = func() int { return 1280 }
 	}
 	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize), opts: o,
-		lookups:  map[identity.NodeAddr]route.LookupEvent{},
+		lookups: map[identity.NodeAddr]route.LookupEvent{}, smmp: map[identity.NodeAddr]*sessionMetrics{},
 		linkMsgs: map[wire.MsgType]uint64{}, rejected: map[string]uint64{}}
 	pm, err := peer.New(o.Peer, o.Identity, env, c, o.Log, o.Rand)
 	if err != nil {
@@ -166,6 +173,7 @@ func (c *Core) Tick(now time.Time) {
 	c.bloom.Tick(now)
 	c.route.Tick(now)
 	c.sess.Tick(now)
+	c.sessionReports(now)
 }
 
 // PeerUp implements peer.Upper.
@@ -295,6 +303,7 @@ func (e coreBloomEnv) IsTreePeer(peerAddr identity.NodeAddr) bool {
 
 // deliver hands a datagram addressed to this node to the session layer.
 func (c *Core) deliver(d *route.Delivery) {
+	c.observePathMTU(d.Src, d.PathMTU)
 	c.sess.HandleFSP(c.now, d.Src, d.From, d.CE, d.Payload)
 }
 
@@ -421,10 +430,22 @@ func (u coreSessionUpper) Deliver(now time.Time, src identity.NodeAddr, srcPort,
 	u.c.undelivered++
 }
 
-// Frame feeds session MMP (not wired in yet).
-func (u coreSessionUpper) Frame(time.Time, identity.NodeAddr, session.Frame) {}
+// Frame feeds session MMP.
+func (u coreSessionUpper) Frame(now time.Time, src identity.NodeAddr, f session.Frame) {
+	u.c.sessionFrame(now, src, f)
+}
 
-func (u coreSessionUpper) Event(_ time.Time, ev session.Event) {
+func (u coreSessionUpper) Event(now time.Time, ev session.Event) {
 	u.c.dirty = true
+	switch ev.Kind {
+	case session.EventUp:
+		u.c.sessionUp(now, ev.Remote, ev.Initiator)
+	case session.EventDown:
+		delete(u.c.smmp, ev.Remote)
+	case session.EventRekeyed:
+		if sm := u.c.smmp[ev.Remote]; sm != nil {
+			sm.link.ResetForRekey(now)
+		}
+	}
 	u.c.log.Debug("session event", "event", ev)
 }

@@ -112,7 +112,12 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 	if n > len(m.buf) {
 		return fmt.Errorf("link message of %d bytes too large", len(msg))
 	}
-	if mtu := m.env.LinkMTU(p.Transport, p.Addr); mtu > 0 && n > mtu {
+	// The link MTU bounds the data path (SessionDatagrams, which the
+	// router answers with MtuExceeded). Control messages go regardless, as
+	// upstream's UDP path sends them: a FilterAnnounce alone is 1072 bytes
+	// on the wire, and a narrow link must still learn its neighbours'
+	// filters. A transport that cannot carry one refuses it itself.
+	if mtu := m.env.LinkMTU(p.Transport, p.Addr); mtu > 0 && n > mtu && wire.MsgType(msg[0]) == wire.MsgSessionDatagram {
 		return &transport.MTUError{Size: n, MTU: mtu}
 	}
 	ctr, err := s.s.NextSendCounter()

@@ -64,6 +64,9 @@ type Node struct {
 	Core  *node.Core
 	net   *Net
 	down  bool
+	// MTU is this node's transport MTU (default 1280): the link MTU of
+	// everything it sends, and its transport_mtu().
+	MTU int
 	// Received holds the datagrams delivered to this node, in order
 	// (bounded by MaxReceived; the overflow is counted).
 	Received        []Datagram
@@ -157,9 +160,9 @@ func (n *Net) AddNodes(k int) []*Node {
 func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	i := len(n.nodes)
 	ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n}
+	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n, MTU: 1280}
 	core, err := node.NewCore(n.now, node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
-		Rand: rngReader{n.rng}, Deliver: nd.deliver}, nd)
+		Rand: rngReader{n.rng}, Deliver: nd.deliver, TransportMTU: func() int { return nd.MTU }}, nd)
 	if err != nil {
 		panic(err)
 	}
@@ -241,7 +244,7 @@ func (nd *Node) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
 }
 
 // LinkMTU implements node.Env.
-func (nd *Node) LinkMTU(transport.ID, transport.Addr) int { return 1280 }
+func (nd *Node) LinkMTU(transport.ID, transport.Addr) int { return nd.MTU }
 
 // AcceptConnections implements node.Env.
 func (nd *Node) AcceptConnections(transport.ID) bool { return true }

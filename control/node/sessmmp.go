@@ -1,0 +1,100 @@
+package node
+
+import (
+	"slices"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/session"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// sessionMetrics is the session-layer MMP of one established session:
+// ReceiverReports both ways give the end-to-end RTT and loss, and the
+// destination side reports the forward path MTU (PathMtuNotification).
+// SenderReports are not sent: the session table reports received frames
+// only, and upstream's receivers ignore SR content anyway.
+type sessionMetrics struct {
+	link *mmp.Link
+}
+
+func (c *Core) sessionUp(now time.Time, remote identity.NodeAddr, initiator bool) {
+	l := mmp.NewLink(now, c.opts.SessionMMP, true)
+	l.SetEpoch(now)
+	l.SetInitiator(initiator)
+	c.smmp[remote] = &sessionMetrics{link: l}
+}
+
+func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Frame) {
+	sm := c.smmp[src]
+	if sm == nil {
+		return
+	}
+	sm.link.RecordRecv(now, f.Counter, f.Timestamp, f.Size, f.CE)
+	switch f.Type {
+	case wire.SessionMsgReceiverReport:
+		if rr, err := wire.ParseSessionReceiverReport(f.Body); err == nil {
+			sm.link.HandleReceiverReport(now, rr.ReceiverReport)
+			if srtt, ok := sm.link.SRTT(); ok {
+				sm.link.PathMTU().UpdateInterval(srtt)
+			}
+		}
+	case wire.SessionMsgPathMtuNotification:
+		if n, err := wire.ParsePathMtuNotification(f.Body); err == nil {
+			sm.link.PathMTU().ApplyNotification(now, n.PathMTU)
+		}
+	}
+}
+
+// observePathMTU records the forward-path MTU a datagram from src saw.
+func (c *Core) observePathMTU(src identity.NodeAddr, mtu uint16) {
+	if sm := c.smmp[src]; sm != nil && mtu != 0 {
+		sm.link.PathMTU().Observe(mtu)
+	}
+}
+
+// sessionReports sends the session reports and notifications that are due.
+func (c *Core) sessionReports(now time.Time) {
+	keys := make([]identity.NodeAddr, 0, len(c.smmp))
+	for k := range c.smmp {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, identity.NodeAddr.Compare)
+	for _, dest := range keys {
+		sm := c.smmp[dest]
+		if _, rr := sm.link.Due(now); rr {
+			if r, ok := sm.link.BuildReceiverReport(now); ok {
+				var body [wire.SessionReceiverReportSize]byte
+				if _, err := (wire.SessionReceiverReport{ReceiverReport: r}).MarshalTo(body[:]); err == nil {
+					c.sessionSend(now, sm, dest, wire.SessionMsgReceiverReport, body[:])
+				}
+			}
+		}
+		if p := sm.link.PathMTU(); p.NotificationDue(now) {
+			if mtu, ok := p.BuildNotification(now); ok {
+				var b [wire.PathMtuNotificationSize]byte
+				if _, err := (wire.PathMtuNotification{PathMTU: mtu}).MarshalTo(b[:]); err == nil {
+					c.sessionSend(now, sm, dest, wire.SessionMsgPathMtuNotification, b[:])
+				}
+			}
+		}
+	}
+}
+
+func (c *Core) sessionSend(now time.Time, sm *sessionMetrics, dest identity.NodeAddr, t wire.SessionMessageType, body []byte) {
+	if err := c.sess.SendMessage(now, dest, t, body); err != nil {
+		sm.link.RecordSendFailure()
+		return
+	}
+	sm.link.RecordSendSuccess()
+}
+
+// SessionMMP returns the metrics of the session with remote.
+func (c *Core) SessionMMP(remote identity.NodeAddr) (*mmp.Link, bool) {
+	sm := c.smmp[remote]
+	if sm == nil {
+		return nil, false
+	}
+	return sm.link, true
+}
