@@ -183,8 +183,16 @@ type MMPPeerJSON struct {
 	LQI *float64 `json:"lqi,omitempty"`
 }
 
-// showMMP is show_mmp: link metrics per peer; session metrics are not
-// measured yet, so sessions is empty.
+// MMPSessionJSON is one show_mmp session row.
+type MMPSessionJSON struct {
+	RemoteAddr  string `json:"remote_addr"`
+	DisplayName string `json:"display_name"`
+	mmp.Snapshot
+	SQI *float64 `json:"sqi,omitempty"`
+}
+
+// showMMP is show_mmp: link metrics per peer, end-to-end metrics per
+// session.
 func (n *Node) showMMP() map[string]any {
 	s := n.Snapshot()
 	peers := make([]MMPPeerJSON, 0, len(s.Peers))
@@ -192,5 +200,10 @@ func (n *Node) showMMP() map[string]any {
 		peers = append(peers, MMPPeerJSON{NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub),
 			Snapshot: p.MMP, LQI: p.MMP.Quality})
 	}
-	return map[string]any{"peers": peers, "sessions": []any{}}
+	sessions := make([]MMPSessionJSON, 0, len(s.SessionMMP))
+	for _, v := range s.SessionMMP {
+		sessions = append(sessions, MMPSessionJSON{RemoteAddr: v.Remote.String(), DisplayName: s.displayName(v.Remote),
+			Snapshot: v.MMP, SQI: v.MMP.Quality})
+	}
+	return map[string]any{"peers": peers, "sessions": sessions}
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/tree"
+	"slices"
 	"sort"
 	"time"
 
@@ -33,6 +34,7 @@ type Snapshot struct {
 	RouteStats  route.Stats
 	IDCacheLen  int
 	Sessions    int
+	SessionMMP  []SessionMMPView
 	IDCacheMax  int
 	MeshSize    *uint64
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
@@ -99,6 +101,9 @@ func (n *Node) publish(now time.Time) {
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len()}
+	for _, a := range sortedAddrs(c.smmp) {
+		s.SessionMMP = append(s.SessionMMP, SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()})
+	}
 	parent, hasParent := c.tree.Parent()
 	s.Bloom = c.bloom.Snapshot(parent, !hasParent)
 	if est, ok := c.bloom.MeshSizeEstimate(); ok {
@@ -142,4 +147,19 @@ func (n *Node) publish(now time.Time) {
 		s.LinkMsgs[k.String()] = v
 	}
 	n.snap.Store(s)
+}
+
+// SessionMMPView is one session's metrics.
+type SessionMMPView struct {
+	Remote identity.NodeAddr
+	MMP    mmp.Snapshot
+}
+
+func sortedAddrs[V any](m map[identity.NodeAddr]V) []identity.NodeAddr {
+	out := make([]identity.NodeAddr, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, identity.NodeAddr.Compare)
+	return out
 }
