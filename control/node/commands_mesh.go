@@ -156,7 +156,8 @@ func (n *Node) showBloom() bloom.Snapshot {
 // SessionJSON is one show_sessions entry.
 type SessionJSON struct {
 	session.SnapshotEntry
-	DisplayName string `json:"display_name"`
+	DisplayName string        `json:"display_name"`
+	MMP         *mmp.Snapshot `json:"mmp,omitempty"`
 }
 
 func (c *Core) sessionsJSON() map[string]any {
@@ -169,7 +170,14 @@ func (c *Core) sessionsJSON() map[string]any {
 				name = p.Alias
 			}
 		}
-		out = append(out, SessionJSON{SnapshotEntry: r, DisplayName: name})
+		row := SessionJSON{SnapshotEntry: r, DisplayName: name}
+		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
+			if sm := c.smmp[a]; sm != nil {
+				snap := sm.link.Snapshot()
+				row.MMP = &snap
+			}
+		}
+		out = append(out, row)
 	}
 	return map[string]any{"sessions": out}
 }
