@@ -10,13 +10,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/fallback/tcp"
 	"github.com/fips-go/fips/fallback/udp"
 )
@@ -89,6 +93,10 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		QueueSize:    int(cfg.Node.Buffers.PacketChannel), DrainTimeout: cfg.Node.DrainTimeout(),
 		Version: Version, ControlSocket: controlPath, LeafOnly: cfg.Node.LeafOnly, Log: log,
 		ECNLoss: ecnLoss, ECNETX: ecnETX,
+		Tree: tree.Config(cfg.Node.Tree), Bloom: bloom.Config{UpdateDebounce: ms(cfg.Node.Bloom.UpdateDebounceMs),
+			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR},
+		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
+		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 	})
 	if err != nil {
 		return err
@@ -149,7 +157,6 @@ func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *sl
 func peerConfig(cfg *config.Config) peer.Config {
 	c := peer.DefaultConfig()
 	n := cfg.Node
-	secs := func(s uint64) time.Duration { return time.Duration(s) * time.Second }
 	c.HeartbeatInterval = secs(n.HeartbeatIntervalSecs)
 	c.LinkDeadTimeout = secs(n.LinkDeadTimeoutSecs)
 	rl := n.RateLimit
@@ -168,11 +175,54 @@ func peerConfig(cfg *config.Config) peer.Config {
 	c.RekeyEnabled = n.Rekey.Enabled
 	c.RekeyAfter = secs(n.Rekey.AfterSecs)
 	c.RekeyAfterMessages = n.Rekey.AfterMessages
-	if m, err := mmp.ParseMode(string(n.MMP.Mode)); err == nil {
-		c.MMP.Mode = m
+	c.MMP = mmpConfig(n.MMP)
+	return c
+}
+
+func ms(v uint64) time.Duration   { return time.Duration(v) * time.Millisecond }
+func secs(v uint64) time.Duration { return time.Duration(v) * time.Second }
+
+func mmpConfig(m config.MMPConfig) mmp.Config {
+	c := mmp.DefaultConfig()
+	if mode, err := mmp.ParseMode(string(m.Mode)); err == nil {
+		c.Mode = mode
 	}
-	c.MMP.LogInterval = secs(n.MMP.LogIntervalSecs)
-	c.MMP.OWDWindowSize = int(n.MMP.OWDWindowSize)
+	c.LogInterval = secs(m.LogIntervalSecs)
+	c.OWDWindowSize = int(m.OWDWindowSize)
+	return c
+}
+
+func routeConfig(cfg *config.Config) route.Config {
+	c := route.DefaultConfig()
+	n := cfg.Node
+	c.CoordCacheSize, c.CoordCacheTTL = int(n.Cache.CoordSize), secs(n.Cache.CoordTTLSecs)
+	c.SessionTTL = n.Session.DefaultTTL
+	c.LookupTTL = n.Lookup.TTL
+	c.LookupAttemptTimeouts = nil
+	for _, s := range n.Lookup.AttemptTimeoutsSecs {
+		c.LookupAttemptTimeouts = append(c.LookupAttemptTimeouts, secs(s))
+	}
+	c.LookupRecentExpiry = secs(n.Lookup.RecentExpirySecs)
+	c.LookupForwardInterval = secs(n.Lookup.ForwardMinIntervalSecs)
+	c.LookupBackoffBase, c.LookupBackoffMax = secs(n.Lookup.BackoffBaseSecs), secs(n.Lookup.BackoffMaxSecs)
+	return c
+}
+
+func sessionConfig(cfg *config.Config) session.Config {
+	c := session.DefaultConfig()
+	n := cfg.Node
+	c.IdleTimeout = secs(n.Session.IdleTimeoutSecs)
+	c.CoordsWarmupPackets = n.Session.CoordsWarmupPackets
+	c.CoordsResponseInterval = ms(n.Session.CoordsResponseIntervalMs)
+	c.PendingPerDest, c.PendingMaxDests = int(n.Session.PendingPacketsPerDest), int(n.Session.PendingMaxDestinations)
+	c.SetupBurst, c.SetupRate = int(n.RateLimit.SessionSetupBurst), n.RateLimit.SessionSetupRate
+	eb, er := cfg.EstablishedSessionSetupBucket()
+	c.EstablishedSetupBurst, c.EstablishedSetupRate = int(eb), er
+	c.HandshakeResendInterval = ms(n.RateLimit.HandshakeResendIntervalMs)
+	c.HandshakeResendBackoff = n.RateLimit.HandshakeResendBackoff
+	c.HandshakeMaxResends = int(n.RateLimit.HandshakeMaxResends)
+	c.HandshakeTimeout = secs(n.RateLimit.HandshakeTimeoutSecs)
+	c.RekeyEnabled, c.RekeyAfter, c.RekeyMessages = n.Rekey.Enabled, secs(n.Rekey.AfterSecs), n.Rekey.AfterMessages
 	return c
 }
 

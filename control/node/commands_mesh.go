@@ -15,6 +15,7 @@ import (
 
 // registerMesh installs the routing-layer commands.
 func (n *Node) registerMesh(r ctlRegistry) {
+	n.registerProbe(r)
 	r.Register("show_tree", func(context.Context, json.RawMessage) (any, error) { return n.showTree(), nil })
 	r.Register("show_bloom", func(context.Context, json.RawMessage) (any, error) { return n.showBloom(), nil })
 	r.Register("show_routing", func(context.Context, json.RawMessage) (any, error) { return n.showRouting(), nil })

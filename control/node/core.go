@@ -97,7 +97,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	if o.IdentityCacheSize <= 0 {
 		o.IdentityCacheSize = 10_000
 	}
-	if o.Session.IdleTimeout == 0 {
+	if o.Session == (session.Config{}) {
 		o.Session = session.DefaultConfig()
 	}
 	if o.ECNLoss == 0 {

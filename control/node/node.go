@@ -10,9 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/tree"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -65,6 +70,14 @@ type Options struct {
 	// ECNLoss and ECNETX are the congestion thresholds (node.ecn); zero
 	// means upstream's 0.05 and 3.0.
 	ECNLoss, ECNETX float64
+	// Subsystem settings from fips.yaml; zero values mean upstream's
+	// defaults (see CoreOptions).
+	Tree              tree.Config
+	Bloom             bloom.Config
+	Route             route.Config
+	Session           session.Config
+	SessionMMP        mmp.Config
+	IdentityCacheSize int
 }
 
 // Node is a running node.
@@ -128,7 +141,9 @@ func New(o Options) (*Node, error) {
 		n.order = append(n.order, t.ID())
 	}
 	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
-		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU}, n)
+		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU,
+		Tree: o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
+		IdentityCacheSize: o.IdentityCacheSize}, n)
 	if err != nil {
 		return nil, err
 	}
