@@ -146,6 +146,7 @@ func (m *Manager) Tick(now time.Time) {
 			}
 		}
 		m.sendReports(now, p)
+		m.logMetrics(now, p)
 		m.maybeRekey(now, p)
 	}
 	budget := m.cfg.RetryDialsPerTick
@@ -221,4 +222,19 @@ func (m *Manager) sendReport(now time.Time, p *Peer, msg []byte) {
 	}
 	p.mmp.RecordSendSuccess()
 	m.stats.ReportsSent++
+}
+
+// logMetrics writes the periodic MMP line for p (node.mmp.log_interval_secs).
+func (m *Manager) logMetrics(now time.Time, p *Peer) {
+	if !p.mmp.LogDue(now) {
+		return
+	}
+	p.mmp.MarkLogged(now)
+	srtt, ok := p.mmp.SRTT()
+	if !ok {
+		return
+	}
+	fwd, rev := p.mmp.DeliveryRatios()
+	m.log.Info("link metrics", "peer", p.String(), "srtt", srtt.Round(time.Microsecond), "loss", p.mmp.Loss(),
+		"etx", p.mmp.ETX(), "delivery_fwd", fwd, "delivery_rev", rev, "jitter", p.mmp.Jitter(), "goodput_bps", p.mmp.Goodput())
 }
