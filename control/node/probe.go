@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // The probe is a reachability diagnosis run by the node on request of the
@@ -21,19 +22,17 @@ import (
 // driver goroutine every probeTick and on every poll, and its report is
 // read by polling. All job state is touched only on the event loop.
 //
-// The rtt stage: fips-go has no session-layer MMP yet, so the probe
-// measures one round trip itself, from the moment it sent the SessionSetup
-// of the session it opened to the moment the SessionAck was processed
-// (the session's establishment time). That figure includes the
-// responder's handshake processing, and it cannot be taken on a session
-// the probe did not open.
+// The rtt stage reads the session's MMP: a sample arrives with the first
+// ReceiverReport the remote sends on a warmup from us.
 
 const (
-	maxProbes      = 8                      // in flight; finished jobs awaiting their poll do not count
-	probeTick      = 100 * time.Millisecond // driver period; stage timings are quantized to it
-	probeReap      = 30 * time.Second       // a finished job nobody polls is forgotten after this
-	probeSessionMS = 5000                   // handshake budget floor (two resends)
-	probeDoTimeout = 200 * time.Millisecond // one driver step's wait for the loop
+	maxProbes        = 8                      // in flight; finished jobs awaiting their poll do not count
+	probeTick        = 100 * time.Millisecond // driver period; stage timings are quantized to it
+	probeReap        = 30 * time.Second       // a finished job nobody polls is forgotten after this
+	probeSessionMS   = 5000                   // handshake budget floor (two resends)
+	probeDoTimeout   = 200 * time.Millisecond // one driver step's wait for the loop
+	probeRTTMS       = 3000                   // rtt budget floor: the remote's report cold start and two of its ticks
+	probeWarmupRetry = time.Second            // the one warmup retransmit
 )
 
 // Stage verdicts and the reasons the probe can report.
@@ -178,6 +177,9 @@ type probeJob struct {
 	owned       bool      // the probe opened the session
 	initiatedAt time.Time // when it sent the SessionSetup
 	ownedStart  time.Time // the owned session's establishment time
+
+	rttBase    mmp.Stats // session MMP counters when the rtt stage began
+	lastWarmup time.Time
 }
 
 func (j *probeJob) finished() bool { return j.stage == stageDone }
@@ -223,7 +225,7 @@ func (n *Node) probeBudget() (time.Duration, []uint64) {
 	if secs == nil {
 		secs = []uint64{}
 	}
-	return 2*probeTick + ladder + 2*probeTick + probeSessionMS*time.Millisecond + 4*probeTick, secs
+	return 2*probeTick + ladder + 2*probeTick + probeSessionMS*time.Millisecond + max(probeRTTMS*time.Millisecond, 4*probeTick), secs
 }
 
 func (n *Node) apiProbeStart(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -736,34 +738,63 @@ func (n *Node) probeSession(now time.Time, j *probeJob) {
 	}
 }
 
-// probeRTT records the handshake round trip of the session the probe
-// opened (see the package comment at the top of this file).
+// probeRTT waits for a round-trip sample from the session's MMP. The
+// remote sends a ReceiverReport only for an interval in which it received
+// something, so the probe sends a CoordsWarmup (ignored by the receiver
+// beyond its metrics), once more after probeWarmupRetry if no report came.
 func (n *Node) probeRTT(now time.Time, j *probeJob) {
-	in, ok := n.core.sess.Session(j.target)
-	if !j.owned {
-		j.settle(now, verdictSkipped, "preexisting",
-			"fips-go has no session-layer MMP yet: the probe measures RTT only from a handshake it performs itself")
-		return
-	}
+	r := &j.rep.RTT
+	link, ok := n.core.SessionMMP(j.target)
 	if !ok {
 		j.settle(now, verdictFailed, "no_report", "the session went away before it could be measured")
 		return
 	}
-	if in.ResendCount > 0 {
-		j.settle(now, verdictSkipped, "handshake_resent",
-			fmt.Sprintf("the SessionSetup was resent %d time(s), so the handshake time is not one round trip", in.ResendCount))
+	st := link.Stats()
+	if r.Verdict == verdictPending {
+		r.Verdict = verdictRunning
+		j.rttBase = st
+		n.probeWarmup(now, j)
 		return
 	}
-	d := j.ownedStart.Sub(j.initiatedAt)
-	ms := float64(d.Microseconds()) / 1000
-	whole := uint64(math.Round(ms))
-	r := &j.rep.RTT
-	r.RTTMs, r.SRTTMs, r.Samples = &whole, &ms, 1
-	if whole == 0 {
-		r.ZeroSamples = 1
+	r.ReportsSeen = st.ReportsSeen - j.rttBase.ReportsSeen
+	r.Samples = st.RTTSamples - j.rttBase.RTTSamples
+	r.ZeroSamples = st.RTTZero - j.rttBase.RTTZero
+	r.ArithFailures = st.RTTArithFail - j.rttBase.RTTArithFail
+	if r.Samples > 0 {
+		if d, ok := link.LastRTT(); ok {
+			ms := uint64(d / time.Millisecond)
+			r.RTTMs = &ms
+		}
+		if d, ok := link.SRTT(); ok {
+			ms := float64(d.Microseconds()) / 1000
+			r.SRTTMs = &ms
+		}
+		j.settle(now, verdictOK, "", "")
+		return
 	}
-	j.settle(now, verdictOK, "",
-		"one sample, measured from the session handshake (SessionSetup sent to SessionAck processed, responder processing included); fips-go has no session-layer MMP yet")
+	if r.ReportsSeen == 0 && j.rep.Cleanup.WarmupsSent < 2 && now.Sub(j.lastWarmup) >= probeWarmupRetry {
+		n.probeWarmup(now, j)
+	}
+	if now.Sub(j.stageStart) < probeRTTMS*time.Millisecond {
+		return
+	}
+	switch {
+	case r.ReportsSeen == 0:
+		j.settle(now, verdictFailed, "no_report", "")
+	case r.ArithFailures > 0:
+		j.settle(now, verdictFailed, "bad_timestamp_echo", "")
+	case r.ZeroSamples > 0:
+		j.settle(now, verdictFailed, "sub_millisecond", "")
+	default:
+		j.settle(now, verdictFailed, "no_echo", "")
+	}
+}
+
+func (n *Node) probeWarmup(now time.Time, j *probeJob) {
+	j.lastWarmup = now
+	if err := n.core.sess.SendMessage(now, j.target, wire.SessionMsgCoordsWarmup, nil); err == nil {
+		j.rep.Cleanup.WarmupsSent++
+	}
 }
 
 // cancelProbe settles j now: unsettled stages are skipped, a session it
