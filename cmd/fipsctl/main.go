@@ -40,6 +40,7 @@ func commands() []command {
 		{"connect", "connect to a peer: connect PEER ADDRESS TRANSPORT", runConnect},
 		{"disconnect", "disconnect a peer: disconnect PEER", runDisconnect},
 		{"stats", "counter families: stats metrics", runStats},
+		{"probe", "diagnose reachability of a mesh node: probe TARGET [--json] [--timeout S]", runProbe},
 	}
 }
 
