@@ -174,9 +174,10 @@ type probeJob struct {
 	lookupOutcome route.StartOutcome
 	skipReason    string // bloom's skip reason, repeated by discovery
 
-	owned       bool      // the probe opened the session
-	initiatedAt time.Time // when it sent the SessionSetup
-	ownedStart  time.Time // the owned session's establishment time
+	sessionAtStart bool      // a session to the target existed when the probe began
+	owned          bool      // the probe opened the session
+	initiatedAt    time.Time // when it sent the SessionSetup
+	ownedStart     time.Time // the owned session's establishment time
 
 	rttBase    mmp.Stats // session MMP counters when the rtt stage began
 	lastWarmup time.Time
@@ -284,6 +285,7 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	budget, secs := n.probeBudget()
 	_, idCached := n.core.ids.Lookup(target)
 	j := &probeJob{pk: pk, target: target, started: now, stageStart: now, deadline: now.Add(budget)}
+	_, j.sessionAtStart = n.core.sess.Session(target)
 	j.rep = ProbeReport{ProbeID: t.next, Overall: "running", TickMs: uint64(probeTick / time.Millisecond),
 		Target: ProbeTarget{Npub: npub, NodeAddr: target.String(), DisplayName: n.probeName(target, npub),
 			IPv6Addr: target.IPv6().String()},
@@ -695,9 +697,15 @@ func (n *Node) probeSession(now time.Time, j *probeJob) {
 	in, exists := n.core.sess.Session(j.target)
 	if s.Verdict == verdictPending {
 		s.Verdict = verdictRunning
-		if exists {
+		switch {
+		case exists && !j.sessionAtStart && in.Initiator:
+			// Opened since the probe began: the node initiates a session
+			// when a lookup it started is answered, and that lookup was
+			// the probe's. The teardown checks that no traffic adopted it.
+			j.owned, j.initiatedAt = true, now
+		case exists:
 			s.Preexisting = true
-		} else {
+		default:
 			if err := n.core.sess.RetryAfterDiscovery(now, j.target); err != nil {
 				j.settle(now, verdictFailed, "send_error", err.Error())
 				j.skipRest(now, "not_reached", "")
@@ -813,7 +821,8 @@ func (n *Node) finishProbe(now time.Time, j *probeJob, overall string) {
 	c := &j.rep.Cleanup
 	in, exists := n.core.sess.Session(j.target)
 	switch {
-	case j.rep.Session.Preexisting && exists:
+	case j.rep.Session.Preexisting:
+		// Not ours: never torn down, whatever became of it.
 		c.SessionLeftIntact, c.LeftIntactReason = true, strp("preexisting")
 	case j.owned && exists:
 		switch {
