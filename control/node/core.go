@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
@@ -84,6 +85,9 @@ type Core struct {
 func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
 	}
 	if o.Tree == (tree.Config{}) {
 		o.Tree = tree.DefaultConfig()
