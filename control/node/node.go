@@ -100,6 +100,11 @@ type Node struct {
 	started time.Time
 
 	runOnce sync.Once
+
+	probeTab *probeTable
+	// bg tracks goroutines the node starts besides Run's own (the probe
+	// driver); Run waits for them before it returns.
+	bg sync.WaitGroup
 }
 
 type request struct {
@@ -132,6 +137,7 @@ func New(o Options) (*Node, error) {
 		transports: map[transport.ID]transport.Transport{},
 		rx:         make(chan transport.Packet, o.QueueSize),
 		requests:   make(chan request),
+		probeTab:   &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -207,6 +213,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.publish(now)
 	n.loop(ctx)
 	n.shutdown()
+	n.bg.Wait()
 	return nil
 }
 

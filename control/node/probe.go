@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
@@ -191,17 +190,9 @@ type probeTable struct {
 	driving bool
 }
 
-// probeTables holds each Node's table; the tables themselves are touched
-// only on their node's event loop.
-var probeTables sync.Map // *Node → *probeTable
-
-func (n *Node) probes() *probeTable {
-	if t, ok := probeTables.Load(n); ok {
-		return t.(*probeTable)
-	}
-	t, _ := probeTables.LoadOrStore(n, &probeTable{jobs: map[uint64]*probeJob{}, next: 1})
-	return t.(*probeTable)
-}
+// probes is the node's probe table; its jobs are touched only on the
+// event loop.
+func (n *Node) probes() *probeTable { return n.probeTab }
 
 // registerProbe installs probe_start, probe_poll and probe_cancel.
 func (n *Node) registerProbe(r ctlRegistry) {
@@ -264,7 +255,11 @@ func (n *Node) apiProbeStart(ctx context.Context, raw json.RawMessage) (any, err
 	}
 	s := v.(started)
 	if s.drive {
-		go n.driveProbes()
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			n.driveProbes()
+		}()
 	}
 	return s.data, nil
 }
@@ -407,7 +402,6 @@ func (n *Node) driveProbes() {
 	for range tick.C {
 		switch n.State() {
 		case StateDraining, StateStopping, StateStopped, StateFailed:
-			probeTables.Delete(n)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), probeDoTimeout)

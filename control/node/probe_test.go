@@ -23,7 +23,6 @@ func probeTestNode(t *testing.T) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { probeTables.Delete(n) })
 	return n
 }
 

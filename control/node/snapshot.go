@@ -1,13 +1,14 @@
 package node
 
 import (
+	"slices"
+	"sort"
+	"time"
+
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/tree"
-	"slices"
-	"sort"
-	"time"
 
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
