@@ -47,9 +47,28 @@ func deref(p *string) string {
 
 type sessionsJSON struct {
 	Sessions []struct {
-		RemoteAddr string `json:"remote_addr"`
-		State      string `json:"state"`
+		RemoteAddr string          `json:"remote_addr"`
+		State      string          `json:"state"`
+		MMP        json.RawMessage `json:"mmp"`
 	} `json:"sessions"`
+}
+
+// sessionWithMMP reports whether d has an established session to addr
+// carrying MMP figures.
+func sessionWithMMP(d *Daemon, addr string) bool {
+	var s sessionsJSON
+	if d.Call("show_sessions", nil, &s) != nil {
+		return false
+	}
+	for _, e := range s.Sessions {
+		if e.RemoteAddr == addr && e.State == "established" && len(e.MMP) > 2 {
+			var m map[string]any
+			if json.Unmarshal(e.MMP, &m) == nil && m["etx"] != nil && m["loss_rate"] != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasSession(t *testing.T, d *Daemon, addr string) bool {
@@ -66,12 +85,14 @@ func hasSession(t *testing.T, d *Daemon, addr string) bool {
 	return false
 }
 
-// TestProbeAcrossALine runs three daemons A—B—C and probes C from A with
-// fipsctl: a lookup, a two-hop path, a session the probe opens and tears
-// down, and an RTT from session MMP. Then two probes overlap so the second
-// finds the first one's session pre-existing and leaves it alone.
+// TestProbeAcrossALine runs four daemons A—B—C—D and probes D, three hops
+// away, from A with fipsctl: a lookup, a three-hop path, a session the
+// probe opens and tears down, and an RTT from session MMP; the session
+// shows on both ends with MMP figures while it lives. Then two probes
+// overlap so the second finds the first one's session pre-existing and
+// leaves it alone.
 func TestProbeAcrossALine(t *testing.T) {
-	const n = 3
+	const n = 4
 	ids := make([]*identity.Identity, n)
 	ports := make([]int, n)
 	for i := range ids {
@@ -95,22 +116,27 @@ func TestProbeAcrossALine(t *testing.T) {
 		ds[i] = New(t, bins, fmt.Sprintf("p%d", i), cfg)
 		ds[i].Start()
 	}
-	a, target := ds[0], ids[2]
+	a, target := ds[0], ids[n-1]
 	cAddr := target.NodeAddr().String()
 
-	// Wait until A's bloom filters claim C (the tree and filters have
-	// converged along the line).
-	if _, ok := WaitFor(20*time.Second, func() bool {
+	// Wait until the filter A holds from B covers the rest of the line
+	// (B, C, D): tree and filters have converged.
+	if _, ok := WaitFor(30*time.Second, func() bool {
 		var b struct {
 			PeerFilters []struct {
-				Peer string `json:"peer"`
+				Filter *struct {
+					EstimatedCount *float64 `json:"estimated_count"`
+				} `json:"filter"`
 			} `json:"peer_filters"`
 		}
-		return a.Call("show_bloom", nil, &b) == nil && len(b.PeerFilters) > 0 && a.HasPeer(ids[1].Npub())
+		if a.Call("show_bloom", nil, &b) != nil || len(b.PeerFilters) != 1 || b.PeerFilters[0].Filter == nil {
+			return false
+		}
+		est := b.PeerFilters[0].Filter.EstimatedCount
+		return est != nil && *est >= float64(n-1)-0.5
 	}); !ok {
-		t.Fatalf("A has no peer filter\n%s", a.Logs())
+		t.Fatalf("A's filter from B never covered the line\n%s", a.Logs())
 	}
-	time.Sleep(2 * time.Second) // filter propagation from C through B
 
 	// Control-socket refusals.
 	if err := a.Call("probe_start", map[string]string{"npub": ids[0].Npub()}, nil); err == nil || err.Error() != "cannot probe this node" {
@@ -180,6 +206,11 @@ func TestProbeAcrossALine(t *testing.T) {
 			json.Unmarshal(first.Report, &r) == nil && (r.Session.Verdict == "ok" || first.State == "done")
 	}); !ok || first.State == "done" {
 		t.Fatalf("first probe did not reach an established session while running: %s", first.Report)
+	}
+	// While the probe's session lives it shows on both ends with MMP.
+	aAddr := ids[0].NodeAddr().String()
+	if !sessionWithMMP(a, cAddr) || !sessionWithMMP(ds[n-1], aAddr) {
+		t.Errorf("the probe's session is not on both ends with MMP figures")
 	}
 	var s2 struct {
 		ProbeID uint64 `json:"probe_id"`
