@@ -37,6 +37,9 @@ type CoreOptions struct {
 	IdentityCacheSize int // zero: 10,000
 	// ECNLoss and ECNETX are node.ecn.{loss,etx}_threshold (0: 0.05, 3.0).
 	ECNLoss, ECNETX float64
+	// TransportCongested reports kernel receive drops on a transport since
+	// the last tick (SO_RXQ_OVFL); nil: never.
+	TransportCongested func(transport.ID) bool
 	// TransportMTU is the smallest MTU of the operational transports
 	// (upstream's transport_mtu()); nil: 1280.
 	TransportMTU func() int
@@ -339,9 +342,13 @@ func (l coreLinks) LinkMTU(a identity.NodeAddr) int {
 }
 
 // Congested is upstream's predicate on the outgoing link: loss ≥ 0.05 or
-// ETX ≥ 3 (node.ecn thresholds).
+// ETX ≥ 3 (node.ecn thresholds), or the kernel dropping packets on the
+// link's transport.
 func (l coreLinks) Congested(a identity.NodeAddr) bool {
 	if p := l.c.peers.Peer(a); p != nil {
+		if l.c.opts.TransportCongested != nil && l.c.opts.TransportCongested(p.Transport) {
+			return true
+		}
 		return p.MMP().Congested(l.c.opts.ECNLoss, l.c.opts.ECNETX)
 	}
 	return false

@@ -102,6 +102,13 @@ type Node struct {
 	runOnce sync.Once
 
 	probeTab *probeTable
+
+	// kernelDrops is each transport's KernelDrops at the last tick;
+	// dropping marks the transports whose count grew since (touched on
+	// the loop only).
+	kernelDrops map[transport.ID]uint64
+	dropping    map[transport.ID]bool
+	dropEvents  uint64
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver); Run waits for them before it returns.
 	bg sync.WaitGroup
@@ -134,10 +141,11 @@ func New(o Options) (*Node, error) {
 	}
 	n := &Node{
 		opts: o, log: o.Log, id: o.Identity,
-		transports: map[transport.ID]transport.Transport{},
-		rx:         make(chan transport.Packet, o.QueueSize),
-		requests:   make(chan request),
-		probeTab:   &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
+		transports:  map[transport.ID]transport.Transport{},
+		rx:          make(chan transport.Packet, o.QueueSize),
+		requests:    make(chan request),
+		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
+		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -148,7 +156,8 @@ func New(o Options) (*Node, error) {
 	}
 	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU,
-		Tree: o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
+		TransportCongested: func(id transport.ID) bool { return n.dropping[id] },
+		Tree:               o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
 		IdentityCacheSize: o.IdentityCacheSize}, n)
 	if err != nil {
 		return nil, err
@@ -239,6 +248,7 @@ func (n *Node) loop(ctx context.Context) {
 			}
 			n.publishIfChanged(now)
 		case now := <-tick.C:
+			n.sampleKernelDrops()
 			n.core.Tick(now)
 			n.publish(now)
 		case r := <-n.requests:
@@ -364,4 +374,18 @@ func (n *Node) transportMTU() int {
 		return 1280
 	}
 	return m
+}
+
+// sampleKernelDrops marks transports whose kernel receive-drop counter
+// grew since the last tick: upstream's sample_transport_congestion.
+func (n *Node) sampleKernelDrops() {
+	for _, id := range n.order {
+		d := n.transports[id].Stats().KernelDrops
+		grew := d > n.kernelDrops[id]
+		n.dropping[id] = grew
+		if grew {
+			n.dropEvents++
+		}
+		n.kernelDrops[id] = d
+	}
 }
