@@ -67,14 +67,23 @@ type MetricsJSON struct {
 	Discovery  route.LookupStats     `json:"discovery"` // legacy name of lookup
 	Tree       tree.Stats            `json:"tree"`
 	Bloom      bloom.Stats           `json:"bloom"`
-	Congestion route.CongestionStats `json:"congestion"`
+	Congestion CongestionJSON        `json:"congestion"`
 	Errors     route.ErrorStats      `json:"errors"`
+}
+
+// CongestionJSON is the congestion family: the router's counters plus
+// what the node and sessions see.
+type CongestionJSON struct {
+	route.CongestionStats
+	CEReceived       uint64 `json:"ce_received"`        // datagrams delivered to us with CE
+	KernelDropEvents uint64 `json:"kernel_drop_events"` // ticks on which a transport's kernel drops grew
 }
 
 func (n *Node) showMetrics() MetricsJSON {
 	s := n.Snapshot()
 	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
-		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Congestion: s.RouteStats.Congestion, Errors: s.RouteStats.Errors}
+		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: s.RouteStats.Errors,
+		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}}
 }
 
 // IdentityCacheJSON is show_identity_cache.

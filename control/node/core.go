@@ -82,6 +82,7 @@ type Core struct {
 	dirty    bool                    // peers came or went since the last snapshot
 
 	undelivered uint64 // DataPackets with no local consumer
+	ceReceived  uint64 // DataPackets delivered with CE
 }
 
 // NewCore builds a Core whose packets leave through env.
@@ -434,6 +435,9 @@ func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
 type coreSessionUpper struct{ c *Core }
 
 func (u coreSessionUpper) Deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool) {
+	if ce {
+		u.c.ceReceived++
+	}
 	if u.c.opts.Deliver != nil {
 		u.c.opts.Deliver(now, src, srcPort, dstPort, payload, ce)
 		return

@@ -36,8 +36,10 @@ type Snapshot struct {
 	IDCacheLen  int
 	Sessions    int
 	SessionMMP  []SessionMMPView
-	IDCacheMax  int
-	MeshSize    *uint64
+
+	CEReceived, KernelDropEvents uint64
+	IDCacheMax                   int
+	MeshSize                     *uint64
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
 }
@@ -101,7 +103,7 @@ func (n *Node) publish(now time.Time) {
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
-		Sessions: c.sess.Len()}
+		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents}
 	for _, a := range sortedAddrs(c.smmp) {
 		s.SessionMMP = append(s.SessionMMP, SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()})
 	}
