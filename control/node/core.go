@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -81,6 +82,10 @@ type Core struct {
 	rejected map[string]uint64       // tree/bloom messages refused, by reason
 	dirty    bool                    // peers came or went since the last snapshot
 
+	// ports maps destination ports to their services (256 is the IPv6
+	// adapter; the native API binds others). Unbound ports fall back to
+	// CoreOptions.Deliver.
+	ports       map[uint16]PortHandler
 	undelivered uint64 // DataPackets with no local consumer
 	ceReceived  uint64 // DataPackets delivered with CE
 }
@@ -122,6 +127,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	}
 	c := &Core{id: o.Identity, log: o.Log, now: now, env: env, ids: newIdentityCache(o.IdentityCacheSize), opts: o,
 		lookups: map[identity.NodeAddr]route.LookupEvent{}, smmp: map[identity.NodeAddr]*sessionMetrics{},
+		ports:    map[uint16]PortHandler{},
 		linkMsgs: map[wire.MsgType]uint64{}, rejected: map[string]uint64{}}
 	pm, err := peer.New(o.Peer, o.Identity, env, c, o.Log, o.Rand)
 	if err != nil {
@@ -152,6 +158,26 @@ func (c *Core) Bloom() *bloom.State { return c.bloom }
 
 // Router is next-hop choice, forwarding and lookups.
 func (c *Core) Router() *route.Router { return c.route }
+
+// PortHandler receives the DataPackets sent to one port; payload is valid
+// only during the call.
+type PortHandler func(now time.Time, src identity.NodeAddr, srcPort uint16, payload []byte, ce bool)
+
+// ErrPortInUse is returned by Listen for a port that already has a service.
+var ErrPortInUse = errors.New("port already bound")
+
+// Listen binds a service to a destination port (FIPS ports: 0–255
+// protocol, 256 IPv6 shim, 256–1023 FIPS services, ≥ 1024 applications).
+func (c *Core) Listen(port uint16, h PortHandler) error {
+	if _, used := c.ports[port]; used {
+		return fmt.Errorf("%w: %d", ErrPortInUse, port)
+	}
+	c.ports[port] = h
+	return nil
+}
+
+// Unlisten releases a port.
+func (c *Core) Unlisten(port uint16) { delete(c.ports, port) }
 
 // Sessions is the FSP session table.
 func (c *Core) Sessions() *session.Table { return c.sess }
@@ -437,6 +463,10 @@ type coreSessionUpper struct{ c *Core }
 func (u coreSessionUpper) Deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool) {
 	if ce {
 		u.c.ceReceived++
+	}
+	if h := u.c.ports[dstPort]; h != nil {
+		h(now, src, srcPort, payload, ce)
+		return
 	}
 	if u.c.opts.Deliver != nil {
 		u.c.opts.Deliver(now, src, srcPort, dstPort, payload, ce)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/control/identity"
 )
 
 // sessionRun converges the mesh, then sends count datagrams from src to
@@ -79,5 +81,37 @@ func TestSessionsDirectThreeHopsAndAcross100(t *testing.T) {
 				t.Errorf("sessions: src %d dst %d", src.Core.Sessions().Len(), dst.Core.Sessions().Len())
 			}
 		})
+	}
+}
+
+// TestPortsMultiplexDatagrams: services bound to ports receive only their
+// datagrams; an unbound port falls back to the node's default consumer.
+func TestPortsMultiplexDatagrams(t *testing.T) {
+	net := New(Options{Seed: 22})
+	nodes := net.AddNodes(2)
+	net.Connect(nodes[0], nodes[1], 5*time.Millisecond, 0)
+	a, b := nodes[0], nodes[1]
+	var shim, api []string
+	if err := b.Core.Listen(256, func(_ time.Time, _ identity.NodeAddr, _ uint16, p []byte, _ bool) { shim = append(shim, string(p)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Core.Listen(5000, func(_ time.Time, _ identity.NodeAddr, _ uint16, p []byte, _ bool) { api = append(api, string(p)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Core.Listen(256, nil); err == nil {
+		t.Error("port 256 bound twice")
+	}
+	sessionRun(t, net, nodes, a, b, 0) // converge; no datagrams yet
+	for port, msg := range map[uint16]string{256: "to-shim", 5000: "to-api", 7: "to-default"} {
+		if err := a.Core.Send(net.Now(), b.ID.NodeAddr(), 1, port, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net.Run(5 * time.Second)
+	if len(shim) != 1 || shim[0] != "to-shim" || len(api) != 1 || api[0] != "to-api" {
+		t.Errorf("shim %v api %v", shim, api)
+	}
+	if len(b.Received) != 1 || string(b.Received[0].Payload) != "to-default" {
+		t.Errorf("default consumer got %d datagrams", len(b.Received))
 	}
 }
