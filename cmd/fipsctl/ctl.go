@@ -23,10 +23,6 @@ var showTargets = []string{
 	"connections", "transports", "routing", "identity-cache", "native-flows",
 }
 
-// hostsFile is where peer aliases are resolved (upstream's
-// DEFAULT_HOSTS_PATH); a variable so tests can point it elsewhere.
-var hostsFile = defaultHostsFile()
-
 func defaultHostsFile() string {
 	if runtime.GOOS == "windows" {
 		return `C:\ProgramData\fips\hosts`
@@ -63,7 +59,7 @@ func runACL(e *env, args []string) error {
 }
 
 func runConnect(e *env, args []string) error {
-	fs := newFlags(e, "connect", "PEER ADDRESS TRANSPORT\n\nPEER is an npub or a name from "+hostsFile+
+	fs := newFlags(e, "connect", "PEER ADDRESS TRANSPORT\n\nPEER is an npub or a name from "+e.hostsFile+
 		"; TRANSPORT is udp, tcp, tor, nym or ethernet (udp/<instance> for a named UDP instance)")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -75,7 +71,7 @@ func runConnect(e *env, args []string) error {
 	if err := validateConnectAddress(address, transport); err != nil {
 		return err
 	}
-	npub, err := resolvePeer(peer)
+	npub, err := resolvePeer(e.hostsFile, peer)
 	if err != nil {
 		return err
 	}
@@ -83,14 +79,14 @@ func runConnect(e *env, args []string) error {
 }
 
 func runDisconnect(e *env, args []string) error {
-	fs := newFlags(e, "disconnect", "PEER\n\nPEER is an npub or a name from "+hostsFile)
+	fs := newFlags(e, "disconnect", "PEER\n\nPEER is an npub or a name from "+e.hostsFile)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{"usage: fipsctl disconnect PEER"}
 	}
-	npub, err := resolvePeer(fs.Arg(0))
+	npub, err := resolvePeer(e.hostsFile, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -171,7 +167,7 @@ func isMeshAddress(address string) bool {
 
 // resolvePeer returns peer itself when it looks like an npub, else the npub
 // the hosts file gives that name.
-func resolvePeer(peer string) (string, error) {
+func resolvePeer(hostsFile, peer string) (string, error) {
 	if strings.HasPrefix(peer, "npub1") {
 		return peer, nil
 	}

@@ -159,11 +159,8 @@ func TestConnectDisconnect(t *testing.T) {
 	hosts := filepath.Join(t.TempDir(), "hosts")
 	os.WriteFile(hosts, []byte("# aliases\n\ntest-us01 "+npubA+"\nbad_name "+npubA+"\n"+
 		"gone npub1notvalid\nthree fields here\nnpub1lookalike "+npubA+"\nTEST-us02 "+npubA+"\n"), 0o644)
-	old := hostsFile
-	hostsFile = hosts
-	t.Cleanup(func() { hostsFile = old })
 
-	code, out, errs := fipsctl(t, "", "-s", d.path, "connect", npubA, "192.0.2.1:2121", "udp")
+	code, out, errs := fipsctlWith(t, hosts, "-s", d.path, "connect", npubA, "192.0.2.1:2121", "udp")
 	if code != 0 || d.last() != `connect {"address":"192.0.2.1:2121","npub":"`+npubA+`","transport":"udp"}` {
 		t.Fatalf("connect: exit %d %s; daemon saw %s", code, errs, d.last())
 	}
@@ -172,7 +169,7 @@ func TestConnectDisconnect(t *testing.T) {
 	}
 	// Aliases resolve through the hosts file, case-insensitively.
 	for _, alias := range []string{"test-us01", "TEST-US01", "test-us02"} {
-		code, _, errs = fipsctl(t, "", "-s", d.path, "disconnect", alias)
+		code, _, errs = fipsctlWith(t, hosts, "-s", d.path, "disconnect", alias)
 		if code != 0 || d.last() != `disconnect {"npub":"`+npubA+`"}` {
 			t.Errorf("disconnect %s: exit %d %s; daemon saw %s", alias, code, errs, d.last())
 		}
@@ -180,7 +177,7 @@ func TestConnectDisconnect(t *testing.T) {
 	// Invalid hosts lines are skipped; unknown names are refused locally.
 	before := d.last()
 	for _, alias := range []string{"gone", "bad_name", "three", "nobody"} {
-		code, out, errs = fipsctl(t, "", "-s", d.path, "disconnect", alias)
+		code, out, errs = fipsctlWith(t, hosts, "-s", d.path, "disconnect", alias)
 		want := "fipsctl disconnect: unknown host '" + alias + "'. Not found in " + hosts + " and not an npub.\n"
 		if code != 1 || out != "" || errs != want {
 			t.Errorf("disconnect %s: exit %d %q %q", alias, code, out, errs)
@@ -190,7 +187,7 @@ func TestConnectDisconnect(t *testing.T) {
 		t.Error("unknown host reached the daemon")
 	}
 	// A server error is one line and exit 1.
-	code, out, errs = fipsctl(t, "", "-s", d.path, "disconnect", npubB)
+	code, out, errs = fipsctlWith(t, hosts, "-s", d.path, "disconnect", npubB)
 	if code != 1 || out != "" || errs != "fipsctl disconnect: peer not found: "+npubB+"\n" {
 		t.Errorf("server error: exit %d %q %q", code, out, errs)
 	}

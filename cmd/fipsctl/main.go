@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // usageError marks a bad command line; main prints usage hints for it.
@@ -28,6 +29,11 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	socket string // -s override; empty = default resolution
+	// hostsFile is where peer aliases are resolved (upstream's
+	// DEFAULT_HOSTS_PATH).
+	hostsFile string
+	// pollInterval is how often probe polls the daemon.
+	pollInterval time.Duration
 }
 
 func commands() []command {
@@ -48,9 +54,21 @@ func main() {
 	os.Exit(run(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}))
 }
 
+// withDefaults fills the settings a caller left empty.
+func (e *env) withDefaults() *env {
+	if e.hostsFile == "" {
+		e.hostsFile = defaultHostsFile()
+	}
+	if e.pollInterval == 0 {
+		e.pollInterval = 250 * time.Millisecond
+	}
+	return e
+}
+
 // run executes one fipsctl invocation and returns the exit status: 0 on
 // success, 1 on any failure, with one line of explanation on stderr.
 func run(args []string, e *env) int {
+	e.withDefaults()
 	fs := flag.NewFlagSet("fipsctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&e.socket, "s", "", "control socket path")

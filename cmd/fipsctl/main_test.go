@@ -12,6 +12,14 @@ import (
 )
 
 // fipsctl runs one in-process invocation and returns status, stdout, stderr.
+// fipsctlWith runs one invocation resolving aliases through hostsFile.
+func fipsctlWith(t *testing.T, hostsFile string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, hostsFile: hostsFile})
+	return code, out.String(), errb.String()
+}
+
 func fipsctl(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -13,9 +13,6 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 )
 
-// probePollInterval is how often fipsctl probe polls the daemon.
-var probePollInterval = 250 * time.Millisecond
-
 var probeStages = []string{"bloom", "discovery", "path", "session", "rtt"}
 
 // exitError is a failure whose one-line reason is printed as is; the
@@ -25,7 +22,7 @@ type exitError struct{ msg string }
 func (e exitError) Error() string { return e.msg }
 
 func runProbe(e *env, args []string) error {
-	fs := newFlags(e, "probe", "TARGET [--json] [--timeout SECS]\n\nTARGET is an npub or a name from "+hostsFile)
+	fs := newFlags(e, "probe", "TARGET [--json] [--timeout SECS]\n\nTARGET is an npub or a name from "+e.hostsFile)
 	asJSON := fs.Bool("json", false, "print the final report as one JSON document")
 	timeout := fs.Uint("timeout", 0, "client ceiling in seconds (default: the daemon's budget + 5 s)")
 	// Flags may follow the target.
@@ -44,7 +41,7 @@ func runProbe(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{"usage: fipsctl probe TARGET [--json] [--timeout SECS]"}
 	}
-	npub, err := resolvePeer(pos[0])
+	npub, err := resolvePeer(e.hostsFile, pos[0])
 	if err != nil {
 		return err
 	}
@@ -81,7 +78,7 @@ func runProbe(e *env, args []string) error {
 	id := map[string]uint64{"probe_id": started.ProbeID}
 	begin := time.Now()
 	for {
-		time.Sleep(probePollInterval)
+		time.Sleep(e.pollInterval)
 		raw, err := call("probe_poll", id)
 		if err != nil {
 			return err
