@@ -1,27 +1,15 @@
 package route
 
 import (
-	"math"
 	"slices"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/tree"
 )
 
-// Distance is the tree distance between two coordinates, each ordered
-// self to root: hops from each up to their deepest common ancestor, found
-// by comparing from the root end. It is math.MaxInt when the roots differ
-// or either coordinate is empty (upstream: usize::MAX).
-func Distance(a, b []identity.NodeAddr) int {
-	if len(a) == 0 || len(b) == 0 || a[len(a)-1] != b[len(b)-1] {
-		return math.MaxInt
-	}
-	common := 0
-	for i, j := len(a)-1, len(b)-1; i >= 0 && j >= 0 && a[i] == b[j]; i, j = i-1, j-1 {
-		common++
-	}
-	lca := common - 1 // depth of the deepest common ancestor, root = 0
-	return (len(a) - 1 - lca) + (len(b) - 1 - lca)
-}
+// Distance is the tree distance between two coordinates (tree.Distance):
+// math.MaxInt when the roots differ or either is empty.
+func Distance(a, b []identity.NodeAddr) int { return tree.Distance(a, b) }
 
 // hasAncestor reports whether x is on the path above its first entry.
 func hasAncestor(c []identity.NodeAddr, x identity.NodeAddr) bool {
