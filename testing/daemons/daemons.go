@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/identity"
 )
 
 // Binaries are the built fips and fipsctl.
@@ -235,4 +236,35 @@ func WaitFor(timeout time.Duration, cond func() bool) (time.Duration, bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Line starts n daemons named prefix0…prefix(n-1) in a line over UDP on
+// loopback, each with its two neighbours as static peers, and returns them
+// with their identities.
+func Line(t testing.TB, bin Binaries, prefix string, n int) ([]*Daemon, []*identity.Identity) {
+	t.Helper()
+	ids := make([]*identity.Identity, n)
+	ports := make([]int, n)
+	for i := range ids {
+		id, err := identity.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], ports[i] = id, FreePort(t)
+	}
+	ds := make([]*Daemon, n)
+	for i := range ds {
+		var peers strings.Builder
+		for _, j := range []int{i - 1, i + 1} {
+			if j < 0 || j >= n {
+				continue
+			}
+			fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: udp, addr: \"127.0.0.1:%d\" }\n", ids[j].Npub(), ports[j])
+		}
+		cfg := fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: \"{{DIR}}/control.sock\" }\n"+
+			"transports:\n  udp: { bind_addr: \"127.0.0.1:%d\" }\npeers:\n%s", ids[i].Secret().Hex(), ports[i], peers.String())
+		ds[i] = New(t, bin, fmt.Sprintf("%s%d", prefix, i), cfg)
+		ds[i].Start()
+	}
+	return ds, ids
 }

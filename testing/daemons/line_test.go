@@ -4,13 +4,9 @@ package daemons
 
 import (
 	"encoding/json"
-	"fmt"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/fips-go/fips/control/identity"
 )
 
 type treeView struct {
@@ -26,32 +22,12 @@ type treeView struct {
 // restarted.
 func TestFiveDaemonsInALineAgreeOnTheRoot(t *testing.T) {
 	const n = 5
-	ids := make([]*identity.Identity, n)
-	ports := make([]int, n)
+	ds, ids := Line(t, bins, "n", n)
 	minAddr := ""
-	for i := range ids {
-		id, err := identity.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i], ports[i] = id, FreePort(t)
+	for _, id := range ids {
 		if a := id.NodeAddr().String(); minAddr == "" || a < minAddr {
 			minAddr = a
 		}
-	}
-	ds := make([]*Daemon, n)
-	for i := range ds {
-		var peers strings.Builder
-		for _, j := range []int{i - 1, i + 1} {
-			if j < 0 || j >= n {
-				continue
-			}
-			fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: udp, addr: \"127.0.0.1:%d\" }\n", ids[j].Npub(), ports[j])
-		}
-		cfg := fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: \"{{DIR}}/control.sock\" }\n"+
-			"transports:\n  udp: { bind_addr: \"127.0.0.1:%d\" }\npeers:\n%s", ids[i].Secret().Hex(), ports[i], peers.String())
-		ds[i] = New(t, bins, fmt.Sprintf("n%d", i), cfg)
-		ds[i].Start()
 	}
 	agree := func() bool {
 		for i, d := range ds {

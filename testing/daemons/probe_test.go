@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/fips-go/fips/control/identity"
 )
 
 type probeStageJSON struct {
@@ -93,29 +91,7 @@ func hasSession(t *testing.T, d *Daemon, addr string) bool {
 // leaves it alone.
 func TestProbeAcrossALine(t *testing.T) {
 	const n = 4
-	ids := make([]*identity.Identity, n)
-	ports := make([]int, n)
-	for i := range ids {
-		id, err := identity.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i], ports[i] = id, FreePort(t)
-	}
-	ds := make([]*Daemon, n)
-	for i := range ds {
-		var peers strings.Builder
-		for _, j := range []int{i - 1, i + 1} {
-			if j < 0 || j >= n {
-				continue
-			}
-			fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: udp, addr: \"127.0.0.1:%d\" }\n", ids[j].Npub(), ports[j])
-		}
-		cfg := fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: \"{{DIR}}/control.sock\" }\n"+
-			"transports:\n  udp: { bind_addr: \"127.0.0.1:%d\" }\npeers:\n%s", ids[i].Secret().Hex(), ports[i], peers.String())
-		ds[i] = New(t, bins, fmt.Sprintf("p%d", i), cfg)
-		ds[i].Start()
-	}
+	ds, ids := Line(t, bins, "p", n)
 	a, target := ds[0], ids[n-1]
 	cAddr := target.NodeAddr().String()
 
