@@ -239,17 +239,9 @@ func (n *Node) apiConnect(ctx context.Context, raw json.RawMessage) (any, error)
 }
 
 func (n *Node) apiDisconnect(ctx context.Context, raw json.RawMessage) (any, error) {
-	p, err := ctl.RequireParams("disconnect", raw)
+	npub, pk, err := npubParam("disconnect", raw)
 	if err != nil {
 		return nil, err
-	}
-	npub, err := p.String("npub")
-	if err != nil {
-		return nil, err
-	}
-	pk, err := identity.DecodeNpub(npub)
-	if err != nil {
-		return nil, ctl.Errorf("invalid npub '%s': %v", npub, err)
 	}
 	v, err := n.Do(ctx, func(now time.Time) any {
 		pe := n.peers.Peer(pk.NodeAddr())
@@ -291,4 +283,22 @@ func peerMMP(m mmp.Snapshot) *ctl.PeerMMP {
 		GoodputBps: ctl.Float(m.GoodputBps), DeliveryRatioForward: ctl.Float(m.DeliveryRatioForward),
 		DeliveryRatioReverse: ctl.Float(m.DeliveryRatioReverse), SmoothedLoss: f(m.SmoothedLoss),
 		SmoothedETX: f(m.SmoothedETX), LQI: f(m.Quality)}
+}
+
+// npubParam reads a command's required "npub" parameter with upstream's
+// error strings.
+func npubParam(command string, raw json.RawMessage) (string, identity.PublicKey, error) {
+	p, err := ctl.RequireParams(command, raw)
+	if err != nil {
+		return "", identity.PublicKey{}, err
+	}
+	npub, err := p.String("npub")
+	if err != nil {
+		return "", identity.PublicKey{}, err
+	}
+	pk, err := identity.DecodeNpub(npub)
+	if err != nil {
+		return "", identity.PublicKey{}, ctl.Errorf("invalid npub '%s': %v", npub, err)
+	}
+	return npub, pk, nil
 }

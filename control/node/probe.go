@@ -221,17 +221,9 @@ func (n *Node) probeBudget() (time.Duration, []uint64) {
 }
 
 func (n *Node) apiProbeStart(ctx context.Context, raw json.RawMessage) (any, error) {
-	p, err := ctl.RequireParams("probe_start", raw)
+	npub, pk, err := npubParam("probe_start", raw)
 	if err != nil {
 		return nil, err
-	}
-	npub, err := p.String("npub")
-	if err != nil {
-		return nil, err
-	}
-	pk, err := identity.DecodeNpub(npub)
-	if err != nil {
-		return nil, ctl.Errorf("invalid npub '%s': %v", npub, err)
 	}
 	if pk.NodeAddr() == n.id.NodeAddr() {
 		return nil, ctl.Errorf("cannot probe this node")
