@@ -68,3 +68,10 @@ generate:
 
 clean:
 	rm -rf $(BIN)
+
+## demo: four daemons in network namespaces (Linux, root): links, tree,
+## bloom filters and an end-to-end session shown with fipsctl.
+.PHONY: demo
+demo:
+	@command -v ip >/dev/null 2>&1 || { apt-get update && apt-get install -y iproute2; }
+	$(GO) run ./testing/demo
