@@ -766,6 +766,15 @@ func (n *Node) probeRTT(now time.Time, j *probeJob) {
 		j.settle(now, verdictOK, "", "")
 		return
 	}
+	if r.ZeroSamples > 0 {
+		// MMP timestamps are whole milliseconds (upstream's wire format):
+		// a faster round trip measures 0. The path answered, so that is
+		// a success, reported as such rather than as a failure.
+		zero := uint64(0)
+		r.RTTMs = &zero
+		j.settle(now, verdictOK, "", "round trip below the 1 ms resolution of MMP timestamps")
+		return
+	}
 	if r.ReportsSeen == 0 && j.rep.Cleanup.WarmupsSent < 2 && now.Sub(j.lastWarmup) >= probeWarmupRetry {
 		n.probeWarmup(now, j)
 	}
@@ -777,8 +786,6 @@ func (n *Node) probeRTT(now time.Time, j *probeJob) {
 		j.settle(now, verdictFailed, "no_report", "")
 	case r.ArithFailures > 0:
 		j.settle(now, verdictFailed, "bad_timestamp_echo", "")
-	case r.ZeroSamples > 0:
-		j.settle(now, verdictFailed, "sub_millisecond", "")
 	default:
 		j.settle(now, verdictFailed, "no_echo", "")
 	}
