@@ -151,3 +151,18 @@ func (c *Counters) Snapshot() Stats {
 		ConnectsRefused: c.ConnectsRefused.Load(), ConnectFailures: c.ConnectFailures.Load(),
 	}
 }
+
+// ListenNetwork picks the socket family for a bind address on proto
+// ("udp" or "tcp"): an IPv4 bind is IPv4 only (as upstream), the IPv6
+// wildcard is one dual-stack socket, a specific IPv6 address is IPv6 only.
+func ListenNetwork(proto string, bind netip.AddrPort) string {
+	a := bind.Addr()
+	switch {
+	case a.Is4():
+		return proto + "4"
+	case a.IsUnspecified():
+		return proto
+	default:
+		return proto + "6"
+	}
+}

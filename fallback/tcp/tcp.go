@@ -271,7 +271,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		bind := netip.MustParseAddrPort(t.opts.BindAddr)
 		bind = netip.AddrPortFrom(bind.Addr().Unmap(), bind.Port())
 		lc := net.ListenConfig{KeepAlive: -1} // configured per connection
-		ln, err := lc.Listen(context.Background(), listenNetwork(bind), bind.String())
+		ln, err := lc.Listen(context.Background(), transport.ListenNetwork("tcp", bind), bind.String())
 		if err != nil {
 			t.state = transport.StateFailed
 			return fmt.Errorf("tcp: listen %s: %w", bind, err)
@@ -291,20 +291,6 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.log.Info("TCP transport started", "local_addr", t.local, "mtu", t.opts.MTU,
 		"max_inbound", t.opts.MaxInboundConnections)
 	return nil
-}
-
-// listenNetwork: an IPv4 bind is IPv4 only, the IPv6 wildcard is
-// dual-stack, a specific IPv6 address is IPv6 only.
-func listenNetwork(bind netip.AddrPort) string {
-	a := bind.Addr()
-	switch {
-	case a.Is4():
-		return "tcp4"
-	case a.IsUnspecified():
-		return "tcp"
-	default:
-		return "tcp6"
-	}
 }
 
 // Send queues one FMP packet for addr, dialing in the background when no

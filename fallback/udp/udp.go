@@ -209,7 +209,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.log.Info("outbound_only set: bind_addr ignored, binding an ephemeral port",
 			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
 	}
-	conn, err := net.ListenUDP(listenNetwork(t.bind), net.UDPAddrFromAddrPort(t.bind))
+	conn, err := net.ListenUDP(transport.ListenNetwork("udp", t.bind), net.UDPAddrFromAddrPort(t.bind))
 	if err != nil {
 		t.state = transport.StateFailed
 		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
@@ -267,21 +267,6 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops)
 	return nil
-}
-
-// listenNetwork picks the socket family: an IPv4 bind is IPv4 only (as
-// upstream), the IPv6 wildcard is one dual-stack socket, and a specific
-// IPv6 address is IPv6 only.
-func listenNetwork(bind netip.AddrPort) string {
-	a := bind.Addr()
-	switch {
-	case a.Is4():
-		return "udp4"
-	case a.IsUnspecified():
-		return "udp"
-	default:
-		return "udp6"
-	}
 }
 
 // readLoop delivers datagrams until the socket is closed.
