@@ -1,6 +1,9 @@
 package ipv6
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 const (
 	protoTCP = 6
@@ -66,7 +69,13 @@ func ClampMSS(pkt []byte, maxMSS uint16) bool {
 			}
 			binary.BigEndian.PutUint16(tcp[i+2:i+4], maxMSS)
 			if !RecalculateL4Checksum(pkt) {
-				incrementalUpdate(tcp[16:18], cur, maxMSS)
+				old, upd := cur, maxMSS
+				if (i+2)%2 == 1 {
+					// A field at an odd offset straddles two checksum
+					// words; its contribution is byte-swapped.
+					old, upd = bits.ReverseBytes16(old), bits.ReverseBytes16(upd)
+				}
+				incrementalUpdate(tcp[16:18], old, upd)
 			}
 			return true
 		}
