@@ -1,0 +1,157 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// DefaultAddr is the responder's default listen address
+// ([dns.bind_addr]:dns.port).
+const DefaultAddr = "[::1]:5354"
+
+// maxQuery is the receive buffer: a longer datagram is truncated and then
+// fails to parse, so it is dropped, as upstream's 512-byte buffer does.
+const maxQuery = 512
+
+// workers bounds how many queries are in flight at once.
+const workers = 4
+
+// Server is a running UDP responder (upstream serves no TCP).
+type Server struct {
+	conn   net.PacketConn
+	res    *Resolver
+	log    *slog.Logger
+	ignore atomic.Int64 // ifindex whose queries are dropped; 0 = none
+
+	// Exactly one of p6/p4 is set when arrival-interface reporting could
+	// be enabled on this OS and socket family.
+	p6 *ipv6.PacketConn
+	p4 *ipv4.PacketConn
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Listen binds addr (DefaultAddr if empty; port 0 picks one) and serves r
+// until ctx ends or Close is called. log nil means slog.Default().
+func Listen(ctx context.Context, addr string, r *Resolver, log *slog.Logger) (*Server, error) {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	var lc net.ListenConfig
+	conn, err := lc.ListenPacket(ctx, "udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{conn: conn, res: r, log: log}
+	// Arrival-interface reporting (IPV6_RECVPKTINFO / IP_PKTINFO) works on
+	// Linux, the BSDs and macOS; where x/net does not implement it (e.g.
+	// Windows) the interface is unknown and, as upstream, nothing is
+	// dropped.
+	if ua, ok := conn.LocalAddr().(*net.UDPAddr); ok && ua.IP.To4() != nil {
+		p := ipv4.NewPacketConn(conn)
+		if p.SetControlMessage(ipv4.FlagInterface, true) == nil {
+			s.p4 = p
+		}
+	} else {
+		p := ipv6.NewPacketConn(conn)
+		if p.SetControlMessage(ipv6.FlagInterface, true) == nil {
+			s.p6 = p
+		}
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx = ctx
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		<-ctx.Done()
+		s.conn.Close()
+	}()
+	s.wg.Add(workers)
+	for range workers {
+		go s.serve()
+	}
+	return s, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (s *Server) Addr() net.Addr { return s.conn.LocalAddr() }
+
+// IgnoreIfIndex makes the server silently drop queries that arrive on the
+// interface with this index (fips0), so mesh peers cannot probe aliases
+// through it. 0 turns the filter off. Queries whose arrival interface is
+// unknown are always answered.
+func (s *Server) IgnoreIfIndex(idx int) { s.ignore.Store(int64(idx)) }
+
+// Close stops serving and waits for the server's goroutines.
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.cancel()
+		err = s.conn.Close()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+	})
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) read(buf []byte) (n, ifindex int, src net.Addr, err error) {
+	switch {
+	case s.p6 != nil:
+		var cm *ipv6.ControlMessage
+		n, cm, src, err = s.p6.ReadFrom(buf)
+		if cm != nil {
+			ifindex = cm.IfIndex
+		}
+	case s.p4 != nil:
+		var cm *ipv4.ControlMessage
+		n, cm, src, err = s.p4.ReadFrom(buf)
+		if cm != nil {
+			ifindex = cm.IfIndex
+		}
+	default:
+		n, src, err = s.conn.ReadFrom(buf)
+	}
+	return
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	buf := make([]byte, maxQuery)
+	for {
+		n, ifindex, src, err := s.read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("dns recv error", "err", err)
+			continue
+		}
+		if ign := s.ignore.Load(); ign != 0 && ifindex != 0 && int64(ifindex) == ign {
+			s.log.Debug("dns query arrived on mesh interface, dropping", "src", src, "ifindex", ifindex)
+			continue
+		}
+		out := s.res.AnswerWire(buf[:n])
+		if out == nil {
+			s.log.Debug("unparsable dns query, dropping", "len", n)
+			continue
+		}
+		if _, err := s.conn.WriteTo(out, src); err != nil {
+			s.log.Debug("dns send error", "err", err)
+		}
+	}
+}
