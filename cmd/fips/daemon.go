@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
+	fipsdns "github.com/fips-go/fips/control/dns"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
@@ -74,8 +77,18 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if noConfig {
 		keyDir = config.SystemConfigDir()
 	}
+	// Names resolve through the hosts file first, then peers' aliases: for
+	// the ACL files and the .fips DNS responder alike.
+	hosts := fipsdns.OpenHostsFile(filepath.Join(keyDir, "hosts"), log)
+	peerAliases := aliasResolver(statics)
+	names := func(name string) (identity.PublicKey, bool) {
+		if pk, ok := hosts.Lookup(name); ok {
+			return pk, true
+		}
+		return peerAliases(name)
+	}
 	acl := &peer.ACL{AllowFile: filepath.Join(keyDir, "peers.allow"), DenyFile: filepath.Join(keyDir, "peers.deny"),
-		Aliases: aliasResolver(statics)}
+		Aliases: names}
 	acl.Reload(log)
 
 	ecnLoss, ecnETX := cfg.Node.ECN.LossThreshold, cfg.Node.ECN.ETXThreshold
@@ -113,6 +126,39 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			srv = nil
 		}
 	}
+	if cfg.DNS.Enabled {
+		res := &fipsdns.Resolver{Hosts: hosts, Alias: peerAliases, Prime: n.LearnIdentity, TTL: cfg.DNS.TTL}
+		addr := net.JoinHostPort(cfg.DNS.BindAddr, strconv.Itoa(int(cfg.DNS.Port)))
+		dnsSrv, err := fipsdns.Listen(ctx, addr, res, log)
+		if err != nil {
+			// Names stop resolving; the mesh itself is unaffected.
+			log.Warn("DNS responder unavailable", "addr", addr, "error", err)
+		} else {
+			log.Info("DNS responder listening", "addr", dnsSrv.Addr().String())
+			defer dnsSrv.Close()
+		}
+	}
+	// The hosts file reloads when it changes, as upstream's tick does.
+	rctx, stopReload := context.WithCancel(ctx)
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				hosts.Reload()
+			}
+		}
+	}()
+	defer func() {
+		stopReload()
+		<-reloadDone
+	}()
+
 	srvDone := make(chan error, 1)
 	srvCtx, stopSrv := context.WithCancel(context.Background())
 	if srv != nil {

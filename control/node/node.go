@@ -389,3 +389,15 @@ func (n *Node) sampleKernelDrops() {
 		n.kernelDrops[id] = d
 	}
 }
+
+// LearnIdentity records a node's key in the identity cache from another
+// goroutine (the DNS responder priming it); it gives up after a second if
+// the loop is busy or gone.
+func (n *Node) LearnIdentity(pk identity.PublicKey) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = n.Do(ctx, func(time.Time) any {
+		n.core.LearnIdentity(pk)
+		return nil
+	})
+}
