@@ -86,8 +86,9 @@ type Core struct {
 	// adapter; the native API binds others). Unbound ports fall back to
 	// CoreOptions.Deliver.
 	ports       map[uint16]PortHandler
-	undelivered uint64 // DataPackets with no local consumer
-	ceReceived  uint64 // DataPackets delivered with CE
+	v6          *ipv6State // the IPv6 adapter, when enabled
+	undelivered uint64     // DataPackets with no local consumer
+	ceReceived  uint64     // DataPackets delivered with CE
 }
 
 // NewCore builds a Core whose packets leave through env.

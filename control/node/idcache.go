@@ -2,6 +2,7 @@ package node
 
 import (
 	"container/list"
+	"net/netip"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -14,11 +15,15 @@ type identityCache struct {
 	max     int
 	order   *list.List // front = most recent
 	entries map[identity.NodeAddr]*list.Element
-	evicted uint64
+	// byPrefix finds a NodeAddr from the 15 bytes an fd00::/8 address
+	// carries (the last NodeAddr byte does not fit in the address).
+	byPrefix map[[15]byte]identity.NodeAddr
+	evicted  uint64
 }
 
 func newIdentityCache(max int) *identityCache {
-	return &identityCache{max: max, order: list.New(), entries: map[identity.NodeAddr]*list.Element{}}
+	return &identityCache{max: max, order: list.New(), entries: map[identity.NodeAddr]*list.Element{},
+		byPrefix: map[[15]byte]identity.NodeAddr{}}
 }
 
 type idEntry struct {
@@ -36,10 +41,15 @@ func (c *identityCache) Add(now time.Time, pk identity.PublicKey) {
 		return
 	}
 	c.entries[a] = c.order.PushFront(&idEntry{pk: pk, addr: a, lastSeen: now})
+	c.byPrefix[[15]byte(a[:15])] = a
 	if c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.entries, last.Value.(*idEntry).addr)
+		old := last.Value.(*idEntry).addr
+		delete(c.entries, old)
+		if c.byPrefix[[15]byte(old[:15])] == old {
+			delete(c.byPrefix, [15]byte(old[:15]))
+		}
 		c.evicted++
 	}
 }
@@ -63,3 +73,13 @@ func (c *identityCache) Lookup(a identity.NodeAddr) (identity.PublicKey, bool) {
 
 // Len is the number of keys held.
 func (c *identityCache) Len() int { return c.order.Len() }
+
+// LookupIPv6 finds the node behind a FIPS address.
+func (c *identityCache) LookupIPv6(ip netip.Addr) (identity.NodeAddr, bool) {
+	p, ok := identity.IPv6Prefix(ip)
+	if !ok {
+		return identity.NodeAddr{}, false
+	}
+	a, ok := c.byPrefix[p]
+	return a, ok
+}
