@@ -110,6 +110,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR},
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
+		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
 	})
 	if err != nil {
 		return err

@@ -68,8 +68,8 @@ func (n *Node) showStatus() StatusData {
 		IsRoot: s.Tree.IsRoot, Root: s.Tree.Root.String(), EstimatedMeshSize: s.MeshSize,
 		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
 		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
-		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: "-",
-		TunState: "disabled", Version: n.opts.Version,
+		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
+		TunState: s.TunState, Version: n.opts.Version,
 	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())

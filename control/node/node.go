@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.zx2c4.com/wireguard/tun"
+
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
@@ -78,6 +80,15 @@ type Options struct {
 	Session           session.Config
 	SessionMMP        mmp.Config
 	IdentityCacheSize int
+	// TUN enables the IPv6 adapter on a TUN device (tun.enabled).
+	TUN TUNOptions
+}
+
+// TUNOptions are tun.* from fips.yaml.
+type TUNOptions struct {
+	Enabled bool
+	Name    string // fips0
+	MTU     int    // 1280
 }
 
 // Node is a running node.
@@ -109,6 +120,13 @@ type Node struct {
 	kernelDrops map[transport.ID]uint64
 	dropping    map[transport.ID]bool
 	dropEvents  uint64
+
+	tun            tun.Device
+	tunName        string
+	tunState       string // disabled|configured|active|failed
+	tunIn          chan []byte
+	tunDrops       atomic.Uint64
+	tunWriteErrors uint64
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver); Run waits for them before it returns.
 	bg sync.WaitGroup
@@ -146,6 +164,7 @@ func New(o Options) (*Node, error) {
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
+		tunIn: make(chan []byte, o.QueueSize), tunState: "disabled",
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -215,6 +234,9 @@ func (n *Node) Run(ctx context.Context) error {
 	n.log.Info("node running", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
 		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
 
+	if n.opts.TUN.Enabled {
+		n.startTUN()
+	}
 	now := time.Now()
 	for _, sp := range n.opts.StaticPeers {
 		n.addStatic(ctx, now, sp)
@@ -247,6 +269,8 @@ func (n *Node) loop(ctx context.Context) {
 				}
 			}
 			n.publishIfChanged(now)
+		case p := <-n.tunIn:
+			n.core.SendIPv6(time.Now(), p)
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)
@@ -293,6 +317,9 @@ func (n *Node) shutdown() {
 	case <-time.After(n.opts.DrainTimeout):
 		n.log.Warn("transports did not close within the drain timeout", "timeout", n.opts.DrainTimeout)
 		<-done
+	}
+	if n.tun != nil {
+		n.tun.Close()
 	}
 	n.state.Store(StateStopped)
 	n.publish(time.Now())
@@ -400,4 +427,30 @@ func (n *Node) LearnIdentity(pk identity.PublicKey) {
 		n.core.LearnIdentity(pk)
 		return nil
 	})
+}
+
+// startTUN opens the device; a failure leaves the node running degraded.
+func (n *Node) startTUN() {
+	name, mtu := n.opts.TUN.Name, n.opts.TUN.MTU
+	if name == "" {
+		name = "fips0"
+	}
+	if mtu <= 0 {
+		mtu = 1280
+	}
+	dev, real, err := n.openTUN(name, mtu)
+	if err == nil {
+		err = n.runTUN(dev)
+		if err != nil {
+			dev.Close()
+		}
+	}
+	if err != nil {
+		n.tunState = "failed"
+		n.state.Store(StateDegraded)
+		n.log.Error("IPv6 adapter unavailable", "tun", name, "error", err)
+		return
+	}
+	n.tun, n.tunName, n.tunState = dev, real, "active"
+	n.log.Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
 }

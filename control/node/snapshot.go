@@ -38,6 +38,8 @@ type Snapshot struct {
 	SessionMMP  []SessionMMPView
 
 	CEReceived, KernelDropEvents uint64
+	TunName, TunState            string
+	IPv6                         IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
@@ -103,7 +105,11 @@ func (n *Node) publish(now time.Time) {
 		RxDrops: n.rxDrops.Load(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
-		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents}
+		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
+		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
+	if n.tunName != "" {
+		s.TunName = n.tunName
+	}
 	for _, a := range sortedAddrs(c.smmp) {
 		s.SessionMMP = append(s.SessionMMP, SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()})
 	}

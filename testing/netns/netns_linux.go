@@ -53,6 +53,9 @@ type Options struct {
 	LinkDelay time.Duration
 	// LogLevel is node.log_level in every config ("" leaves the default).
 	LogLevel string
+	// IPv6 turns on every node's IPv6 adapter (TUN fips0) and its .fips
+	// DNS responder on [::1]:5354.
+	IPv6 bool
 }
 
 // ownersDir holds one file per live run, named by its prefix, holding the
@@ -249,8 +252,12 @@ func (n *Node) config() string {
 	if peers.Len() > 0 {
 		p = "peers:\n" + peers.String()
 	}
+	v6 := "tun: { enabled: false }\ndns: { enabled: false }\n"
+	if n.m.opts.IPv6 {
+		v6 = "tun: { enabled: true, name: fips0, mtu: 1280 }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n"
+	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
-		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s", n.ID.Secret().Hex(), n.Socket, level, port, p)
+		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p)
 }
 
 // Start writes every node's config and starts its daemon in its namespace.
