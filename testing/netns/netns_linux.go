@@ -641,3 +641,42 @@ func sweepOrphans(t TB) {
 func ipCmd(args ...string) ([]byte, error) {
 	return exec.Command("ip", args...).CombinedOutput()
 }
+
+// Background starts args inside node's namespace and returns a function
+// that stops it (its whole process group) and waits for it.
+func (m *Mesh) Background(node string, args ...string) (stop func()) {
+	n := m.Node(node)
+	if n == nil {
+		m.t.Fatalf("netns: no node %q", node)
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.NS}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		m.t.Fatalf("netns: start %v in %s: %v", args, node, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		})
+	}
+	m.t.Cleanup(stop)
+	return stop
+}
+
+// WaitListening waits until a TCP socket listens on port inside node's
+// namespace.
+func (m *Mesh) WaitListening(node string, port int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		out, err := m.Exec(node, "ss", "-Hltn", fmt.Sprintf("sport = :%d", port))
+		if err == nil && strings.TrimSpace(string(out)) != "" {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
