@@ -70,8 +70,10 @@ clean:
 	rm -rf $(BIN)
 
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
-## bloom filters and an end-to-end session shown with fipsctl.
+## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo
 demo:
-	@command -v ip >/dev/null 2>&1 || { apt-get update && apt-get install -y iproute2; }
+	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3; do \
+	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
+	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
 	$(GO) run ./testing/demo
