@@ -73,7 +73,7 @@ clean:
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo
 demo:
-	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3; do \
+	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
 	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
 	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
 	$(GO) run ./testing/demo

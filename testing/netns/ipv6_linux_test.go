@@ -13,7 +13,7 @@ import (
 // TestIPv6ChainNamesAndPing is issue 6's first scenario: a chain A—B—C
 // with no A—C link, each daemon with its TUN fips0 and .fips DNS: inside
 // A, `dig @::1 -p 5354 <npub of C>.fips AAAA` answers C's address, and
-// `ping -6` to it by that answer gets 20 of 20 replies through B.
+// `ping -6 <npub of C>.fips` by name gets 20 of 20 replies through B.
 func TestIPv6ChainNamesAndPing(t *testing.T) {
 	m := New(t, Options{IPv6: true})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
@@ -30,9 +30,9 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 	}
 	t.Logf("dig %s.fips AAAA -> %s", c.Npub()[:16], answer)
 
-	out, err = m.Exec("a", "ping", "-6", "-c", "20", "-i", "0.2", "-W", "2", answer)
+	out, err = m.Exec("a", "ping", "-6", "-c", "20", "-i", "0.2", "-W", "2", c.Npub()+".fips")
 	t.Logf("ping:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "20 received") {
+	if err != nil || !strings.Contains(string(out), "20 received") || !strings.Contains(string(out), answer) {
 		t.Fatalf("ping -6 %s from a: %v\nA:\n%s\nC:\n%s", answer, err, m.Node("a").Logs(), m.Node("c").Logs())
 	}
 	if rtt := regexp.MustCompile(`rtt min/avg/max/mdev = (\S+)`).FindStringSubmatch(string(out)); rtt != nil {
@@ -42,8 +42,8 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 }
 
 // TestIPv6ChainTCPAndPacketTooBig: over the same kind of chain, iperf3
-// TCP from A to C for 5 s, an HTTP fetch from a server bound on C's fips0
-// address, and a don't-fragment ping that fits fips0's 1280-byte MTU but
+// TCP from A to C for 5 s, an HTTP fetch by .fips name from a server bound
+// on C's fips0 address, and a don't-fragment ping that fits fips0's 1280-byte MTU but
 // not the mesh's IPv6 MTU (1280 − 77 = 1203) answered by Packet Too Big
 // with 1203. (A 1400-byte ping never reaches the adapter: the kernel
 // refuses it locally against fips0's own MTU.)
@@ -88,7 +88,7 @@ func TestIPv6ChainTCPAndPacketTooBig(t *testing.T) {
 	if !m.WaitListening("c", 8080, 10*time.Second) {
 		t.Fatal("HTTP server not listening")
 	}
-	out, err = m.Exec("a", "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "http://["+addr+"]:8080/")
+	out, err = m.Exec("a", "curl", "-sS", "-6", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "http://"+c.Npub()+".fips:8080/")
 	if err != nil || strings.TrimSpace(string(out)) != "200" {
 		t.Fatalf("curl: %v %s", err, out)
 	}

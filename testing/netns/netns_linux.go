@@ -189,7 +189,35 @@ func (m *Mesh) AddNode(name string) *Node {
 	if out, err := ipCmd("-n", n.NS, "link", "set", "lo", "up"); err != nil {
 		m.t.Fatalf("netns: %s: lo up: %v\n%s", n.NS, err, out)
 	}
+	if m.opts.IPv6 {
+		m.systemResolver(n)
+	}
 	return n
+}
+
+// systemResolver makes the namespace's system resolver ask the node's
+// .fips responder, so unmodified programs resolve <npub>.fips by name:
+// `ip netns exec` mounts /etc/netns/NS/resolv.conf over /etc/resolv.conf,
+// and since resolv.conf cannot name a port, queries to [::1]:53 are
+// redirected to the responder's port 5354 (as systemd-resolved's per-link
+// DNS does for an installed node).
+func (m *Mesh) systemResolver(n *Node) {
+	dir := filepath.Join("/etc/netns", n.NS)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		m.t.Fatalf("netns: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver ::1\noptions timeout:2 attempts:2\n"), 0o644); err != nil {
+		m.t.Fatalf("netns: %v", err)
+	}
+	for _, args := range [][]string{
+		{"nft", "add", "table", "ip6", "fipsdns"},
+		{"nft", "add chain ip6 fipsdns out { type nat hook output priority -100; }"},
+		{"nft", "add", "rule", "ip6", "fipsdns", "out", "ip6", "daddr", "::1", "udp", "dport", "53", "redirect", "to", ":5354"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"netns", "exec", n.NS}, args...)...).CombinedOutput(); err != nil {
+			m.t.Fatalf("netns: %s: %v: %v\n%s", n.NS, args, err, out)
+		}
+	}
 }
 
 // Link joins a and b with a veth pair and configures both ends.
@@ -589,6 +617,14 @@ func Sweep(prefix string) error {
 	for _, ns := range nss {
 		if out, err := ipCmd("netns", "del", ns); err != nil {
 			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", ns, err, out))
+		}
+	}
+	// Resolver configuration written for the namespaces (systemResolver).
+	if dirs, err := filepath.Glob(filepath.Join("/etc/netns", prefix+"*")); err == nil {
+		for _, d := range dirs {
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	links, err := RootLinks(prefix)
