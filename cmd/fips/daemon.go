@@ -127,23 +127,28 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			srv = nil
 		}
 	}
+	var dnsSrv *fipsdns.Server
 	if cfg.DNS.Enabled {
 		res := &fipsdns.Resolver{Hosts: hosts, Alias: peerAliases, Prime: n.LearnIdentity, TTL: cfg.DNS.TTL}
 		addr := net.JoinHostPort(cfg.DNS.BindAddr, strconv.Itoa(int(cfg.DNS.Port)))
-		dnsSrv, err := fipsdns.Listen(ctx, addr, res, log)
+		dnsSrv, err = fipsdns.Listen(ctx, addr, res, log)
 		if err != nil {
 			// Names stop resolving; the mesh itself is unaffected.
 			log.Warn("DNS responder unavailable", "addr", addr, "error", err)
+			dnsSrv = nil
 		} else {
 			log.Info("DNS responder listening", "addr", dnsSrv.Addr().String())
 			defer dnsSrv.Close()
 		}
 	}
-	// The hosts file reloads when it changes, as upstream's tick does.
+	// The hosts file reloads when it changes, as upstream's tick does. The
+	// same tick hands fips0's index to the DNS responder once the adapter
+	// is up: queries arriving over the mesh are dropped, as upstream does.
 	rctx, stopReload := context.WithCancel(ctx)
 	reloadDone := make(chan struct{})
 	go func() {
 		defer close(reloadDone)
+		tunIgnored := false
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -152,6 +157,12 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 				return
 			case <-t.C:
 				hosts.Reload()
+				if dnsSrv != nil && !tunIgnored {
+					if idx := n.TUNIndex(); idx != 0 {
+						dnsSrv.IgnoreIfIndex(idx)
+						tunIgnored = true
+					}
+				}
 			}
 		}
 	}()

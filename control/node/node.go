@@ -127,6 +127,8 @@ type Node struct {
 	tunIn          chan []byte
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
+	tunRule        any          // the fd00::/8 policy rule (Linux), removed at shutdown
+	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver); Run waits for them before it returns.
 	bg sync.WaitGroup
@@ -319,6 +321,7 @@ func (n *Node) shutdown() {
 		<-done
 	}
 	if n.tun != nil {
+		n.closeTUN()
 		n.tun.Close()
 	}
 	n.state.Store(StateStopped)
@@ -454,3 +457,7 @@ func (n *Node) startTUN() {
 	n.tun, n.tunName, n.tunState = dev, real, "active"
 	n.log.Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
 }
+
+// TUNIndex is the IPv6 adapter's interface index once the device is up,
+// 0 before or without one (the DNS responder drops queries arriving on it).
+func (n *Node) TUNIndex() int { return int(n.tunIndex.Load()) }

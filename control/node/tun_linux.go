@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/tun"
@@ -46,7 +47,28 @@ func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 		dev.Close()
 		return nil, "", fmt.Errorf("TUN %s: route fd00::/8: %w", real, err)
 	}
+	// As upstream: fd00::/8 is looked up in the main table at priority
+	// 5265, ahead of rules a VPN or policy router may have added.
+	rule := netlink.NewRule()
+	rule.Family = netlink.FAMILY_V6
+	rule.Dst = fd00
+	rule.Table = 254 // main
+	rule.Priority = 5265
+	if err := netlink.RuleAdd(rule); err != nil && !errors.Is(err, syscall.EEXIST) {
+		n.log.Warn("cannot add the fd00::/8 policy rule", "priority", 5265, "error", err)
+	} else {
+		n.tunRule = rule
+	}
+	n.tunIndex.Store(int64(link.Attrs().Index))
 	return dev, real, nil
+}
+
+// closeTUN removes the policy rule (the device takes its address and
+// route with it).
+func (n *Node) closeTUN() {
+	if r, ok := n.tunRule.(*netlink.Rule); ok && r != nil {
+		_ = netlink.RuleDel(r)
+	}
 }
 
 // runTUN wires the device to the core: packets the kernel routes into it

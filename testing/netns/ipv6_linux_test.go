@@ -23,6 +23,12 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 	took := m.WaitConverged(30 * time.Second)
 	t.Logf("converged in %v", took.Round(time.Millisecond))
 
+	// fd00::/8 is looked up in the main table at priority 5265.
+	rules, err := m.Exec("a", "ip", "-6", "rule", "show")
+	if err != nil || !regexp.MustCompile(`(?m)^5265:\s+from all to fd00::/8 lookup main`).Match(rules) {
+		t.Fatalf("policy rule for fd00::/8 missing in a: %v\n%s", err, rules)
+	}
+
 	out, err := m.Exec("a", "dig", "@::1", "-p", "5354", c.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
 	answer := strings.TrimSpace(string(out))
 	if err != nil || answer != c.IPv6() {
