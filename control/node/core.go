@@ -406,19 +406,6 @@ func (c *Core) lookupDone(now time.Time, ev route.LookupEvent) {
 			c.log.Debug("session retry after lookup", "target", ev.Target.Short(), "error", err)
 		}
 	}
-	if ev.Outcome == route.LookupTimedOut {
-		c.lookupFailed(ev.Target)
-	}
-}
-
-// lookupFailed: nobody knows where target is. What waited for it is
-// dropped, and every queued IPv6 packet is answered as unreachable.
-func (c *Core) lookupFailed(target identity.NodeAddr) {
-	c.sess.DropPending(target, func(_, dstPort uint16, payload []byte) {
-		if dstPort == wire.FSPPortIPv6Shim {
-			c.queuedUnreachable(target, payload)
-		}
-	})
 }
 
 // LookupResult is the last outcome of a lookup this node started for
@@ -468,12 +455,7 @@ func (e coreSessionEnv) LearnIdentity(_ identity.NodeAddr, pk identity.PublicKey
 }
 
 func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
-	switch out, _ := e.c.route.StartLookup(now, dest); out {
-	case route.StartBloomMiss, route.StartSuppressed:
-		// No peer's filter holds dest, or it failed moments ago: the
-		// lookup fails without going out, as if it had timed out.
-		e.c.lookupFailed(dest)
-	}
+	e.c.route.StartLookup(now, dest)
 }
 
 // coreSessionUpper receives what sessions deliver.
