@@ -22,7 +22,7 @@ func TestLinkMTUFromMSS(t *testing.T) {
 	if err := a.Send(b.addr(t), msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	b.in.next(t)
+	b.in.Next(t)
 	link := a.LinkMTU(b.addr(t))
 	if link >= MaxMTU || link < MinMTU {
 		t.Fatalf("link MTU %d", link)
@@ -35,7 +35,7 @@ func TestLinkMTUFromMSS(t *testing.T) {
 	if err := a.Send(b.addr(t), frame(t, 2, link-32)); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.in.next(t); len(got.Data) != link {
+	if got := b.in.Next(t); len(got.Data) != link {
 		t.Fatalf("got %d bytes", len(got.Data))
 	}
 }

@@ -13,40 +13,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/transport/transporttest"
 	"github.com/fips-go/fips/control/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const waitFor = 5 * time.Second
+const waitFor = transporttest.Wait
 
-// sink collects delivered packets; accept decides what Deliver returns.
-type sink struct {
-	ch     chan transport.Packet
-	accept func(transport.Packet) bool
-}
+type sink = transporttest.Sink
 
-func newSink() *sink { return &sink{ch: make(chan transport.Packet, 512)} }
-
-func (s *sink) deliver(p transport.Packet) bool {
-	ok := true
-	if s.accept != nil {
-		ok = s.accept(p)
-	}
-	s.ch <- p
-	return ok
-}
-
-func (s *sink) next(t *testing.T) transport.Packet {
-	t.Helper()
-	select {
-	case p := <-s.ch:
-		return p
-	case <-time.After(waitFor):
-		t.Fatal("timed out waiting for a packet")
-		return transport.Packet{}
-	}
-}
+func newSink() *sink { return transporttest.NewSink(512) }
 
 // node is a transport under test with its observation channels.
 type node struct {
@@ -93,7 +70,7 @@ func newNode(t *testing.T, id transport.ID, o Options, setup func(*Transport)) *
 	if setup != nil {
 		setup(tr)
 	}
-	if err := tr.Start(context.Background(), n.in.deliver); err != nil {
+	if err := tr.Start(context.Background(), n.in.Deliver); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
@@ -233,7 +210,7 @@ func TestExchangeAllPhases(t *testing.T) {
 	}
 	var from transport.Addr
 	for i, want := range pkts {
-		got := b.in.next(t)
+		got := b.in.Next(t)
 		if !bytes.Equal(got.Data, want) || got.Transport != 2 {
 			t.Fatalf("packet %d: got %x", i, got.Data)
 		}
@@ -254,7 +231,7 @@ func TestExchangeAllPhases(t *testing.T) {
 		}
 	}
 	for i, want := range pkts {
-		got := a.in.next(t)
+		got := a.in.Next(t)
 		if !bytes.Equal(got.Data, want) || got.From != b.addr(t) {
 			t.Fatalf("reply %d: from %s, %x", i, got.From, got.Data)
 		}
@@ -306,7 +283,7 @@ func TestPartialWritesReassemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range pkts {
-		if got := b.in.next(t); !bytes.Equal(got.Data, want) || got.From.String() != c.LocalAddr().String() {
+		if got := b.in.Next(t); !bytes.Equal(got.Data, want) || got.From.String() != c.LocalAddr().String() {
 			t.Fatalf("packet %d from %s: %x", i, got.From, got.Data)
 		}
 	}
@@ -332,7 +309,7 @@ func TestFramingErrorClosesConnection(t *testing.T) {
 		if _, err := c.Write(append(append([]byte{}, m1...), bad...)); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.in.next(t); !bytes.Equal(got.Data, m1) {
+		if got := b.in.Next(t); !bytes.Equal(got.Data, m1) {
 			t.Fatalf("%s: first packet %x", name, got.Data)
 		}
 		expectClosed(t, c)
@@ -457,7 +434,7 @@ func TestInboundCap(t *testing.T) {
 	if _, err := c1.Write(msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	b.in.next(t) // c1 holds the only slot
+	b.in.Next(t) // c1 holds the only slot
 
 	c2 := rawDial(t, b.addr(t))
 	c2.Write(msg1(t, 2))
@@ -471,7 +448,7 @@ func TestInboundCap(t *testing.T) {
 	if err := b.Send(a.addr(t), msg1(t, 3)); err != nil {
 		t.Fatal(err)
 	}
-	a.in.next(t)
+	a.in.Next(t)
 
 	c1.Close()
 	if got := b.nextDown(t); got.String() != c1.LocalAddr().String() {
@@ -481,7 +458,7 @@ func TestInboundCap(t *testing.T) {
 	if _, err := c3.Write(msg1(t, 4)); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.in.next(t); got.From.String() != c3.LocalAddr().String() {
+	if got := b.in.Next(t); got.From.String() != c3.LocalAddr().String() {
 		t.Fatalf("from %s", got.From)
 	}
 
@@ -503,7 +480,7 @@ func TestFirstFrameDeadline(t *testing.T) {
 	if _, err := talker.Write(msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	b.in.next(t)
+	b.in.Next(t)
 	// A silent socket, opened after the talker, loses its slot: by then
 	// the talker's deadline would have fired too, had it been kept.
 	silent := rawDial(t, b.addr(t))
@@ -522,7 +499,7 @@ func TestFirstFrameDeadline(t *testing.T) {
 	if _, err := talker.Write(frame(t, 1, 20)); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.in.next(t); got.From.String() != talker.LocalAddr().String() {
+	if got := b.in.Next(t); got.From.String() != talker.LocalAddr().String() {
 		t.Fatalf("from %s", got.From)
 	}
 	if st := b.Stats(); st.RecvErrors != 0 || st.DroppedInvalid != 0 || st.ConnectionsUp != 1 {
@@ -536,7 +513,7 @@ func TestCloseConnection(t *testing.T) {
 	if err := a.Send(b.addr(t), msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	first := b.in.next(t).From
+	first := b.in.Next(t).From
 
 	a.CloseConnection(b.addr(t))
 	if got := a.nextDown(t); got != b.addr(t) {
@@ -551,7 +528,7 @@ func TestCloseConnection(t *testing.T) {
 	if err := a.Send(b.addr(t), msg1(t, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.in.next(t); got.From == first {
+	if got := b.in.Next(t); got.From == first {
 		t.Fatal("reused a closed connection")
 	}
 	if st := a.Stats(); st.RecvErrors != 0 || st.SendErrors != 0 || st.ConnectionsUp != 1 {
@@ -561,11 +538,11 @@ func TestCloseConnection(t *testing.T) {
 
 func TestDeliverFalseCountsDroppedQueue(t *testing.T) {
 	b := newNode(t, 1, listening(), nil)
-	b.in.accept = func(p transport.Packet) bool { return p.Data[4] != 0xff }
+	b.in.Accept = func(p transport.Packet) bool { return p.Data[4] != 0xff }
 	c := rawDial(t, b.addr(t))
 	c.Write(append(msg1(t, 0xff), msg1(t, 1)...))
-	b.in.next(t)
-	b.in.next(t) // the second Deliver ran after the first returned
+	b.in.Next(t)
+	b.in.Next(t) // the second Deliver ran after the first returned
 	if st := b.Stats(); st.DroppedQueue != 1 || st.PacketsRecv != 2 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -589,13 +566,13 @@ func TestLifecycle(t *testing.T) {
 	if err := tr.Start(context.Background(), nil); err == nil {
 		t.Fatal("nil deliver accepted")
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); err != nil {
+	if err := tr.Start(context.Background(), newSink().Deliver); err != nil {
 		t.Fatal(err)
 	}
 	if tr.State() != transport.StateUp || tr.LocalAddr() == "" {
 		t.Fatalf("%s %q", tr.State(), tr.LocalAddr())
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); err == nil {
+	if err := tr.Start(context.Background(), newSink().Deliver); err == nil {
 		t.Fatal("second start accepted")
 	}
 	if err := tr.Close(); err != nil {
@@ -610,7 +587,7 @@ func TestLifecycle(t *testing.T) {
 	if err := tr.Send(to, msg1(t, 1)); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("send after close: %v", err)
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); !errors.Is(err, transport.ErrClosed) {
+	if err := tr.Start(context.Background(), newSink().Deliver); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("start after close: %v", err)
 	}
 
@@ -623,7 +600,7 @@ func TestLifecycle(t *testing.T) {
 	o := Defaults()
 	o.BindAddr = busy.Addr().String()
 	f, _ := New(2, "", o, nil)
-	if err := f.Start(context.Background(), newSink().deliver); err == nil || f.State() != transport.StateFailed {
+	if err := f.Start(context.Background(), newSink().Deliver); err == nil || f.State() != transport.StateFailed {
 		t.Fatalf("start on a busy port: %v, %s", err, f.State())
 	}
 	f.Close()
@@ -648,8 +625,8 @@ func TestCloseWithTraffic(t *testing.T) {
 			}
 		}
 	}
-	a.in.next(t)
-	b.in.next(t)
+	a.in.Next(t)
+	b.in.Next(t)
 	if err := c.Send(a.addr(t), msg1(t, 1)); err != nil { // dial held at the gate
 		t.Fatal(err)
 	}
@@ -675,12 +652,12 @@ func TestContextEndStops(t *testing.T) {
 	tr.onConnDown = func(a transport.Addr) { down <- a }
 	in := newSink()
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := tr.Start(ctx, in.deliver); err != nil {
+	if err := tr.Start(ctx, in.Deliver); err != nil {
 		t.Fatal(err)
 	}
 	c := rawDial(t, transport.AddrFromIP(netip.MustParseAddrPort(tr.LocalAddr())))
 	c.Write(msg1(t, 1))
-	in.next(t)
+	in.Next(t)
 	cancel()
 	expectClosed(t, c) // the context's end closed the connection
 	tr.Close()
@@ -706,14 +683,14 @@ func TestIPv6DualStackListener(t *testing.T) {
 		if err := a.Send(to, msg1(t, 1)); err != nil {
 			t.Fatal(err)
 		}
-		got := b.in.next(t)
+		got := b.in.Next(t)
 		if got.From.IP.Addr().String() != ip {
 			t.Fatalf("from %s, want %s (unmapped)", got.From, ip)
 		}
 		if err := b.Send(got.From, msg2(t, 1)); err != nil {
 			t.Fatal(err)
 		}
-		if r := a.in.next(t); r.From != to {
+		if r := a.in.Next(t); r.From != to {
 			t.Fatalf("reply from %s", r.From)
 		}
 	}

@@ -62,7 +62,7 @@ func TestKernelDrops(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	s := newSink()
 	first := true
-	s.accept = func(transport.Packet) bool {
+	s.Accept = func(transport.Packet) bool {
 		if first {
 			first = false
 			close(entered)
@@ -87,7 +87,7 @@ func TestKernelDrops(t *testing.T) {
 	marker := msg1(t, 0xee)
 	rawSend(t, raw, to, marker) // may itself be dropped if nothing was read yet
 	for {
-		p := s.next(t)
+		p := s.Next(t)
 		if bytes.Equal(p.Data, marker) {
 			break
 		}

@@ -14,40 +14,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/transport/transporttest"
 	"github.com/fips-go/fips/control/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const waitFor = 5 * time.Second
+const waitFor = transporttest.Wait
 
-// sink collects delivered packets; accept decides what Deliver returns.
-type sink struct {
-	ch     chan transport.Packet
-	accept func(transport.Packet) bool
-}
+type sink = transporttest.Sink
 
-func newSink() *sink { return &sink{ch: make(chan transport.Packet, 256)} }
-
-func (s *sink) deliver(p transport.Packet) bool {
-	ok := true
-	if s.accept != nil {
-		ok = s.accept(p)
-	}
-	s.ch <- p
-	return ok
-}
-
-func (s *sink) next(t *testing.T) transport.Packet {
-	t.Helper()
-	select {
-	case p := <-s.ch:
-		return p
-	case <-time.After(waitFor):
-		t.Fatal("timed out waiting for a packet")
-		return transport.Packet{}
-	}
-}
+func newSink() *sink { return transporttest.NewSink(256) }
 
 func loopbackOpts() Options {
 	o := Defaults()
@@ -61,7 +38,7 @@ func start(t *testing.T, id transport.ID, o Options, s *sink) *Transport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Start(context.Background(), s.deliver); err != nil {
+	if err := tr.Start(context.Background(), s.Deliver); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
@@ -141,7 +118,7 @@ func TestSendReceive(t *testing.T) {
 	if err := a.Send(addrOf(t, b), p1); err != nil {
 		t.Fatal(err)
 	}
-	got := sb.next(t)
+	got := sb.Next(t)
 	if !bytes.Equal(got.Data, p1) || got.From != addrOf(t, a) || got.Transport != 2 {
 		t.Fatalf("got %+v", got)
 	}
@@ -155,7 +132,7 @@ func TestSendReceive(t *testing.T) {
 	if err := b.Send(got.From, full); err != nil {
 		t.Fatal(err)
 	}
-	if got := sa.next(t); !bytes.Equal(got.Data, full) || got.From != addrOf(t, b) {
+	if got := sa.Next(t); !bytes.Equal(got.Data, full) || got.From != addrOf(t, b) {
 		t.Fatalf("reply %d bytes from %s", len(got.Data), got.From)
 	}
 
@@ -208,13 +185,13 @@ func TestOversizeDatagramDropped(t *testing.T) {
 	rawSend(t, raw, to, make([]byte, 500+RecvHeadroom+1)) // one past the headroom: dropped
 	edge := bytes.Repeat([]byte{1}, 500+RecvHeadroom)     // exactly the headroom: delivered, as upstream
 	rawSend(t, raw, to, edge)
-	if got := s.next(t); !bytes.Equal(got.Data, edge) {
+	if got := s.Next(t); !bytes.Equal(got.Data, edge) {
 		t.Fatalf("got %d bytes", len(got.Data))
 	}
 	rawSend(t, raw, to, make([]byte, 4000))
 	marker := msg1(t, 1)
 	rawSend(t, raw, to, marker)
-	if got := s.next(t); !bytes.Equal(got.Data, marker) {
+	if got := s.Next(t); !bytes.Equal(got.Data, marker) {
 		t.Fatalf("got %d bytes, want the marker", len(got.Data))
 	}
 	if st := b.Stats(); st.DroppedInvalid != 2 || st.PacketsRecv != 4 {
@@ -243,14 +220,14 @@ func TestPunchPacketsFiltered(t *testing.T) {
 
 	real := msg1(t, 2)
 	rawSend(t, raw, to, real)
-	if got := s.next(t); !bytes.Equal(got.Data, real) {
+	if got := s.Next(t); !bytes.Equal(got.Data, real) {
 		t.Fatalf("first delivered packet is %x", got.Data)
 	}
 	if st := b.Stats(); st.DroppedInvalid != 3 {
 		t.Fatalf("stats %+v", st)
 	}
 	select {
-	case p := <-s.ch:
+	case p := <-s.C:
 		t.Fatalf("unexpected packet %x", p.Data)
 	default:
 	}
@@ -258,7 +235,7 @@ func TestPunchPacketsFiltered(t *testing.T) {
 
 func TestDeliverFalseCountsDroppedQueue(t *testing.T) {
 	s := newSink()
-	s.accept = func(p transport.Packet) bool { return p.Data[len(p.Data)-1] != 0xff }
+	s.Accept = func(p transport.Packet) bool { return p.Data[len(p.Data)-1] != 0xff }
 	b := start(t, 1, loopbackOpts(), s)
 	a := start(t, 2, loopbackOpts(), newSink())
 
@@ -266,11 +243,11 @@ func TestDeliverFalseCountsDroppedQueue(t *testing.T) {
 	if err := a.Send(addrOf(t, b), refused); err != nil {
 		t.Fatal(err)
 	}
-	s.next(t)
+	s.Next(t)
 	if err := a.Send(addrOf(t, b), msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	s.next(t) // the second Deliver ran after the first returned
+	s.Next(t) // the second Deliver ran after the first returned
 	if st := b.Stats(); st.DroppedQueue != 1 || st.PacketsRecv != 2 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -300,11 +277,11 @@ func TestOutboundOnly(t *testing.T) {
 	if err := a.Send(addrOf(t, b), msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	from := sb.next(t).From
+	from := sb.Next(t).From
 	if err := b.Send(from, msg1(t, 2)); err != nil {
 		t.Fatal(err)
 	}
-	s.next(t)
+	s.Next(t)
 
 	o = Defaults()
 	o.AcceptConnections = false
@@ -333,7 +310,7 @@ func TestIPv6(t *testing.T) {
 	if err := a6.Send(addrOf(t, b6), msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if got := s6.next(t); got.From != addrOf(t, a6) {
+	if got := s6.Next(t); got.From != addrOf(t, a6) {
 		t.Fatalf("from %s", got.From)
 	}
 
@@ -348,14 +325,14 @@ func TestIPv6(t *testing.T) {
 	if err := a4.Send(transport.AddrFromIP(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)), msg1(t, 2)); err != nil {
 		t.Fatal(err)
 	}
-	got := sd.next(t)
+	got := sd.Next(t)
 	if got.From != addrOf(t, a4) || !got.From.IP.Addr().Is4() {
 		t.Fatalf("dual-stack from %s, want %s", got.From, addrOf(t, a4))
 	}
 	if err := d.Send(got.From, msg1(t, 3)); err != nil {
 		t.Fatal(err)
 	}
-	s4.next(t)
+	s4.Next(t)
 
 	// An IPv4 socket refuses IPv6 destinations locally.
 	if err := a4.Send(addrOf(t, b6), msg1(t, 4)); !errors.Is(err, transport.ErrInvalidAddress) {
@@ -378,10 +355,10 @@ func TestLifecycle(t *testing.T) {
 	if err := tr.Start(context.Background(), nil); err == nil {
 		t.Fatal("nil deliver accepted")
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); err != nil {
+	if err := tr.Start(context.Background(), newSink().Deliver); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); err == nil {
+	if err := tr.Start(context.Background(), newSink().Deliver); err == nil {
 		t.Fatal("second start accepted")
 	}
 	if err := tr.Close(); err != nil {
@@ -396,7 +373,7 @@ func TestLifecycle(t *testing.T) {
 	if err := tr.Send(to, []byte{0}); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("send after close: %v", err)
 	}
-	if err := tr.Start(context.Background(), newSink().deliver); !errors.Is(err, transport.ErrClosed) {
+	if err := tr.Start(context.Background(), newSink().Deliver); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("start after close: %v", err)
 	}
 	goleak.VerifyNone(t)
@@ -410,7 +387,7 @@ func TestLifecycle(t *testing.T) {
 	o := Defaults()
 	o.BindAddr = busy.LocalAddr().String()
 	f, _ := New(2, "", o, nil)
-	if err := f.Start(context.Background(), newSink().deliver); err == nil {
+	if err := f.Start(context.Background(), newSink().Deliver); err == nil {
 		t.Fatal("bind to a busy port succeeded")
 	}
 	if f.State() != transport.StateFailed {
@@ -426,7 +403,7 @@ func TestContextEndStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	if err := tr.Start(ctx, newSink().deliver); err != nil {
+	if err := tr.Start(ctx, newSink().Deliver); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
