@@ -51,7 +51,8 @@ func (c *Core) IPv6Stats() IPv6Stats {
 	return c.v6.stats
 }
 
-// SendIPv6 takes one packet read from the TUN device.
+// SendIPv6 takes one packet read from the TUN device; pkt is not retained
+// after the call (the caller reuses its buffer).
 func (c *Core) SendIPv6(now time.Time, pkt []byte) {
 	c.now = now
 	v := c.v6

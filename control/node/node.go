@@ -124,7 +124,8 @@ type Node struct {
 	tun            tun.Device
 	tunName        string
 	tunState       string // disabled|configured|active|failed
-	tunIn          chan []byte
+	tunIn          chan *[]byte
+	tunBufs        sync.Pool // *[]byte packet buffers between the TUN reader and the loop
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
 	tunRule        any          // the fd00::/8 policy rule (Linux), removed at shutdown
@@ -166,7 +167,7 @@ func New(o Options) (*Node, error) {
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
-		tunIn: make(chan []byte, o.QueueSize), tunState: "disabled",
+		tunIn: make(chan *[]byte, o.QueueSize), tunState: "disabled",
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -272,7 +273,8 @@ func (n *Node) loop(ctx context.Context) {
 			}
 			n.publishIfChanged(now)
 		case p := <-n.tunIn:
-			n.core.SendIPv6(time.Now(), p)
+			n.core.SendIPv6(time.Now(), *p)
+			n.tunBufs.Put(p) // SendIPv6 does not retain the packet
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)

@@ -74,13 +74,17 @@ func (n *Node) closeTUN() {
 // runTUN wires the device to the core: packets the kernel routes into it
 // go to the event loop; packets for it are written from the loop.
 func (n *Node) runTUN(dev tun.Device) error {
+	// The writer runs on the event loop only: one buffer and one batch
+	// slice serve every packet.
 	wbuf := make([]byte, tunOffset+65535)
+	wbatch := make([][]byte, 1)
 	if err := n.core.EnableIPv6(func(pkt []byte) {
 		if len(pkt) > 65535 {
 			return
 		}
 		copy(wbuf[tunOffset:], pkt)
-		if _, err := dev.Write([][]byte{wbuf[:tunOffset+len(pkt)]}, tunOffset); err != nil {
+		wbatch[0] = wbuf[:tunOffset+len(pkt)]
+		if _, err := dev.Write(wbatch, tunOffset); err != nil {
 			n.tunWriteErrors++
 		}
 	}); err != nil {
@@ -98,11 +102,17 @@ func (n *Node) runTUN(dev tun.Device) error {
 		for {
 			cnt, err := dev.Read(bufs, sizes, tunOffset)
 			for i := range cnt {
-				pkt := append([]byte(nil), bufs[i][tunOffset:tunOffset+sizes[i]]...)
+				// Pooled copies: the loop returns each after SendIPv6.
+				pkt, _ := n.tunBufs.Get().(*[]byte)
+				if pkt == nil {
+					pkt = new([]byte)
+				}
+				*pkt = append((*pkt)[:0], bufs[i][tunOffset:tunOffset+sizes[i]]...)
 				select {
 				case n.tunIn <- pkt:
 				default:
 					n.tunDrops.Add(1)
+					n.tunBufs.Put(pkt)
 				}
 			}
 			if err != nil {
