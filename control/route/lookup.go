@@ -49,8 +49,9 @@ const (
 	// verified response even when no lookup was pending (its request id is
 	// not checked), and so does this.
 	LookupFound LookupOutcome = iota + 1
-	// LookupTimedOut: every attempt went unanswered; the node drops the
-	// target's queued packets with ICMPv6 destination unreachable.
+	// LookupTimedOut: every attempt went unanswered. The node records
+	// the outcome (probe reports it); packets queued for the target are
+	// not answered yet (see docs/operations.md, known gaps).
 	LookupTimedOut
 )
 
