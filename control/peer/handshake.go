@@ -310,7 +310,10 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		// NodeAddr initiated, so both converge on the same session.
 		m.stats.CrossConnections++
 		if !m.id.NodeAddr().Less(na) {
-			return // their outbound (our inbound) wins; drop ours
+			// Their outbound (our inbound) wins; drop ours. As upstream,
+			// re-announce once the sessions are aligned.
+			m.upper.PeerUp(existing)
+			return
 		}
 		m.log.Debug("cross-connection: our outbound link wins", "peer", existing.String())
 		oldT, oldAddr := existing.Transport, existing.Addr
@@ -330,6 +333,10 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		if oldT != t || oldAddr != from {
 			m.env.CloseConnection(oldT, oldAddr)
 		}
+		// Whatever we sent on the losing session before the swap was
+		// dropped by the peer (it never had that index): as upstream,
+		// re-send our TreeAnnounce and owe it a FilterAnnounce.
+		m.upper.PeerUp(existing)
 	}
 }
 

@@ -29,7 +29,9 @@ type Env interface {
 
 // Upper receives what the link layer does not consume itself.
 type Upper interface {
-	// PeerUp: a peer became active (or was replaced after a restart).
+	// PeerUp: a peer became active, was replaced after a restart, or had
+	// its crossed handshakes resolved to one session (the upper layers
+	// re-announce to it: anything sent on the losing session was lost).
 	PeerUp(p *Peer)
 	// PeerDown: a peer was removed.
 	PeerDown(p *Peer, why string)

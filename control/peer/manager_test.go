@@ -92,6 +92,24 @@ func TestCrossConnectionConverges(t *testing.T) {
 				t.Errorf("seed %d: smaller node's link is not its outbound", seed)
 			}
 		}
+		// A side that resolved a crossing tells the upper layers again
+		// (they re-announce: what went out on the losing session is lost).
+		for _, x := range []*simNode{small, large} {
+			other := small
+			if x == small {
+				other = large
+			}
+			ups := 0
+			for _, a := range x.up {
+				if a == other.id.NodeAddr() {
+					ups++
+				}
+			}
+			if want := 1 + int(x.m.Stats().CrossConnections); ups != want {
+				t.Errorf("seed %d: %d PeerUp for one peer after %d crossings, want %d",
+					seed, ups, x.m.Stats().CrossConnections, want)
+			}
+		}
 		// Traffic flows both ways on it.
 		small.m.SendLink(n.now, small.m.Peer(large.id.NodeAddr()), 0, lookupMsg(1))
 		large.m.SendLink(n.now, large.m.Peer(small.id.NodeAddr()), 0, lookupMsg(2))

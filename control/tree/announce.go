@@ -54,6 +54,7 @@ func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte)
 		t.log.Debug("TreeAnnounce not fresher than existing, ignored", "from", from.Short(), "seq", ann.Sequence)
 		return &RejectError{Reason: ReasonStale, Peer: from}
 	}
+	wasChild := ps.accepted && ps.decl.parent == t.self
 	ps.accepted = true
 	ps.decl = declaration{parent: ann.Parent, seq: ann.Sequence, timestamp: ann.Timestamp}
 	ps.pos = positionFrom(ann.Ancestry)
@@ -67,6 +68,9 @@ func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte)
 		if err := t.sendTo(now, from); err != nil {
 			t.log.Debug("failed to re-push TreeAnnounce on root disagreement", "peer", from.Short(), "error", err)
 		}
+	}
+	if isChild := ann.Parent == t.self; isChild != wasChild {
+		t.emit(now, Change{Kind: ChangeChildren, Trigger: TriggerAnnounce, From: from})
 	}
 	t.classifyAnnounce(now, from)
 	return nil

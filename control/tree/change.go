@@ -34,6 +34,13 @@ const (
 	// alternative or became root. Every remaining peer has an announce
 	// pending, flushed by the next Tick.
 	ChangeParentLost
+	// ChangeChildren: a peer's accepted declaration started or stopped
+	// naming us as its parent (From is that peer). Nothing about our own
+	// position changed, but the set of tree peers whose filters we
+	// aggregate did. Upstream does not react to this; without it a filter
+	// that arrived before the TreeAnnounce making its sender our child is
+	// never passed on (see BloomChanged).
+	ChangeChildren
 )
 
 func (k ChangeKind) String() string {
@@ -48,6 +55,8 @@ func (k ChangeKind) String() string {
 		return "ancestry_update"
 	case ChangeParentLost:
 		return "parent_lost"
+	case ChangeChildren:
+		return "children"
 	}
 	return "unknown"
 }
@@ -134,7 +143,7 @@ func (c Change) InvalidateOtherRoots() (root identity.NodeAddr, ok bool) {
 // ResetLookupBackoff reports whether the lookup backoff must be reset.
 // Upstream does not on parent loss.
 func (c Change) ResetLookupBackoff() bool {
-	return c.Kind != ChangeParentLost
+	return c.Kind != ChangeParentLost && c.Kind != ChangeChildren
 }
 
 // Bloom says which bloom updates to mark. Upstream marks none on a loop
@@ -148,6 +157,8 @@ func (c Change) Bloom() BloomMark {
 		if c.PathChanged {
 			return BloomChanged
 		}
+	case ChangeChildren:
+		return BloomChanged
 	}
 	return BloomNone
 }

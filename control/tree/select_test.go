@@ -403,3 +403,40 @@ func TestRecomputeDemotes(t *testing.T) {
 		t.Fatalf("not demoted: %+v", f.tr.decl)
 	}
 }
+
+// A peer that starts or stops naming us as its parent changes which
+// filters we aggregate: the tree says so (ChangeChildren, bloom "changed"
+// marks) once per transition, and not for a re-announce that keeps it.
+func TestChildrenChangeIsReported(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	c := f.peerAbove(1)
+	self := f.tr.Self()
+	children := func() []Change {
+		var out []Change
+		for _, ch := range f.env.changes {
+			if ch.Kind == ChangeChildren {
+				out = append(out, ch)
+			}
+		}
+		return out
+	}
+	f.mustAccept(c.NodeAddr(), childOf(t, c, 1, self))
+	got := children()
+	if len(got) != 1 || got[0].From != c.NodeAddr() || got[0].Bloom() != BloomChanged ||
+		got[0].ResetLookupBackoff() || got[0].InvalidateViaSelf() || !f.tr.IsTreePeer(c.NodeAddr()) {
+		t.Fatalf("after becoming our child: %+v", got)
+	}
+	if _, ok := got[0].InvalidateOtherRoots(); ok {
+		t.Fatal("a new child must not invalidate other roots")
+	}
+	f.advance(time.Second)
+	f.mustAccept(c.NodeAddr(), childOf(t, c, 2, self))
+	if n := len(children()); n != 1 {
+		t.Fatalf("a re-announce under the same parent reported %d changes", n)
+	}
+	f.advance(time.Second)
+	f.mustAccept(c.NodeAddr(), rootAnnounce(t, c, 3))
+	if got := children(); len(got) != 2 || got[1].From != c.NodeAddr() || f.tr.IsTreePeer(c.NodeAddr()) {
+		t.Fatalf("after leaving us: %+v", got)
+	}
+}
