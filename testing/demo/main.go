@@ -304,8 +304,11 @@ func waitConverged(ctx context.Context, m *netns.Mesh, timeout time.Duration) ti
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// WaitConverged fails with the daemons' logs.
-	m.WaitConverged(0)
+	// One last check; on failure it reports with the daemons' logs.
+	took := m.WaitConvergedSince(start, timeout)
+	if ok, _ := m.Converged(); ok {
+		return took
+	}
 	panic(fatal{"not converged: " + why})
 }
 

@@ -484,7 +484,12 @@ func (m *Mesh) Converged() (bool, string) {
 // WaitConverged polls Converged every 50 ms and fails the driver if the
 // mesh has not converged within timeout. It returns how long it took.
 func (m *Mesh) WaitConverged(timeout time.Duration) time.Duration {
-	start := time.Now()
+	return m.WaitConvergedSince(time.Now(), timeout)
+}
+
+// WaitConvergedSince is WaitConverged for a wait that began at start
+// (a caller that polled on its own and wants the logs on failure).
+func (m *Mesh) WaitConvergedSince(start time.Time, timeout time.Duration) time.Duration {
 	for {
 		ok, why := m.Converged()
 		if ok {
