@@ -69,6 +69,14 @@ type MetricsJSON struct {
 	Bloom      bloom.Stats           `json:"bloom"`
 	Congestion CongestionJSON        `json:"congestion"`
 	Errors     route.ErrorStats      `json:"errors"`
+	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
+}
+
+// SessionMetricsJSON is what the node counts about its own sessions.
+type SessionMetricsJSON struct {
+	// NoRouteLookups: lookups started because an established session's
+	// datagram found no route (stale coordinates after the tree moved).
+	NoRouteLookups uint64 `json:"no_route_lookups"`
 }
 
 // CongestionJSON is the congestion family: the router's counters plus
@@ -83,7 +91,8 @@ func (n *Node) showMetrics() MetricsJSON {
 	s := n.Snapshot()
 	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: s.RouteStats.Errors,
-		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}}
+		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents},
+		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups}}
 }
 
 // IdentityCacheJSON is show_identity_cache.

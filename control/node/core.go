@@ -89,6 +89,9 @@ type Core struct {
 	v6          *ipv6State // the IPv6 adapter, when enabled
 	undelivered uint64     // DataPackets with no local consumer
 	ceReceived  uint64     // DataPackets delivered with CE
+	// noRouteLookups: lookups started because an established session
+	// found no route (see coreSessionEnv.SendDatagram).
+	noRouteLookups uint64
 }
 
 // NewCore builds a Core whose packets leave through env.
@@ -156,6 +159,10 @@ func (c *Core) Tree() *tree.Tree { return c.tree }
 
 // Bloom is the bloom-filter state.
 func (c *Core) Bloom() *bloom.State { return c.bloom }
+
+// NoRouteLookups is how many lookups the node started because an
+// established session found no route.
+func (c *Core) NoRouteLookups() uint64 { return c.noRouteLookups }
 
 // Router is next-hop choice, forwarding and lookups.
 func (c *Core) Router() *route.Router { return c.route }
@@ -406,6 +413,19 @@ func (c *Core) lookupDone(now time.Time, ev route.LookupEvent) {
 			c.log.Debug("session retry after lookup", "target", ev.Target.Short(), "error", err)
 		}
 	}
+	if ev.Outcome == route.LookupTimedOut {
+		c.lookupFailed(ev.Target)
+	}
+}
+
+// lookupFailed: nobody knows where target is. What waited for it is
+// dropped, and every queued IPv6 packet is answered as unreachable.
+func (c *Core) lookupFailed(target identity.NodeAddr) {
+	c.sess.DropPending(target, func(_, dstPort uint16, payload []byte) {
+		if dstPort == wire.FSPPortIPv6Shim {
+			c.queuedUnreachable(target, payload)
+		}
+	})
 }
 
 // LookupResult is the last outcome of a lookup this node started for
@@ -428,8 +448,20 @@ func (c *Core) StartLookup(now time.Time, pk identity.PublicKey) route.StartOutc
 // coreSessionEnv adapts the router, tree and caches for the session table.
 type coreSessionEnv struct{ c *Core }
 
+// SendDatagram routes a session's datagram. When an established session
+// finds no route (its cached coordinates point into a part of the tree
+// that moved, and nothing will tell us: we are the source), the node looks
+// the destination up again, as upstream does on PathBroken from a transit
+// node; the answer replaces the coordinates and resets the warmup.
+// Without this the session stays dark until it idles out (90 s).
 func (e coreSessionEnv) SendDatagram(now time.Time, dest identity.NodeAddr, fsp []byte) (uint16, error) {
-	return e.c.route.SendDatagramPathMTU(now, dest, fsp)
+	mtu, err := e.c.route.SendDatagramPathMTU(now, dest, fsp)
+	if err != nil && errors.Is(err, route.ErrNoRoute) && e.c.sess.Established(dest) && !e.c.route.LookupPending(dest) {
+		e.c.noRouteLookups++
+		e.c.log.Debug("no route for an established session; looking its destination up", "dest", dest.Short())
+		e.StartLookup(now, dest)
+	}
+	return mtu, err
 }
 
 func (e coreSessionEnv) Coords() []identity.NodeAddr { return e.c.tree.Coords() }
@@ -455,7 +487,12 @@ func (e coreSessionEnv) LearnIdentity(_ identity.NodeAddr, pk identity.PublicKey
 }
 
 func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
-	e.c.route.StartLookup(now, dest)
+	switch out, _ := e.c.route.StartLookup(now, dest); out {
+	case route.StartBloomMiss, route.StartSuppressed:
+		// No peer's filter holds dest, or it failed moments ago: the
+		// lookup fails without going out, as if it had timed out.
+		e.c.lookupFailed(dest)
+	}
 }
 
 // coreSessionUpper receives what sessions deliver.

@@ -35,6 +35,9 @@ type IPv6Stats struct {
 	NotFIPS, UnknownDest     uint64
 	TooBig, Hairpin, Dropped uint64
 	CEMarked, MSSClamped     uint64
+	// LookupUnreachable: queued packets answered as unreachable because
+	// the lookup of their destination timed out.
+	LookupUnreachable uint64
 }
 
 // EnableIPv6 turns the port-256 service on; packets for the device go to w.
@@ -120,6 +123,24 @@ func (c *Core) unreachable(now time.Time, pkt []byte) {
 		return
 	}
 	if out, err := ipv6.BuildDestUnreachable(v.icmp[:0], ipv6.CodeNoRoute, c.id.IPv6(), pkt); err == nil {
+		v.write(out)
+	}
+}
+
+// queuedUnreachable answers one IPv6 packet that waited for a lookup of
+// dest which timed out. It rebuilds the packet from its shim and is not
+// rate limited: the pending queue already bounds how many there are.
+func (c *Core) queuedUnreachable(dest identity.NodeAddr, shim []byte) {
+	v := c.v6
+	if v == nil {
+		return
+	}
+	n, err := wire.DecompressIPv6(v.buf[:], shim, c.id.IPv6().As16(), dest.IPv6().As16())
+	if err != nil || !ipv6.ShouldSendICMPError(v.buf[:n]) {
+		return
+	}
+	if out, err := ipv6.BuildDestUnreachable(v.icmp[:0], ipv6.CodeNoRoute, c.id.IPv6(), v.buf[:n]); err == nil {
+		v.stats.LookupUnreachable++
 		v.write(out)
 	}
 }

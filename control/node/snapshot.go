@@ -38,6 +38,7 @@ type Snapshot struct {
 	SessionMMP  []SessionMMPView
 
 	CEReceived, KernelDropEvents uint64
+	NoRouteLookups               uint64
 	TunName, TunState            string
 	IPv6                         IPv6Stats
 	IDCacheMax                   int
@@ -106,7 +107,8 @@ func (n *Node) publish(now time.Time) {
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
-		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
+		NoRouteLookups: c.noRouteLookups,
+		TunName:        "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}

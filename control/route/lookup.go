@@ -50,8 +50,8 @@ const (
 	// not checked), and so does this.
 	LookupFound LookupOutcome = iota + 1
 	// LookupTimedOut: every attempt went unanswered. The node records
-	// the outcome (probe reports it); packets queued for the target are
-	// not answered yet (see docs/operations.md, known gaps).
+	// the outcome (probe reports it) and answers every IPv6 packet queued
+	// for the target with Destination Unreachable.
 	LookupTimedOut
 )
 

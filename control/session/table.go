@@ -175,11 +175,14 @@ func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uin
 	if !ok {
 		return ErrUnknownDestination
 	}
-	if err := t.initiate(now, dest, pk); err != nil {
+	err := t.initiate(now, dest, pk)
+	// Queued before the lookup starts: a lookup that cannot even go out
+	// fails at once, and the environment may then drop what is queued.
+	t.queue(dest, srcPort, dstPort, payload)
+	if err != nil {
 		t.log.Debug("session initiation failed", "dest", dest, "err", err)
 		t.env.StartLookup(now, dest)
 	}
-	t.queue(dest, srcPort, dstPort, payload)
 	return nil
 }
 
@@ -1091,6 +1094,31 @@ func (t *Table) Session(dest identity.NodeAddr) (Info, bool) {
 		return Info{}, false
 	}
 	return t.info(e), true
+}
+
+// DropPending removes dest's queued packets unless a session to dest is
+// established, calling fn for each in order (the node answers IPv6
+// packets with Destination Unreachable when the lookup for dest timed
+// out). It returns how many it dropped.
+func (t *Table) DropPending(dest identity.NodeAddr, fn func(srcPort, dstPort uint16, payload []byte)) int {
+	if e := t.sessions[dest]; e != nil && e.state == StateEstablished {
+		return 0
+	}
+	q := t.pending[dest]
+	delete(t.pending, dest)
+	for _, p := range q {
+		t.stats.PendingDropped++
+		if fn != nil {
+			fn(p.srcPort, p.dstPort, p.payload)
+		}
+	}
+	return len(q)
+}
+
+// Established reports whether a session to dest is established.
+func (t *Table) Established(dest identity.NodeAddr) bool {
+	e := t.sessions[dest]
+	return e != nil && e.state == StateEstablished
 }
 
 // Len is the number of sessions.

@@ -83,3 +83,70 @@ func TestIPv6AdapterAcrossAChain(t *testing.T) {
 	st := a.Core.IPv6Stats()
 	t.Logf("A: %+v", st)
 }
+
+// TestIPv6UnreachableWhenLookupFails: A knows C's key but cannot reach
+// it. When no peer's filter holds C the lookup fails at once; when C has
+// just crashed behind B (filters still hold it) the lookup goes out and
+// times out. Either way every packet queued for C comes back to A's
+// device as Destination Unreachable (no route) from A, quoting that
+// packet, and nothing stays queued.
+func TestIPv6UnreachableWhenLookupFails(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		crashed bool // C linked behind B, then crashed; else C has no link
+	}{{"bloom miss", false}, {"lookup timeout", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := New(Options{Seed: 62})
+			nodes := net.AddNodes(3)
+			a, c := nodes[0], nodes[2]
+			net.Connect(a, nodes[1], 5*time.Millisecond, 0)
+			if tc.crashed {
+				net.Connect(nodes[1], c, 5*time.Millisecond, 0)
+			}
+			var outA [][]byte
+			if err := a.Core.EnableIPv6(func(p []byte) { outA = append(outA, bytes.Clone(p)) }); err != nil {
+				t.Fatal(err)
+			}
+			if tc.crashed {
+				if _, ok := net.RunUntil(func() bool { ok, _ := converged(nodes); return ok }, 5*time.Minute); !ok {
+					t.Fatal("not converged")
+				}
+				net.Run(5 * time.Second)
+				c.Crash()
+			} else {
+				net.Run(10 * time.Second)
+			}
+			a.Core.LearnIdentity(c.ID.PublicKey())
+			var sent [][]byte
+			for i := range 3 {
+				p := echoRequest(a.ID.IPv6(), c.ID.IPv6(), 20+i)
+				sent = append(sent, p)
+				a.Core.SendIPv6(net.Now(), p)
+			}
+			took, ok := net.RunUntil(func() bool { return len(outA) == len(sent) }, 2*time.Minute)
+			if !ok {
+				t.Fatalf("A's device got %d of %d unreachables; stats %+v", len(outA), len(sent), a.Core.IPv6Stats())
+			}
+			t.Logf("all %d answered after %v (simulated)", len(sent), took)
+			for i, p := range outA {
+				if p[6] != 58 || p[40] != 1 || p[41] != 0 || !bytes.Equal(p[48:], sent[i]) {
+					t.Fatalf("reply %d is not Destination Unreachable (no route) quoting packet %d: % x", i, i, p[:48])
+				}
+				if src := netip.AddrFrom16([16]byte(p[8:24])); src != a.ID.IPv6() {
+					t.Errorf("reply %d from %s, want A's own address", i, src)
+				}
+			}
+			if st := a.Core.IPv6Stats(); st.LookupUnreachable != 3 {
+				t.Errorf("LookupUnreachable = %d, want 3", st.LookupUnreachable)
+			}
+			if n := a.Core.Sessions().PendingDestinations(); n != 0 {
+				t.Errorf("%d destinations still queued", n)
+			}
+			if tc.crashed {
+				if ev, ok := a.Core.LookupResult(c.ID.NodeAddr()); !ok || ev.Outcome.String() != "timed_out" {
+					t.Errorf("lookup result %+v %v, want timed out", ev, ok)
+				}
+			}
+		})
+	}
+}
