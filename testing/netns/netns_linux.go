@@ -51,12 +51,19 @@ type Options struct {
 	// LinkDelay, when set, adds a netem delay to every veth end, if the
 	// kernel has sch_netem (logged and skipped otherwise).
 	LinkDelay time.Duration
-	// LogLevel is node.log_level in every config ("" leaves the default).
+	// LogLevel is node.log_level in every config ("" leaves the default,
+	// or takes $FIPS_NETNS_LOG_LEVEL when set).
 	LogLevel string
 	// IPv6 turns on every node's IPv6 adapter (TUN fips0) and its .fips
 	// DNS responder on [::1]:5354.
 	IPv6 bool
+	// TunMTU is every node's tun.mtu with IPv6 (0: upstream's 1280).
+	TunMTU int
 }
+
+// LogLevelEnv names the environment variable that sets the daemons' log
+// level when Options.LogLevel is empty (debugging a scenario).
+const LogLevelEnv = "FIPS_NETNS_LOG_LEVEL"
 
 // ownersDir holds one file per live run, named by its prefix, holding the
 // owner's process id and the run's directory, so a later run can sweep what a killed run left behind.
@@ -273,8 +280,12 @@ func (n *Node) config() string {
 		fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: udp, addr: \"%s:%d\" }\n", other.ID.Npub(), addr, port)
 	}
 	level := ""
-	if n.m.opts.LogLevel != "" {
-		level = fmt.Sprintf("  log_level: %s\n", n.m.opts.LogLevel)
+	lv := n.m.opts.LogLevel
+	if lv == "" {
+		lv = os.Getenv(LogLevelEnv)
+	}
+	if lv != "" {
+		level = fmt.Sprintf("  log_level: %s\n", lv)
 	}
 	p := "peers: []\n"
 	if peers.Len() > 0 {
@@ -282,7 +293,11 @@ func (n *Node) config() string {
 	}
 	v6 := "tun: { enabled: false }\ndns: { enabled: false }\n"
 	if n.m.opts.IPv6 {
-		v6 = "tun: { enabled: true, name: fips0, mtu: 1280 }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n"
+		mtu := n.m.opts.TunMTU
+		if mtu == 0 {
+			mtu = 1280
+		}
+		v6 = fmt.Sprintf("tun: { enabled: true, name: fips0, mtu: %d }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n", mtu)
 	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
 		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p)
