@@ -128,6 +128,7 @@ type Node struct {
 	tunBufs        sync.Pool // *[]byte packet buffers between the TUN reader and the loop
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
+	tunFlush       func()       // writes the packets batched for the TUN; nil without one
 	tunRule        any          // the fd00::/8 policy rule (Linux), removed at shutdown
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
@@ -283,6 +284,9 @@ func (n *Node) loop(ctx context.Context) {
 			now := time.Now()
 			r.resp <- r.f(now)
 			n.publish(now)
+		}
+		if n.tunFlush != nil {
+			n.tunFlush()
 		}
 	}
 }

@@ -74,21 +74,24 @@ func (n *Node) closeTUN() {
 // runTUN wires the device to the core: packets the kernel routes into it
 // go to the event loop; packets for it are written from the loop.
 func (n *Node) runTUN(dev tun.Device) error {
-	// The writer runs on the event loop only: one buffer and one batch
-	// slice serve every packet.
-	wbuf := make([]byte, tunOffset+65535)
-	wbatch := make([][]byte, 1)
+	// The writer runs on the event loop only. Packets for the device are
+	// batched and written when the loop has drained what was queued (or
+	// the batch is full): wireguard/tun coalesces the batch's TCP and UDP
+	// segments into GRO super-packets (the device has the virtio-net
+	// header and offloads), so a burst costs a few writes, not one per
+	// packet.
+	w := newTUNBatch(dev, tunWriteBatch)
 	if err := n.core.EnableIPv6(func(pkt []byte) {
-		if len(pkt) > 65535 {
-			return
-		}
-		copy(wbuf[tunOffset:], pkt)
-		wbatch[0] = wbuf[:tunOffset+len(pkt)]
-		if _, err := dev.Write(wbatch, tunOffset); err != nil {
+		if !w.add(pkt) {
 			n.tunWriteErrors++
 		}
 	}); err != nil {
 		return err
+	}
+	n.tunFlush = func() {
+		if err := w.flush(); err != nil {
+			n.tunWriteErrors++
+		}
 	}
 	n.bg.Add(1)
 	go func() {
@@ -124,4 +127,52 @@ func (n *Node) runTUN(dev tun.Device) error {
 		}
 	}()
 	return nil
+}
+
+// tunWriteBatch bounds the packets held for one device write (each has
+// a 64 KiB buffer, as GRO coalesces into the first of a flow).
+const tunWriteBatch = 64
+
+// tunBatch collects packets for one tun.Device.Write. Not safe for
+// concurrent use: the event loop owns it.
+type tunBatch struct {
+	dev   tun.Device
+	store [][]byte // tunOffset headroom + 64 KiB each
+	bufs  [][]byte // the packets held, slices of store
+}
+
+func newTUNBatch(dev tun.Device, n int) *tunBatch {
+	b := &tunBatch{dev: dev, store: make([][]byte, n), bufs: make([][]byte, 0, n)}
+	for i := range b.store {
+		b.store[i] = make([]byte, tunOffset+65535)
+	}
+	return b
+}
+
+// add copies pkt into the batch, writing the batch first when it is
+// full. It reports false for a packet too large for the device or a
+// failed write.
+func (b *tunBatch) add(pkt []byte) bool {
+	if len(pkt) > 65535 {
+		return false
+	}
+	ok := true
+	if len(b.bufs) == cap(b.bufs) {
+		ok = b.flush() == nil
+	}
+	buf := b.store[len(b.bufs)]
+	copy(buf[tunOffset:], pkt)
+	b.bufs = append(b.bufs, buf[:tunOffset+len(pkt)])
+	return ok
+}
+
+// flush writes what is held.
+func (b *tunBatch) flush() error {
+	if len(b.bufs) == 0 {
+		return nil
+	}
+	_, err := b.dev.Write(b.bufs, tunOffset)
+	clear(b.bufs)
+	b.bufs = b.bufs[:0]
+	return err
 }
