@@ -436,9 +436,20 @@ func TestMetricsRTT(t *testing.T) {
 		t.Fatal("first twice")
 	}
 
+	// A first echo giving 0 ms seeds SRTT at 0.5 ms (a sub-millisecond
+	// link); it is not an RTT sample, and once SRTT exists 0 ms echoes
+	// change nothing.
 	z := newMetrics()
-	if _, out := z.process(ptr(mkRR(10, 10, 5000, 1000, 5, 0)), 1005, 0); out != rrInvalidRTT || z.rttZero != 1 || z.srtt.init {
-		t.Fatal("zero rtt")
+	first, out = z.process(ptr(mkRR(10, 10, 5000, 1000, 5, 0)), 1005, 0)
+	if v, ok := z.srttMS(); !first || out != rrInvalidRTT || z.rttZero != 1 || z.rttSamples != 0 || !ok || v != 0.5 {
+		t.Fatalf("zero rtt: first %v out %v srtt %v %v counters %d/%d", first, out, v, ok, z.rttZero, z.rttSamples)
+	}
+	before, _ := m.srttMS()
+	if first, _ := m.process(ptr(mkRR(30, 30, 7000, 1200, 5, 0)), 1205, 200); first || m.rttZero != 1 {
+		t.Fatal("zero rtt after a sample")
+	}
+	if after, _ := m.srttMS(); after != before {
+		t.Fatalf("a 0 ms echo moved an existing SRTT: %v → %v", before, after)
 	}
 	w := newMetrics()
 	w.process(ptr(mkRR(10, 10, 5000, math.MaxUint32-10, 20, 0)), 15, 0)

@@ -149,9 +149,6 @@ func TestFirstRTTOnceAndStaleReports(t *testing.T) {
 	if l.HandleReceiverReport(ms(1000), rrFor(1, 0, 0)) {
 		t.Fatal("no echo gave first RTT")
 	}
-	if l.HandleReceiverReport(ms(1000), rrFor(2, 995, 5)) { // 0 ms
-		t.Fatal("zero RTT gave first RTT")
-	}
 	if l.HandleReceiverReport(ms(1000), rrFor(3, 2000, 0)) { // future
 		t.Fatal("future echo gave first RTT")
 	}
@@ -173,9 +170,12 @@ func TestFirstRTTOnceAndStaleReports(t *testing.T) {
 	if l.HandleReceiverReport(ms(3000), rrFor(5, 2950, 0)) {
 		t.Fatal("first RTT signalled twice")
 	}
+	if l.HandleReceiverReport(ms(3000), rrFor(6, 2995, 5)) { // 0 ms: dropped
+		t.Fatal("a 0 ms echo signalled a first RTT")
+	}
 	// Duplicate and regressed reports are dropped and counted.
 	s, _ := l.SRTT()
-	l.HandleReceiverReport(ms(9000), rrFor(5, 2950, 0))
+	l.HandleReceiverReport(ms(9000), rrFor(6, 2995, 5))
 	l.HandleReceiverReport(ms(9000), rrFor(4, 1950, 0))
 	if s2, _ := l.SRTT(); s2 != s {
 		t.Fatalf("stale report moved SRTT %v → %v", s, s2)
@@ -311,5 +311,24 @@ func TestModeGating(t *testing.T) {
 		if sr != c.sr || rr != c.rr || bsr != c.sr || brr != c.rr {
 			t.Errorf("%v: due %v/%v built %v/%v", c.mode, sr, rr, bsr, brr)
 		}
+	}
+}
+
+// A sub-millisecond link whose echoes all truncate to 0 ms is measured
+// from its first report (SRTT 0.5 ms), so it can become a tree parent;
+// upstream would leave it unmeasured until an echo happens to give 1 ms.
+func TestSubMillisecondLinkIsMeasured(t *testing.T) {
+	l := mmp.NewLink(t0, mmp.DefaultConfig(), false)
+	if !l.HandleReceiverReport(ms(1000), rrFor(1, 995, 5)) {
+		t.Fatal("a 0 ms echo did not give the first RTT")
+	}
+	if s, ok := l.SRTT(); !ok || s != 500*time.Microsecond {
+		t.Fatalf("srtt %v %v, want 500µs", s, ok)
+	}
+	if c, measured := l.LinkCost(); !measured || c != 1.005 {
+		t.Fatalf("cost %v %v, want 1·(1+0.5/100)", c, measured)
+	}
+	if st := l.Stats(); st.RTTZero != 1 || st.RTTSamples != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }

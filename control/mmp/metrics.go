@@ -37,6 +37,10 @@ type metrics struct {
 	hasLastRTT                                            bool
 }
 
+// subMillisecondRTTUS is the RTT, in µs, a link is first taken to have
+// when its echoes give 0 ms: the middle of what 0 ms can mean.
+const subMillisecondRTTUS = 500
+
 func newMetrics() metrics { return metrics{dfwd: 1, drev: 1, etx: 1} }
 
 // resetForRekey forgets the report baselines (the new session restarts its
@@ -81,6 +85,16 @@ func (m *metrics) process(rr *wire.ReceiverReport, ourTS uint32, nowMS int64) (b
 		case uint64(ourTS) == done:
 			m.rttZero++
 			out = rrInvalidRTT
+			// Upstream drops a sample that truncated to 0 ms. On a
+			// sub-millisecond link whose reports are phase-locked to the
+			// 1 s tick every sample can truncate to 0 for minutes, and a
+			// link without SRTT may not become a tree parent. The first
+			// such sample therefore seeds SRTT at half a millisecond;
+			// later ones are dropped as upstream drops them.
+			if !m.srtt.init {
+				m.srtt.update(subMillisecondRTTUS)
+				m.rttTrend.update(subMillisecondRTTUS)
+			}
 		default:
 			rttMS := uint32(uint64(ourTS) - done)
 			m.rttSamples++

@@ -89,8 +89,8 @@ type Core struct {
 	v6          *ipv6State // the IPv6 adapter, when enabled
 	undelivered uint64     // DataPackets with no local consumer
 	ceReceived  uint64     // DataPackets delivered with CE
-	// noRouteLookups: lookups started because an established session
-	// found no route (see coreSessionEnv.SendDatagram).
+	// noRouteLookups: lookups sent because an established session found
+	// no route (see coreSessionEnv.SendDatagram).
 	noRouteLookups uint64
 }
 
@@ -457,9 +457,10 @@ type coreSessionEnv struct{ c *Core }
 func (e coreSessionEnv) SendDatagram(now time.Time, dest identity.NodeAddr, fsp []byte) (uint16, error) {
 	mtu, err := e.c.route.SendDatagramPathMTU(now, dest, fsp)
 	if err != nil && errors.Is(err, route.ErrNoRoute) && e.c.sess.Established(dest) && !e.c.route.LookupPending(dest) {
-		e.c.noRouteLookups++
-		e.c.log.Debug("no route for an established session; looking its destination up", "dest", dest.Short())
-		e.StartLookup(now, dest)
+		if e.c.startLookup(now, dest) == route.StartSent {
+			e.c.noRouteLookups++
+			e.c.log.Debug("no route for an established session; looking its destination up", "dest", dest.Short())
+		}
 	}
 	return mtu, err
 }
@@ -487,12 +488,19 @@ func (e coreSessionEnv) LearnIdentity(_ identity.NodeAddr, pk identity.PublicKey
 }
 
 func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
-	switch out, _ := e.c.route.StartLookup(now, dest); out {
+	e.c.startLookup(now, dest)
+}
+
+// startLookup starts a lookup for dest on the session layer's behalf.
+func (c *Core) startLookup(now time.Time, dest identity.NodeAddr) route.StartOutcome {
+	out, _ := c.route.StartLookup(now, dest)
+	switch out {
 	case route.StartBloomMiss, route.StartSuppressed:
 		// No peer's filter holds dest, or it failed moments ago: the
 		// lookup fails without going out, as if it had timed out.
-		e.c.lookupFailed(dest)
+		c.lookupFailed(dest)
 	}
+	return out
 }
 
 // coreSessionUpper receives what sessions deliver.

@@ -19,6 +19,7 @@ import (
 // is the source). A must look C up again rather than stay dark until the
 // session idles out 90 s after its last packet.
 func TestSessionRecoversWhenTheTreeMovesUnderIt(t *testing.T) {
+	var relookups uint64
 	for seed := uint64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			net := New(Options{Seed: seed})
@@ -82,10 +83,13 @@ func TestSessionRecoversWhenTheTreeMovesUnderIt(t *testing.T) {
 			if gap >= 60*time.Second {
 				t.Errorf("delivery resumed only %v after the cut", gap)
 			}
-			if a.Core.NoRouteLookups() == 0 {
-				t.Error("A never looked C up again after finding no route")
-			}
+			relookups += a.Core.NoRouteLookups()
 		})
+	}
+	// In some runs C's own traffic refreshes A's view first; in others
+	// only A's lookup does. The mechanism must have been exercised.
+	if relookups == 0 {
+		t.Error("no run had A look C up again after finding no route")
 	}
 }
 
