@@ -3,12 +3,15 @@
 package netns
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/control/identity"
 )
 
 // TestIPv6ChainNamesAndPing is issue 6's first scenario: a chain A—B—C
@@ -45,6 +48,19 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 	if rtt := regexp.MustCompile(`rtt min/avg/max/mdev = (\S+)`).FindStringSubmatch(string(out)); rtt != nil {
 		t.Logf("ping RTT min/avg/max/mdev %s ms", rtt[1])
 	}
+
+	// A key that is in no node of the mesh: DNS answers (any valid npub
+	// resolves), but no peer's filter holds it, so the lookup fails at
+	// once and the waiting packet is answered Destination Unreachable.
+	stranger, err := identity.Generate(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = m.Exec("a", "ping", "-6", "-c", "1", "-W", "3", stranger.Npub()+".fips")
+	if err == nil || !regexp.MustCompile(`(?i)destination unreachable`).Match(out) {
+		t.Errorf("ping to a key outside the mesh: %v\n%s", err, out)
+	}
+	t.Logf("ping to a key outside the mesh:\n%s", firstLines(string(out), 3))
 	_ = b
 }
 
