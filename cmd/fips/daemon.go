@@ -308,7 +308,7 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 		t, err := tcp.New(next, inst.Name, tcp.Options{
 			BindAddr: bind, MTU: int(c.MTU), ConnectTimeout: time.Duration(c.ConnectTimeoutMs) * time.Millisecond,
 			NoDelay: c.NoDelay, KeepaliveSecs: int(c.KeepaliveSecs), RecvBufSize: int(c.RecvBufSize),
-			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.MaxInboundConnections),
+			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.EffectiveMaxInbound(cfg.Node.Limits.MaxConnections)),
 		}, log)
 		if err != nil {
 			return nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)

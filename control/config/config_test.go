@@ -180,7 +180,7 @@ transports:
 		{"transports.tcp.keepalive_secs", uint64(30)},
 		{"transports.tcp.recv_buf_size", uint(2097152)},
 		{"transports.tcp.send_buf_size", uint(2097152)},
-		{"transports.tcp.max_inbound_connections", uint(256)},
+		{"transports.tcp.max_inbound_connections", nil},
 		{"transports.tcp.advertise_on_nostr", false},
 		{"transports.tcp.external_addr", nil},
 		{"transports.ethernet.interface", "eth0"},
@@ -338,5 +338,32 @@ func TestDrainTimeout(t *testing.T) {
 	}
 	if Default().Node.DrainTimeout().Seconds() != 2 {
 		t.Errorf("default drain: %v", Default().Node.DrainTimeout())
+	}
+}
+
+// A TCP instance without max_inbound_connections takes the node's
+// connection budget, so raising node.limits.max_connections raises it;
+// an explicit value always wins (upstream's effective_max_inbound).
+func TestTCPMaxInboundFallsBackToNodeLimit(t *testing.T) {
+	c, _ := mustLoad(t, `
+node:
+  limits: {max_connections: 1000}
+transports:
+  tcp:
+    open: {bind_addr: "0.0.0.0:443"}
+    capped: {bind_addr: "0.0.0.0:8443", max_inbound_connections: 5}
+`)
+	got := map[string]uint{}
+	for _, inst := range c.Transports.TCP.List() {
+		got[inst.Name] = inst.Config.EffectiveMaxInbound(c.Node.Limits.MaxConnections)
+	}
+	if got["open"] != 1000 || got["capped"] != 5 {
+		t.Fatalf("effective caps %v, want open 1000 (node limit), capped 5", got)
+	}
+	d, _ := mustLoad(t, "transports:\n  tcp: {}\n")
+	for _, inst := range d.Transports.TCP.List() {
+		if n := inst.Config.EffectiveMaxInbound(d.Node.Limits.MaxConnections); n != 256 {
+			t.Fatalf("default cap %d, want node.limits.max_connections' default 256", n)
+		}
 	}
 }

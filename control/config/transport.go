@@ -84,7 +84,6 @@ const (
 	DefaultTCPMTU              = 1400
 	DefaultTCPConnectTimeoutMs = 5000
 	DefaultTCPKeepaliveSecs    = 30
-	DefaultTCPMaxInbound       = 256
 
 	DefaultTorSocks5Addr         = "127.0.0.1:9050"
 	DefaultTorControlAddr        = "/run/tor/control"
@@ -195,29 +194,40 @@ func (c *EthernetConfig) EffectiveBeaconIntervalSecs() uint64 {
 // TCPConfig is one transports.tcp instance.
 type TCPConfig struct {
 	// BindAddr is nil when absent: the instance is outbound-only.
-	BindAddr              *string `yaml:"bind_addr"`
-	MTU                   uint16  `yaml:"mtu" fips:"optional"`
-	ConnectTimeoutMs      uint64  `yaml:"connect_timeout_ms" fips:"optional"`
-	NoDelay               bool    `yaml:"nodelay" fips:"optional"`
-	KeepaliveSecs         uint64  `yaml:"keepalive_secs" fips:"optional"` // 0 = off
-	RecvBufSize           uint    `yaml:"recv_buf_size" fips:"optional"`
-	SendBufSize           uint    `yaml:"send_buf_size" fips:"optional"`
-	MaxInboundConnections uint    `yaml:"max_inbound_connections" fips:"optional"`
+	BindAddr         *string `yaml:"bind_addr"`
+	MTU              uint16  `yaml:"mtu" fips:"optional"`
+	ConnectTimeoutMs uint64  `yaml:"connect_timeout_ms" fips:"optional"`
+	NoDelay          bool    `yaml:"nodelay" fips:"optional"`
+	KeepaliveSecs    uint64  `yaml:"keepalive_secs" fips:"optional"` // 0 = off
+	RecvBufSize      uint    `yaml:"recv_buf_size" fips:"optional"`
+	SendBufSize      uint    `yaml:"send_buf_size" fips:"optional"`
+	// MaxInboundConnections is nil when absent: see EffectiveMaxInbound.
+	MaxInboundConnections *uint   `yaml:"max_inbound_connections"`
 	AdvertiseOnNostr      bool    `yaml:"advertise_on_nostr" fips:"optional"`
 	ExternalAddr          *string `yaml:"external_addr"`
 }
 
 func (*TCPConfig) denyUnknownKeys() {}
 
+// EffectiveMaxInbound is the instance's cap on accepted connections, as
+// upstream resolves it: max_inbound_connections when set, else the
+// node-wide node.limits.max_connections (nodeMax), so raising the node's
+// budget raises the TCP accept ceiling too.
+func (c *TCPConfig) EffectiveMaxInbound(nodeMax uint) uint {
+	if c.MaxInboundConnections != nil {
+		return *c.MaxInboundConnections
+	}
+	return nodeMax
+}
+
 func (c *TCPConfig) applyDefaults() {
 	*c = TCPConfig{
-		MTU:                   DefaultTCPMTU,
-		ConnectTimeoutMs:      DefaultTCPConnectTimeoutMs,
-		NoDelay:               true,
-		KeepaliveSecs:         DefaultTCPKeepaliveSecs,
-		RecvBufSize:           DefaultSocketBufferSize,
-		SendBufSize:           DefaultSocketBufferSize,
-		MaxInboundConnections: DefaultTCPMaxInbound,
+		MTU:              DefaultTCPMTU,
+		ConnectTimeoutMs: DefaultTCPConnectTimeoutMs,
+		NoDelay:          true,
+		KeepaliveSecs:    DefaultTCPKeepaliveSecs,
+		RecvBufSize:      DefaultSocketBufferSize,
+		SendBufSize:      DefaultSocketBufferSize,
 	}
 }
 
