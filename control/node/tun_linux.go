@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -19,6 +21,9 @@ const tunOffset = 16
 // openTUN creates the device, gives it the node's address as a /128,
 // routes fd00::/8 through it and brings it up.
 func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
+	if off, err := ipv6Disabled(disableIPv6Path); err == nil && off {
+		return nil, "", fmt.Errorf("IPv6 is disabled on this host (%s is 1): the adapter needs it", disableIPv6Path)
+	}
 	dev, err := tun.CreateTUN(name, mtu)
 	if err != nil {
 		return nil, "", fmt.Errorf("create TUN %q: %w", name, err)
@@ -61,6 +66,18 @@ func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 	}
 	n.tunIndex.Store(int64(link.Attrs().Index))
 	return dev, real, nil
+}
+
+// disableIPv6Path is the sysctl that turns IPv6 off for every interface.
+const disableIPv6Path = "/proc/sys/net/ipv6/conf/all/disable_ipv6"
+
+// ipv6Disabled reads a disable_ipv6 sysctl file.
+func ipv6Disabled(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(string(b)) == "1", nil
 }
 
 // closeTUN removes the policy rule (the device takes its address and

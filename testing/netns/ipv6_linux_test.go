@@ -217,3 +217,32 @@ func TestIPv6RingSurvivesACutLink(t *testing.T) {
 			tail(nodes[0].Logs(), 40), tail(c.Logs(), 40))
 	}
 }
+
+// TestIPv6AdapterNeedsIPv6: in a namespace with IPv6 disabled the daemon
+// keeps running, degraded, and says why the adapter is missing.
+func TestIPv6AdapterNeedsIPv6(t *testing.T) {
+	m := New(t, Options{IPv6: true})
+	x := m.AddNode("x")
+	if out, err := m.Exec("x", "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"); err != nil {
+		t.Fatalf("sysctl: %v\n%s", err, out)
+	}
+	m.Start()
+	var st struct {
+		State    string `json:"state"`
+		TunState string `json:"tun_state"`
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := x.Call("show_status", nil, &st)
+		if err == nil && st.TunState != "" && st.TunState != "disabled" && st.TunState != "configured" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("show_status: %v %+v\n%s", err, st, x.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.State != "degraded" || st.TunState != "failed" || !strings.Contains(x.Logs(), "IPv6 is disabled") {
+		t.Fatalf("state %q tun_state %q\n%s", st.State, st.TunState, x.Logs())
+	}
+}
