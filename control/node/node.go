@@ -129,7 +129,7 @@ type Node struct {
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
 	tunFlush       func()       // writes the packets batched for the TUN; nil without one
-	tunRule        any          // the fd00::/8 policy rule (Linux), removed at shutdown
+	tunCleanup     func()       // undoes what openTUN set up beyond the device (Linux: the policy rule)
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver); Run waits for them before it returns.
@@ -327,7 +327,9 @@ func (n *Node) shutdown() {
 		<-done
 	}
 	if n.tun != nil {
-		n.closeTUN()
+		if n.tunCleanup != nil {
+			n.tunCleanup()
+		}
 		n.tun.Close()
 	}
 	n.state.Store(StateStopped)

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin && !windows
 
 package node
 
@@ -8,12 +8,7 @@ import (
 	"golang.zx2c4.com/wireguard/tun"
 )
 
-// openTUN is not wired up on this OS yet (macOS utun and Windows wintun
-// come with the portable fallback).
+// openTUN is not wired up on this OS.
 func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 	return nil, "", errors.New("the TUN adapter is not supported on this OS yet")
 }
-
-func (n *Node) runTUN(tun.Device) error { return errors.New("unsupported") }
-
-func (n *Node) closeTUN() {}
