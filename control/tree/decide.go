@@ -95,7 +95,18 @@ func (t *Tree) evaluateParent(costs map[identity.NodeAddr]float64) (evalKind, id
 	if !isRoot && (cur == nil || !cur.accepted) {
 		return evalMandatory, best // our parent is gone
 	}
-	if smallest.Less(t.root) || isRoot {
+	// The root we would have by keeping our parent: its latest position,
+	// not our own coordinates, which an announce from the parent has not
+	// updated yet. Upstream compares with the latter, so a parent that
+	// just fell back to a worse root is followed there, and a peer still
+	// on the better root is taken only at the next periodic re-evaluation
+	// (up to a minute; the peer's echo is a stale re-announce). Local
+	// only: what we announce is the same, just sooner.
+	curRoot := t.root
+	if !isRoot {
+		curRoot = cur.pos.root()
+	}
+	if smallest.Less(curRoot) || isRoot {
 		return evalMandatory, best // a smaller root, or we are root but must not be
 	}
 	curCost, ok := costs[t.decl.parent]

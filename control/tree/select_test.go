@@ -440,3 +440,30 @@ func TestChildrenChangeIsReported(t *testing.T) {
 		t.Fatalf("after leaving us: %+v", got)
 	}
 }
+
+// Our parent falls back to a worse root (it lost its own parent) while
+// another peer still reaches the old, smaller root: we switch to that
+// peer at once, inside the hold-down, instead of following the parent to
+// the worse root until the periodic re-evaluation.
+func TestParentOnAWorseRootIsLeftAtOnce(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	p, q := f.peer(1), f.peer(2)
+	root := addrOf(0)
+	f.env.costs[p.NodeAddr()] = 1
+	f.env.costs[q.NodeAddr()] = 1
+	f.attach(p, 1, root)
+	f.mustAccept(q.NodeAddr(), childOf(t, q, 1, addrOf(0, 9), root)) // depth 2: not better
+	if f.parent() != p.NodeAddr() {
+		t.Fatal("switched to a deeper peer")
+	}
+	f.advance(time.Second)
+	// p lost its parent and is its own root now; q still reaches root.
+	f.mustAccept(p.NodeAddr(), rootAnnounce(t, p, 2))
+	if f.parent() != q.NodeAddr() || f.tr.Root() != root {
+		t.Fatalf("parent %s root %s, want %s on root %s", f.parent().Short(), f.tr.Root().Short(),
+			q.NodeAddr().Short(), root.Short())
+	}
+	if c := f.env.changes[len(f.env.changes)-1]; c.Kind != ChangeSwitch || c.From != p.NodeAddr() {
+		t.Fatalf("last change %+v", c)
+	}
+}
