@@ -201,7 +201,9 @@ func (c *Core) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uint
 // control socket) so lookups for it can be verified.
 func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(c.now, pk) }
 
-// HandlePacket processes one received packet.
+// HandlePacket processes one received packet. Nothing of pkt is kept
+// after the call: the daemon reuses the buffer at once (testing/mesh
+// overwrites it to prove that).
 func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
 	c.now = now
 	c.peers.HandlePacket(now, t, from, pkt)

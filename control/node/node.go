@@ -262,12 +262,14 @@ func (n *Node) loop(ctx context.Context) {
 		case p := <-n.rx:
 			now := time.Now()
 			n.core.HandlePacket(now, p.Transport, p.From, p.Data)
+			p.Buf.Release() // HandlePacket retains nothing of Data
 			// Drain what is queued before republishing: one snapshot per
 			// burst, not per packet.
 			for more := true; more; {
 				select {
 				case p := <-n.rx:
 					n.core.HandlePacket(now, p.Transport, p.From, p.Data)
+					p.Buf.Release()
 				default:
 					more = false
 				}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 )
 
@@ -34,11 +35,43 @@ func (a Addr) String() string { return a.IP.String() }
 // IsValid reports whether the address is set.
 func (a Addr) IsValid() bool { return a.IP.IsValid() }
 
-// Packet is one received FMP packet. Data is owned by the receiver.
+// Packet is one received FMP packet. Data is owned by the receiver until
+// it calls Buf.Release (when Buf is set), after which Data must not be
+// touched: the transport reuses the buffer.
 type Packet struct {
 	Transport ID
 	From      Addr
 	Data      []byte
+	Buf       *Buffer // nil: Data is garbage-collected as usual
+}
+
+// Buffer is a pooled receive buffer: transports that pool them hand one
+// out with each Packet, and the receiver gives it back with Release once
+// it no longer needs Data.
+type Buffer struct {
+	B    []byte
+	pool *sync.Pool
+}
+
+// BufferPool hands out Buffers of one capacity.
+type BufferPool struct{ p sync.Pool }
+
+// NewBufferPool returns a pool of buffers of size bytes.
+func NewBufferPool(size int) *BufferPool {
+	bp := &BufferPool{}
+	bp.p.New = func() any { return &Buffer{B: make([]byte, size), pool: &bp.p} }
+	return bp
+}
+
+// Get returns a buffer of the pool's size (its contents are whatever the
+// last user left).
+func (bp *BufferPool) Get() *Buffer { return bp.p.Get().(*Buffer) }
+
+// Release returns b to its pool; a nil b or one from no pool is ignored.
+func (b *Buffer) Release() {
+	if b != nil && b.pool != nil {
+		b.pool.Put(b)
+	}
 }
 
 // Deliver hands a received packet to the node. It must not block; it

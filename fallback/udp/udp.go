@@ -120,6 +120,7 @@ type Transport struct {
 
 	stats transport.Counters
 	res   *resolver
+	bufs  *transport.BufferPool // receive copies handed to the node
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -147,6 +148,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		log:   log,
 		state: transport.StateConfigured,
 		res:   newResolver(lookupFamily(bind)),
+		bufs:  transport.NewBufferPool(opts.MTU + RecvHeadroom),
 	}, nil
 }
 
@@ -312,11 +314,15 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
 			continue
 		}
-		data := make([]byte, n)
+		// A pooled copy: the node releases it once it has handled the
+		// packet, so steady-state receive does not allocate.
+		pb := t.bufs.Get()
+		data := pb.B[:n]
 		copy(data, buf[:n])
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data}) {
+		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb}) {
 			t.stats.DroppedQueue.Add(1)
+			pb.Release()
 		}
 	}
 }

@@ -122,8 +122,10 @@ func TestSendReceive(t *testing.T) {
 	if !bytes.Equal(got.Data, p1) || got.From != addrOf(t, a) || got.Transport != 2 {
 		t.Fatalf("got %+v", got)
 	}
-	if cap(got.Data) != len(p1) {
-		t.Errorf("delivered slice cap %d, want right-sized %d", cap(got.Data), len(p1))
+	// The data sits in a pooled buffer the receiver releases; until then
+	// the transport must not reuse it, whatever arrives meanwhile.
+	if got.Buf == nil || &got.Buf.B[0] != &got.Data[0] {
+		t.Fatal("delivered data is not in the packet's pooled buffer")
 	}
 
 	// Reply to the From address, and a packet of exactly MTU bytes.
@@ -139,6 +141,30 @@ func TestSendReceive(t *testing.T) {
 	st := a.Stats()
 	if st.PacketsSent != 1 || st.BytesSent != uint64(len(p1)) || st.PacketsRecv != 1 || st.BytesRecv != uint64(len(full)) {
 		t.Errorf("a stats %+v", st)
+	}
+}
+
+// A buffer handed to the node is not reused before the node releases it,
+// whatever arrives meanwhile; released ones serve later datagrams.
+func TestReceiveBuffersArePooled(t *testing.T) {
+	sa, sb := newSink(), newSink()
+	a := start(t, 1, loopbackOpts(), sa)
+	b := start(t, 2, loopbackOpts(), sb)
+	var held []transport.Packet
+	var sent [][]byte
+	for i := range 8 {
+		p := msg1(t, uint32(10+i))
+		if err := a.Send(addrOf(t, b), p); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, p)
+		held = append(held, sb.Next(t))
+	}
+	for i, p := range held {
+		if !bytes.Equal(p.Data, sent[i]) {
+			t.Fatalf("datagram %d changed while the node held it", i)
+		}
+		p.Buf.Release()
 	}
 }
 
