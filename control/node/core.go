@@ -57,17 +57,18 @@ type CoreOptions struct {
 // Node runs one on its event loop; the in-process harness runs thousands
 // on a simulated clock. Every method must be called from one goroutine.
 type Core struct {
-	id    *identity.Identity
-	log   *slog.Logger
-	peers *peer.Manager
-	tree  *tree.Tree
-	bloom *bloom.State
-	route *route.Router
-	sess  *session.Table
-	smmp  map[identity.NodeAddr]*sessionMetrics
-	ids   *identityCache
-	opts  CoreOptions
-	env   Env
+	id       *identity.Identity
+	log      *slog.Logger
+	peers    *peer.Manager
+	tree     *tree.Tree
+	bloom    *bloom.State
+	route    *route.Router
+	sess     *session.Table
+	smmp     map[identity.NodeAddr]*sessionMetrics
+	smmpKeys []identity.NodeAddr // scratch: smmp's keys in order, per tick
+	ids      *identityCache
+	opts     CoreOptions
+	env      Env
 
 	// now is the time of the event being handled: the subsystems' callbacks
 	// (PeerUp, SendTreeAnnounce, …) carry no time of their own.

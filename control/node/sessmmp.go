@@ -56,11 +56,12 @@ func (c *Core) observePathMTU(src identity.NodeAddr, mtu uint16) {
 
 // sessionReports sends the session reports and notifications that are due.
 func (c *Core) sessionReports(now time.Time) {
-	keys := make([]identity.NodeAddr, 0, len(c.smmp))
+	keys := c.smmpKeys[:0]
 	for k := range c.smmp {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, identity.NodeAddr.Compare)
+	c.smmpKeys = keys
 	for _, dest := range keys {
 		sm := c.smmp[dest]
 		if _, rr := sm.link.Due(now); rr {

@@ -168,6 +168,7 @@ type Transport struct {
 	wg      sync.WaitGroup
 
 	bufs  sync.Pool
+	rbufs *transport.BufferPool // received frames handed to the node
 	stats transport.Counters
 }
 
@@ -194,6 +195,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		firstFrameTimeout: FirstFrameTimeout,
 		state:             transport.StateConfigured,
 		conns:             make(map[transport.Addr]*conn),
+		rbufs:             transport.NewBufferPool(max(opts.MTU, wire.FMPMsg1Size)),
 	}
 	t.dial = (&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: -1}).DialContext
 	mtu := opts.MTU
@@ -569,10 +571,13 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 		}
 		t.stats.PacketsRecv.Add(1)
 		t.stats.BytesRecv.Add(uint64(len(pkt)))
-		data := make([]byte, len(pkt))
+		// A pooled copy the node releases once handled (see udp).
+		pb := t.rbufs.Get()
+		data := pb.B[:len(pkt)]
 		copy(data, pkt)
-		if !t.deliver(transport.Packet{Transport: t.id, From: c.addr, Data: data}) {
+		if !t.deliver(transport.Packet{Transport: t.id, From: c.addr, Data: data, Buf: pb}) {
 			t.stats.DroppedQueue.Add(1)
+			pb.Release()
 		}
 	}
 }

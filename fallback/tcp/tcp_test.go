@@ -260,6 +260,29 @@ func TestExchangeAllPhases(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
+// Frames reach the node in pooled buffers that are not reused while the
+// node holds them, whatever arrives meanwhile.
+func TestReceiveBuffersArePooled(t *testing.T) {
+	a := newNode(t, 1, Defaults(), nil)
+	b := newNode(t, 2, listening(), nil)
+	pkts := allPhases(t, a.MTU())
+	for _, p := range pkts {
+		if err := a.Send(b.addr(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var held []transport.Packet
+	for range pkts {
+		held = append(held, b.in.Next(t))
+	}
+	for i, p := range held {
+		if p.Buf == nil || !bytes.Equal(p.Data, pkts[i]) {
+			t.Fatalf("frame %d: pooled %v, changed while held: %v", i, p.Buf != nil, !bytes.Equal(p.Data, pkts[i]))
+		}
+		p.Buf.Release()
+	}
+}
+
 func TestPartialWritesReassemble(t *testing.T) {
 	b := newNode(t, 1, listening(), nil)
 	c := rawDial(t, b.addr(t))
