@@ -70,6 +70,7 @@ type MetricsJSON struct {
 	Congestion CongestionJSON        `json:"congestion"`
 	Errors     route.ErrorStats      `json:"errors"`
 	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
+	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
 }
 
 // SessionMetricsJSON is what the node counts about its own sessions.
@@ -92,7 +93,8 @@ func (n *Node) showMetrics() MetricsJSON {
 	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: s.RouteStats.Errors,
 		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents},
-		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups}}
+		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups},
+		IPv6:       s.IPv6}
 }
 
 // IdentityCacheJSON is show_identity_cache.

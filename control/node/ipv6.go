@@ -29,15 +29,23 @@ type ipv6State struct {
 	stats   IPv6Stats
 }
 
-// IPv6Stats counts the adapter's decisions.
+// IPv6Stats counts the adapter's decisions (show_metrics "ipv6").
 type IPv6Stats struct {
-	Sent, Received           uint64
-	NotFIPS, UnknownDest     uint64
-	TooBig, Hairpin, Dropped uint64
-	CEMarked, MSSClamped     uint64
+	Sent        uint64 `json:"sent"`         // packets from the device sent into sessions
+	Received    uint64 `json:"received"`     // packets from sessions written to the device
+	NotFIPS     uint64 `json:"not_fips"`     // destination outside fd00::/8: unreachable
+	UnknownDest uint64 `json:"unknown_dest"` // no cached key for the destination: unreachable
+	TooBig      uint64 `json:"too_big"`      // over the mesh's IPv6 MTU: Packet Too Big
+	Hairpin     uint64 `json:"hairpin"`      // to our own address, looped back
+	Dropped     uint64 `json:"dropped"`      // malformed or refused by the session layer
+	CEMarked    uint64 `json:"ce_marked"`    // delivered with CE set (mesh congestion)
+	MSSClamped  uint64 `json:"mss_clamped"`  // TCP SYN/SYN-ACK MSS lowered
 	// LookupUnreachable: queued packets answered as unreachable because
-	// the lookup of their destination timed out.
-	LookupUnreachable uint64
+	// the lookup of their destination failed.
+	LookupUnreachable uint64 `json:"lookup_unreachable"`
+	// Device side, counted by the node.
+	ReadQueueDrops uint64 `json:"read_queue_drops"` // read from the device, loop queue full
+	WriteErrors    uint64 `json:"write_errors"`     // writes to the device that failed
 }
 
 // EnableIPv6 turns the port-256 service on; packets for the device go to w.
@@ -128,7 +136,7 @@ func (c *Core) unreachable(now time.Time, pkt []byte) {
 }
 
 // queuedUnreachable answers one IPv6 packet that waited for a lookup of
-// dest which timed out. It rebuilds the packet from its shim and is not
+// dest which failed. It rebuilds the packet from its shim and is not
 // rate limited: the pending queue already bounds how many there are.
 func (c *Core) queuedUnreachable(dest identity.NodeAddr, shim []byte) {
 	v := c.v6

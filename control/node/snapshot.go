@@ -112,6 +112,7 @@ func (n *Node) publish(now time.Time) {
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}
+	s.IPv6.ReadQueueDrops, s.IPv6.WriteErrors = n.tunDrops.Load(), n.tunWriteErrors
 	for _, a := range sortedAddrs(c.smmp) {
 		s.SessionMMP = append(s.SessionMMP, SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()})
 	}

@@ -1098,10 +1098,9 @@ func (t *Table) Session(dest identity.NodeAddr) (Info, bool) {
 
 // DropPending removes dest's queued packets unless a session to dest is
 // established, calling fn for each in order (the node answers IPv6
-// packets with Destination Unreachable when the lookup for dest timed
-// out). It returns how many it dropped.
+// packets with Destination Unreachable when the lookup for dest failed). It returns how many it dropped.
 func (t *Table) DropPending(dest identity.NodeAddr, fn func(srcPort, dstPort uint16, payload []byte)) int {
-	if e := t.sessions[dest]; e != nil && e.state == StateEstablished {
+	if t.Established(dest) {
 		return 0
 	}
 	q := t.pending[dest]

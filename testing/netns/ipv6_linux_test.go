@@ -61,6 +61,31 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 		t.Errorf("ping to a key outside the mesh: %v\n%s", err, out)
 	}
 	t.Logf("ping to a key outside the mesh:\n%s", firstLines(string(out), 3))
+
+	// The adapter's counters, in show_metrics, tell the same story (the
+	// snapshot behind it is republished at least every tick).
+	type v6metrics struct {
+		IPv6 struct {
+			Sent, Received    uint64
+			LookupUnreachable uint64 `json:"lookup_unreachable"`
+		} `json:"ipv6"`
+	}
+	var ma, mc v6metrics
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := a.Call("show_metrics", nil, &ma); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Call("show_metrics", nil, &mc); err != nil {
+			t.Fatal(err)
+		}
+		if ma.IPv6.Sent >= 20 && ma.IPv6.LookupUnreachable >= 1 && mc.IPv6.Received >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("show_metrics ipv6: a %+v, c %+v", ma.IPv6, mc.IPv6)
+		}
+	}
+	t.Logf("show_metrics ipv6: a %+v, c %+v", ma.IPv6, mc.IPv6)
 	_ = b
 }
 
