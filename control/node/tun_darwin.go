@@ -4,7 +4,6 @@ package node
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"golang.zx2c4.com/wireguard/tun"
@@ -28,9 +27,5 @@ func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 		dev.Close()
 		return nil, "", err
 	}
-	return n.configureTUN(dev, real, [][]string{
-		{"ifconfig", real, "inet6", n.id.IPv6().String(), "prefixlen", "128"},
-		{"ifconfig", real, "mtu", strconv.Itoa(mtu), "up"},
-		{"route", "-q", "-n", "add", "-inet6", "-net", "fd00::/8", "-interface", real},
-	})
+	return n.configureTUN(dev, real, darwinTUNCommands(real, n.id.IPv6().String(), mtu))
 }

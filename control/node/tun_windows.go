@@ -4,7 +4,6 @@ package node
 
 import (
 	"fmt"
-	"strconv"
 
 	"golang.zx2c4.com/wireguard/tun"
 )
@@ -23,10 +22,9 @@ func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 		dev.Close()
 		return nil, "", err
 	}
-	iface := "interface=" + real
-	return n.configureTUN(dev, real, [][]string{
-		{"netsh", "interface", "ipv6", "add", "address", iface, "address=" + n.id.IPv6().String() + "/128", "store=active"},
-		{"netsh", "interface", "ipv6", "set", "subinterface", real, "mtu=" + strconv.Itoa(mtu), "store=active"},
-		{"netsh", "interface", "ipv6", "add", "route", "prefix=fd00::/8", iface, "store=active"},
-	})
+	dev, real, err = n.configureTUN(dev, real, windowsTUNCommands(real, n.id.IPv6().String(), mtu))
+	if err == nil {
+		n.tunCleanup = func() { _ = configCmd(windowsTUNCleanup(real)...) }
+	}
+	return dev, real, err
 }
