@@ -55,16 +55,8 @@ func BenchmarkChainTCP(b *testing.B) {
 		}
 	}
 
-	m := New(b, Options{IPv6: true, TunMTU: 1500})
-	a, bb, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
-	m.Link(a, bb)
-	m.Link(bb, c)
-	m.Start()
-	m.WaitConverged(30 * time.Second)
-	// A learns C's key from DNS, as an application would.
-	if out, err := m.Exec("a", "dig", "@::1", "-p", "5354", c.Npub()+".fips", "AAAA", "+short"); err != nil {
-		b.Fatalf("dig: %v\n%s", err, out)
-	}
+	m, a, _, c, _ := ipv6Chain(b, Options{TunMTU: 1500})
+	resolve(b, m, a, c)
 	if out, err := m.Exec("a", "ping", "-6", "-c", "3", "-W", "2", c.IPv6()); err != nil {
 		b.Fatalf("ping before measuring: %v\n%s", err, out)
 	}

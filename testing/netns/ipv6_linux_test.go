@@ -14,17 +14,40 @@ import (
 	"github.com/fips-go/fips/control/identity"
 )
 
+// ipv6Chain starts daemons in a chain A—B—C (no A—C link) with the IPv6
+// adapter and DNS on, waits for convergence and returns the nodes and how
+// long that took.
+func ipv6Chain(tb testing.TB, o Options) (m *Mesh, a, b, c *Node, took time.Duration) {
+	tb.Helper()
+	o.IPv6 = true
+	m = New(tb, o)
+	a, b, c = m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	m.Link(a, b)
+	m.Link(b, c)
+	m.Start()
+	took = m.WaitConverged(30 * time.Second)
+	return m, a, b, c, took
+}
+
+// resolve asks from's .fips DNS responder for to's address, as an
+// application would (teaching from to's key), and fails unless it answers
+// to's address.
+func resolve(tb testing.TB, m *Mesh, from, to *Node) string {
+	tb.Helper()
+	out, err := m.Exec(from.Name, "dig", "@::1", "-p", "5354", to.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
+	answer := strings.TrimSpace(string(out))
+	if err != nil || answer != to.IPv6() {
+		tb.Fatalf("dig in %s: %v %q, want %s\n%s", from.Name, err, answer, to.IPv6(), from.Logs())
+	}
+	return answer
+}
+
 // TestIPv6ChainNamesAndPing is issue 6's first scenario: a chain A—B—C
 // with no A—C link, each daemon with its TUN fips0 and .fips DNS: inside
 // A, `dig @::1 -p 5354 <npub of C>.fips AAAA` answers C's address, and
 // `ping -6 <npub of C>.fips` by name gets 20 of 20 replies through B.
 func TestIPv6ChainNamesAndPing(t *testing.T) {
-	m := New(t, Options{IPv6: true})
-	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
-	m.Link(a, b)
-	m.Link(b, c)
-	m.Start()
-	took := m.WaitConverged(30 * time.Second)
+	m, a, _, c, took := ipv6Chain(t, Options{})
 	t.Logf("converged in %v", took.Round(time.Millisecond))
 
 	// fd00::/8 is looked up in the main table at priority 5265.
@@ -33,14 +56,10 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 		t.Fatalf("policy rule for fd00::/8 missing in a: %v\n%s", err, rules)
 	}
 
-	out, err := m.Exec("a", "dig", "@::1", "-p", "5354", c.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
-	answer := strings.TrimSpace(string(out))
-	if err != nil || answer != c.IPv6() {
-		t.Fatalf("dig in a: %v %q, want %s\n%s", err, answer, c.IPv6(), m.Node("a").Logs())
-	}
+	answer := resolve(t, m, a, c)
 	t.Logf("dig %s.fips AAAA -> %s", c.Npub()[:16], answer)
 
-	out, err = m.Exec("a", "ping", "-6", "-c", "20", "-i", "0.2", "-W", "2", c.Npub()+".fips")
+	out, err := m.Exec("a", "ping", "-6", "-c", "20", "-i", "0.2", "-W", "2", c.Npub()+".fips")
 	t.Logf("ping:\n%s", out)
 	if err != nil || !strings.Contains(string(out), "20 received") || !strings.Contains(string(out), answer) {
 		t.Fatalf("ping -6 %s from a: %v\nA:\n%s\nC:\n%s", answer, err, m.Node("a").Logs(), m.Node("c").Logs())
@@ -86,7 +105,6 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 		}
 	}
 	t.Logf("show_metrics ipv6: a %+v, c %+v", ma.IPv6, mc.IPv6)
-	_ = b
 }
 
 // TestIPv6ChainTCPAndPacketTooBig: over the same kind of chain, iperf3
@@ -96,22 +114,13 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 // 1500 here (tun.mtu): with upstream's default of 1280 the kernel refuses
 // a 1448-byte packet locally and it never reaches the adapter.
 func TestIPv6ChainTCPAndPacketTooBig(t *testing.T) {
-	m := New(t, Options{IPv6: true, TunMTU: 1500})
-	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
-	m.Link(a, b)
-	m.Link(b, c)
-	m.Start()
-	m.WaitConverged(30 * time.Second)
-	out, err := m.Exec("a", "dig", "@::1", "-p", "5354", c.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
-	addr := strings.TrimSpace(string(out))
-	if err != nil || addr != c.IPv6() {
-		t.Fatalf("dig: %v %q", err, addr)
-	}
+	m, a, _, c, _ := ipv6Chain(t, Options{TunMTU: 1500})
+	addr := resolve(t, m, a, c)
 
 	// Packet Too Big: 1400 + 48 bytes of headers exceed the 1203-byte
 	// IPv6 MTU. The first reply is the adapter's Packet Too Big; the
 	// kernel then remembers 1203 for this destination.
-	out, _ = m.Exec("a", "ping", "-6", "-c", "2", "-s", "1400", "-M", "do", "-W", "2", addr)
+	out, _ := m.Exec("a", "ping", "-6", "-c", "2", "-s", "1400", "-M", "do", "-W", "2", addr)
 	if !regexp.MustCompile(`(?i)packet too big.*mtu[:=] ?1203`).Match(out) {
 		t.Errorf("no Packet Too Big with mtu 1203:\n%s", out)
 	}
@@ -141,7 +150,6 @@ func TestIPv6ChainTCPAndPacketTooBig(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "200" {
 		t.Fatalf("curl: %v %s", err, out)
 	}
-	_ = b
 }
 
 func firstLines(s string, n int) string {
