@@ -71,9 +71,23 @@ clean:
 
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
-.PHONY: demo
+.PHONY: demo bench
 demo:
 	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
 	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
 	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
 	$(GO) run ./testing/demo
+
+## bench: fips-go side by side with wireguard-go and the kernel on 2-, 3-
+## and 5-node namespace meshes (Linux, root): TCP 1 and 4 streams, UDP at
+## 1 Gbit/s, ping idle and under load, CPU per GB, retransmits; medians of
+## BENCH_REPS (3). Rewrites its section of docs/performance.md and
+## docs/bench.json. BENCH_QUICK=1: transit only, 1 stream, 1 repetition,
+## into out/bench/quick.md (≤ 3 minutes).
+BENCH_QUICK ?=
+bench:
+	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
+	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
+	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
+	  $(GO) run ./testing/bench/fipsbench

@@ -32,7 +32,7 @@ type Binaries struct {
 
 // Build compiles cmd/fips and cmd/fipsctl into dir.
 func Build(dir string) (Binaries, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -47,7 +47,9 @@ func Build(dir string) (Binaries, error) {
 	return b, nil
 }
 
-func moduleRoot() (string, error) {
+// ModuleRoot is the directory of this module's go.mod (found from this
+// source file, so tests and `go run` programs agree).
+func ModuleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("cannot locate source")

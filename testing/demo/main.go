@@ -12,52 +12,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/fips-go/fips/testing/netns"
 )
-
-// runner is the demo's netns.TB: Fatalf unwinds the demo goroutine.
-type runner struct {
-	mu       sync.Mutex
-	cleanups []func()
-	once     sync.Once
-}
-
-type fatal struct{ msg string }
-
-func (r *runner) Logf(format string, args ...any) {
-	fmt.Printf("    "+format+"\n", args...)
-}
-
-func (r *runner) Fatalf(format string, args ...any) {
-	panic(fatal{fmt.Sprintf(format, args...)})
-}
-
-func (r *runner) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-
-func (r *runner) cleanup() {
-	r.once.Do(func() {
-		r.mu.Lock()
-		fs := r.cleanups
-		r.mu.Unlock()
-		for i := len(fs) - 1; i >= 0; i-- {
-			fs[i]()
-		}
-	})
-}
 
 func main() {
 	if os.Geteuid() != 0 {
@@ -66,28 +30,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r := &runner{}
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				if f, ok := v.(fatal); ok {
-					done <- errors.New(f.msg)
-					return
-				}
-				done <- fmt.Errorf("panic: %v", v)
-			}
-		}()
-		done <- demo(ctx, r)
-	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		err = errors.New("interrupted")
-	}
-	heading("Cleaning up: stopping the daemons, deleting namespaces and veths")
-	r.cleanup()
+	r := &netns.Runner{}
+	err := r.Run(ctx, func() {
+		heading("Cleaning up: stopping the daemons, deleting namespaces and veths")
+	}, func() error { return demo(ctx, r) })
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\ndemo failed: %v\n", err)
 		os.Exit(1)
@@ -97,17 +43,11 @@ func main() {
 
 func heading(s string) { fmt.Printf("\n== %s\n", s) }
 
-func check(ctx context.Context) {
-	if ctx.Err() != nil {
-		panic(fatal{"interrupted"})
-	}
-}
-
-func demo(ctx context.Context, r *runner) error {
+func demo(ctx context.Context, r *netns.Runner) error {
 	heading("Building fips and fipsctl")
 	m := netns.New(r, netns.Options{IPv6: true})
 	fmt.Printf("    binaries in %s; everything this run creates is named %s*\n", m.Dir, m.Prefix)
-	check(ctx)
+	r.Check(ctx)
 
 	heading("Creating 4 network namespaces joined by veth pairs: a diamond")
 	fmt.Println("        b")
@@ -123,7 +63,7 @@ func demo(ctx context.Context, r *runner) error {
 		k := m.Link(m.Node(l[0]), m.Node(l[1]))
 		fmt.Printf("    link %s—%s: %s %s/30 <-> %s %s/30\n", l[0], l[1], k.IfA, k.AddrA, k.IfB, k.AddrB)
 	}
-	check(ctx)
+	r.Check(ctx)
 
 	heading("Each node's identity: npub (public key), NodeAddr (its hash, used for routing), fd00::/8 address")
 	for _, n := range m.Nodes() {
@@ -133,7 +73,7 @@ func demo(ctx context.Context, r *runner) error {
 	heading("Starting one fips daemon per namespace (UDP, each link's far end as a static peer)")
 	m.Start()
 	fmt.Println("    waiting for links, the spanning tree and the bloom filters to converge...")
-	took := waitConverged(ctx, m, 30*time.Second)
+	took := waitConverged(ctx, r, m, 30*time.Second)
 	fmt.Printf("    converged in %v\n", took.Round(time.Millisecond))
 
 	heading("fipsctl show peers: authenticated neighbours, over which link, with link RTT")
@@ -151,7 +91,7 @@ func demo(ctx context.Context, r *runner) error {
 				NodeAddr string `json:"node_addr"`
 			} `json:"peers"`
 		}
-		fipsctlJSON(m, n.Name, &v, "show", "peers")
+		fipsctlJSON(r, m, n.Name, &v, "show", "peers")
 		for _, p := range v.Peers {
 			role := "peer"
 			if p.IsParent {
@@ -174,7 +114,7 @@ func demo(ctx context.Context, r *runner) error {
 			Depth    int      `json:"depth"`
 			MyCoords []string `json:"my_coords"`
 		}
-		fipsctlJSON(m, n.Name, &v, "show", "tree")
+		fipsctlJSON(r, m, n.Name, &v, "show", "tree")
 		var path []string
 		for _, c := range v.MyCoords {
 			path = append(path, nameOf(m, c))
@@ -193,7 +133,7 @@ func demo(ctx context.Context, r *runner) error {
 				} `json:"filter"`
 			} `json:"peer_filters"`
 		}
-		fipsctlJSON(m, n.Name, &v, "show", "bloom")
+		fipsctlJSON(r, m, n.Name, &v, "show", "bloom")
 		var parts []string
 		for _, f := range v.PeerFilters {
 			est := "?"
@@ -204,7 +144,7 @@ func demo(ctx context.Context, r *runner) error {
 		}
 		fmt.Printf("    %s  %s\n", n.Name, strings.Join(parts, ", "))
 	}
-	check(ctx)
+	r.Check(ctx)
 
 	a, d := m.Node("a"), m.Node("d")
 	heading("fipsctl probe d (from a): lookup, route, end-to-end session, round trip")
@@ -244,7 +184,7 @@ poll:
 	for _, line := range strings.Split(strings.TrimRight(probeOut.String(), "\n"), "\n") {
 		fmt.Printf("    | %s\n", line)
 	}
-	check(ctx)
+	r.Check(ctx)
 	if probeErr != nil {
 		return fmt.Errorf("fipsctl probe: %v", probeErr)
 	}
@@ -257,7 +197,7 @@ poll:
 	if err != nil || addr != dn.IPv6() {
 		return fmt.Errorf("dig: %v %q", err, addr)
 	}
-	check(ctx)
+	r.Check(ctx)
 	out, err = m.Exec("a", "ping", "-6", "-c", "5", "-i", "0.2", "-W", "2", addr)
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fmt.Printf("    | %s\n", line)
@@ -265,7 +205,7 @@ poll:
 	if err != nil {
 		return fmt.Errorf("ping: %v", err)
 	}
-	check(ctx)
+	r.Check(ctx)
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		fmt.Println("    (iperf3 is not installed: skipping the throughput run; apt-get install iperf3)")
 	} else {
@@ -284,7 +224,7 @@ poll:
 			return fmt.Errorf("iperf3: %v", err)
 		}
 	}
-	check(ctx)
+	r.Check(ctx)
 
 	heading("Summary")
 	fmt.Println("    4 daemons in 4 namespaces formed links, one spanning tree and bloom filters;")
@@ -293,11 +233,11 @@ poll:
 	return nil
 }
 
-func waitConverged(ctx context.Context, m *netns.Mesh, timeout time.Duration) time.Duration {
+func waitConverged(ctx context.Context, r *netns.Runner, m *netns.Mesh, timeout time.Duration) time.Duration {
 	start := time.Now()
 	why := ""
 	for time.Since(start) < timeout {
-		check(ctx)
+		r.Check(ctx)
 		var ok bool
 		if ok, why = m.Converged(); ok {
 			return time.Since(start)
@@ -309,16 +249,17 @@ func waitConverged(ctx context.Context, m *netns.Mesh, timeout time.Duration) ti
 	if ok, _ := m.Converged(); ok {
 		return took
 	}
-	panic(fatal{"not converged: " + why})
+	r.Fatalf("not converged: %s", why)
+	return 0
 }
 
-func fipsctlJSON(m *netns.Mesh, node string, out any, args ...string) {
+func fipsctlJSON(r *netns.Runner, m *netns.Mesh, node string, out any, args ...string) {
 	raw, err := m.Fipsctl(node, args...)
 	if err != nil {
-		panic(fatal{fmt.Sprintf("fipsctl %s on %s: %v", strings.Join(args, " "), node, err)})
+		r.Fatalf("fipsctl %s on %s: %v", strings.Join(args, " "), node, err)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		panic(fatal{fmt.Sprintf("fipsctl %s on %s: %v", strings.Join(args, " "), node, err)})
+		r.Fatalf("fipsctl %s on %s: %v", strings.Join(args, " "), node, err)
 	}
 }
 

@@ -59,11 +59,19 @@ type Options struct {
 	IPv6 bool
 	// TunMTU is every node's tun.mtu with IPv6 (0: upstream's 1280).
 	TunMTU int
+	// ExtraConfig is YAML appended to every node's fips.yaml.
+	ExtraConfig string
+	// NoDaemons makes a mesh of namespaces and veths only (for other
+	// software under test): no fips binaries are built, Start refuses.
+	NoDaemons bool
 }
 
 // LogLevelEnv names the environment variable that sets the daemons' log
 // level when Options.LogLevel is empty (debugging a scenario).
 const LogLevelEnv = "FIPS_NETNS_LOG_LEVEL"
+
+// WireGuardSocketDir is where wireguard-go puts its UAPI sockets.
+const WireGuardSocketDir = "/var/run/wireguard"
 
 // ownersDir holds one file per live run, named by its prefix, holding the
 // owner's process id and the run's directory, so a later run can sweep what a killed run left behind.
@@ -133,7 +141,7 @@ func New(t TB, opts Options) *Mesh {
 	}
 	t.Cleanup(m.Close)
 	m.bin = opts.Binaries
-	if m.bin.Fips == "" || m.bin.Fipsctl == "" {
+	if !opts.NoDaemons && (m.bin.Fips == "" || m.bin.Fipsctl == "") {
 		b, err := daemons.Build(dir)
 		if err != nil {
 			t.Fatalf("netns: %v", err)
@@ -300,7 +308,7 @@ func (n *Node) config() string {
 		v6 = fmt.Sprintf("tun: { enabled: true, name: fips0, mtu: %d }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n", mtu)
 	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
-		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p)
+		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p, n.m.opts.ExtraConfig)
 }
 
 // Start writes every node's config and starts its daemon in its namespace.
@@ -313,6 +321,9 @@ func (m *Mesh) Start() {
 	m.started = true
 	nodes := slices.Clone(m.nodes)
 	m.mu.Unlock()
+	if m.opts.NoDaemons {
+		m.t.Fatalf("netns: Start on a mesh made with NoDaemons")
+	}
 	for _, n := range nodes {
 		if err := os.WriteFile(n.Config, []byte(n.config()), 0o600); err != nil {
 			m.t.Fatalf("netns: %v", err)
@@ -369,6 +380,16 @@ func (n *Node) stop(grace time.Duration) {
 	case <-exited:
 	case <-time.After(5 * time.Second):
 	}
+}
+
+// Pid is the daemon's process id, 0 before Start.
+func (n *Node) Pid() int {
+	n.m.mu.Lock()
+	defer n.m.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }
 
 // Logs returns what the node's daemon has logged.
@@ -647,6 +668,15 @@ func Sweep(prefix string) error {
 			}
 		}
 	}
+	// UAPI sockets of wireguard-go devices named with the prefix (they
+	// live in the shared /var/run, not in the namespace).
+	if socks, err := filepath.Glob(filepath.Join(WireGuardSocketDir, prefix+"*.sock")); err == nil {
+		for _, s := range socks {
+			if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
 	links, err := RootLinks(prefix)
 	if err != nil {
 		errs = append(errs, err)
@@ -698,9 +728,31 @@ func ipCmd(args ...string) ([]byte, error) {
 	return exec.Command("ip", args...).CombinedOutput()
 }
 
-// Background starts args inside node's namespace and returns a function
-// that stops it (its whole process group) and waits for it.
-func (m *Mesh) Background(node string, args ...string) (stop func()) {
+// Proc is a process started in a node's namespace.
+type Proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+}
+
+// Pid is the process id (`ip netns exec` execs in place, so it is the
+// program's own).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Stop kills the process's group and waits for it; idempotent.
+func (p *Proc) Stop() {
+	p.once.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
+}
+
+// Exited is closed when the process has exited.
+func (p *Proc) Exited() <-chan struct{} { return p.done }
+
+// Spawn starts args inside node's namespace in its own process group,
+// killed with the harness; Stop is registered with the driver's Cleanup.
+func (m *Mesh) Spawn(node string, args ...string) *Proc {
 	n := m.Node(node)
 	if n == nil {
 		m.t.Fatalf("netns: no node %q", node)
@@ -710,17 +762,16 @@ func (m *Mesh) Background(node string, args ...string) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		m.t.Fatalf("netns: start %v in %s: %v", args, node, err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		})
-	}
-	m.t.Cleanup(stop)
-	return stop
+	p := &Proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	m.t.Cleanup(p.Stop)
+	return p
+}
+
+// Background starts args inside node's namespace and returns a function
+// that stops it (its whole process group) and waits for it.
+func (m *Mesh) Background(node string, args ...string) (stop func()) {
+	return m.Spawn(node, args...).Stop
 }
 
 // WaitListening waits until a TCP socket listens on port inside node's

@@ -1,0 +1,341 @@
+//go:build linux
+
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fips-go/fips/testing/daemons"
+	"github.com/fips-go/fips/testing/netns"
+)
+
+// nodeNames are the namespaces' node names along a line.
+var nodeNames = []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+
+// BuildOptions shape a path beyond its topology.
+type BuildOptions struct {
+	// Shortcut adds a direct link between the first and last node, which
+	// the system's routing prefers: traffic then bypasses the relays.
+	// Only tests use it, to prove the route check catches a wrong path.
+	Shortcut bool
+	// Fips are the fips binaries; built into the mesh's directory when
+	// empty.
+	Fips daemons.Binaries
+	// WireGuardGo is the wireguard-go binary (required for that system).
+	WireGuardGo string
+	// FipsConfig is YAML appended to every fips node's config (a
+	// dataplane mode, once there are several).
+	FipsConfig string
+}
+
+// Path is one system running on one topology, ready to measure: traffic
+// from Src to DstAddr (an address inside Dst) crosses Relays.
+type Path struct {
+	System   string
+	Topology Topology
+	Mesh     *netns.Mesh
+	Src, Dst string
+	DstAddr  string
+	Relays   []string
+
+	// daemons are the pids of the system's processes by node (none for
+	// the kernel).
+	daemons map[string][]int
+	// counter reads, on node, the packet counter the route check expects
+	// traffic to move there.
+	counter func(node string) (uint64, error)
+}
+
+// Hops are the nodes whose counters the route check reads: the relays,
+// or the receiver on a direct path.
+func (p *Path) Hops() []string {
+	if len(p.Relays) > 0 {
+		return p.Relays
+	}
+	return []string{p.Dst}
+}
+
+// Daemons returns the pids of the system's processes on node.
+func (p *Path) Daemons(node string) []int { return p.daemons[node] }
+
+// ifaceCounter reads an interface's rx or tx packet count in node's
+// namespace.
+func ifaceCounter(m *netns.Mesh, node, ifname, dir string) (uint64, error) {
+	n := m.Node(node)
+	if n == nil {
+		return 0, fmt.Errorf("bench: no node %q", node)
+	}
+	out, err := exec.Command("ip", "-n", n.NS, "-j", "-s", "link", "show", "dev", ifname).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("bench: ip link show %s in %s: %v: %s", ifname, node, err, strings.TrimSpace(string(out)))
+	}
+	var links []struct {
+		Stats64 map[string]struct {
+			Packets uint64 `json:"packets"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return 0, fmt.Errorf("bench: ip -j link show %s: %v: %s", ifname, err, out)
+	}
+	return links[0].Stats64[dir].Packets, nil
+}
+
+// CheckRoute sends pings along p and fails unless every hop's counter
+// moved by at least as many packets: the traffic takes the intended path.
+func (p *Path) CheckRoute() error {
+	const count = 20
+	hops := p.Hops()
+	before := make([]uint64, len(hops))
+	for i, h := range hops {
+		v, err := p.counter(h)
+		if err != nil {
+			return err
+		}
+		before[i] = v
+	}
+	out, err := p.Mesh.Exec(p.Src, "ping", "-6", "-q", "-c", strconv.Itoa(count), "-i", "0.01", "-W", "2", p.DstAddr)
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(" %d received", count)) {
+		return fmt.Errorf("bench: %s %s: route check ping %s→%s: %v\n%s", p.System, p.Topology.Name, p.Src, p.DstAddr, err, out)
+	}
+	for i, h := range hops {
+		v, err := p.counter(h)
+		if err != nil {
+			return err
+		}
+		if d := v - before[i]; v < before[i] || d < count {
+			return fmt.Errorf("bench: %s %s: route check: %d pings %s→%s moved %s's counter by %d, want ≥ %d: traffic bypasses %s",
+				p.System, p.Topology.Name, count, p.Src, p.Dst, h, int64(v-before[i]), count, h)
+		}
+	}
+	return nil
+}
+
+// line adds t's nodes to m and links them in a line (plus the shortcut).
+func line(m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links []*netns.Link) {
+	for i := range t.Nodes {
+		nodes = append(nodes, m.AddNode(nodeNames[i]))
+	}
+	for i := 0; i+1 < t.Nodes; i++ {
+		links = append(links, m.Link(nodes[i], nodes[i+1]))
+	}
+	if o.Shortcut {
+		links = append(links, m.Link(nodes[0], nodes[t.Nodes-1]))
+	}
+	return nodes, links
+}
+
+func newPath(system string, t Topology, m *netns.Mesh, nodes []*netns.Node) *Path {
+	p := &Path{System: system, Topology: t, Mesh: m, Src: nodes[0].Name, Dst: nodes[len(nodes)-1].Name,
+		daemons: map[string][]int{}}
+	for _, n := range nodes[1 : len(nodes)-1] {
+		p.Relays = append(p.Relays, n.Name)
+	}
+	return p
+}
+
+func must(tb netns.TB, m *netns.Mesh, what string, cmds ...[]string) {
+	for _, c := range cmds {
+		if out, err := m.Exec(c[0], c[1:]...); err != nil {
+			tb.Fatalf("bench: %s: %v: %v\n%s", what, c, err, out)
+		}
+	}
+}
+
+// BuildKernel is the limit: the same line with IPv6 on every veth and
+// the relays forwarding in the kernel, no encryption. Link k is
+// fd00:bb:k::/64 (.1 on the left end); the shortcut is link n-1.
+func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
+	m := netns.New(tb, netns.Options{NoDaemons: true})
+	nodes, links := line(m, t, o)
+	p := newPath(SystemKernel, t, m, nodes)
+	addr := func(k, end int) string { return fmt.Sprintf("fd00:bb:%d::%d", k, end) }
+	for k, l := range links {
+		must(tb, m, "kernel line",
+			[]string{l.A.Name, "ip", "addr", "add", addr(k, 1) + "/64", "dev", l.IfA, "nodad"},
+			[]string{l.B.Name, "ip", "addr", "add", addr(k, 2) + "/64", "dev", l.IfB, "nodad"})
+	}
+	n := t.Nodes
+	for i, node := range nodes {
+		if i > 0 && i < n-1 {
+			must(tb, m, "kernel line", []string{node.Name, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"})
+		}
+		for j := 0; j < n-1; j++ {
+			switch {
+			case j > i: // to the right, via link i's far end
+				must(tb, m, "kernel line", []string{node.Name, "ip", "-6", "route", "add", fmt.Sprintf("fd00:bb:%d::/64", j), "via", addr(i, 2)})
+			case j < i-1: // to the left, via link i-1's near end
+				must(tb, m, "kernel line", []string{node.Name, "ip", "-6", "route", "add", fmt.Sprintf("fd00:bb:%d::/64", j), "via", addr(i-1, 1)})
+			}
+		}
+	}
+	p.DstAddr = addr(n-2, 2)
+	if o.Shortcut {
+		k := len(links) - 1
+		must(tb, m, "kernel shortcut",
+			[]string{p.Src, "ip", "-6", "route", "add", p.DstAddr + "/128", "via", addr(k, 2)},
+			[]string{p.Dst, "ip", "-6", "route", "add", addr(0, 1) + "/128", "via", addr(k, 1)})
+	}
+	// A relay forwards out of the veth toward the receiver; a receiver
+	// takes the packets in on its veth from the sender.
+	p.counter = func(node string) (uint64, error) {
+		for i, nd := range nodes {
+			if nd.Name != node {
+				continue
+			}
+			if i == n-1 {
+				return ifaceCounter(m, node, links[n-2].IfB, "rx")
+			}
+			return ifaceCounter(m, node, links[i].IfA, "tx")
+		}
+		return 0, fmt.Errorf("bench: no node %q", node)
+	}
+	return p
+}
+
+// BuildFips runs fips-go on every node with default settings (UDP, TUN
+// fips0, .fips DNS) and waits for the mesh to converge and the path to
+// carry a ping. A relay's route counter is show_metrics'
+// forwarding.forwarded_packets; the receiver's is fips0's rx (packets
+// the daemon wrote to its TUN).
+func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
+	m := netns.New(tb, netns.Options{IPv6: true, Binaries: o.Fips, ExtraConfig: o.FipsConfig})
+	nodes, _ := line(m, t, o)
+	p := newPath(SystemFips, t, m, nodes)
+	m.Start()
+	m.WaitConverged(60 * time.Second)
+	for _, n := range nodes {
+		p.daemons[n.Name] = []int{n.Pid()}
+	}
+	dst := nodes[len(nodes)-1]
+	p.DstAddr = dst.IPv6()
+	// A node maps an fd00::/8 address to a key only after learning the key,
+	// as an application does by resolving <npub>.fips.
+	out, err := m.Exec(p.Src, "dig", "@::1", "-p", "5354", dst.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
+	if err != nil || strings.TrimSpace(string(out)) != p.DstAddr {
+		tb.Fatalf("bench: fips-go %s: dig %s.fips in %s: %v %q, want %s", t.Name, dst.Npub(), p.Src, err, out, p.DstAddr)
+	}
+	// The first packets wait for a lookup and the session handshake.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := m.Exec(p.Src, "ping", "-6", "-c", "1", "-W", "1", p.DstAddr)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("bench: fips-go %s: no ping reply %s→%s within 20 s: %v\n%s\n%s", t.Name, p.Src, p.Dst, err, out, dst.Logs())
+		}
+		time.Sleep(100 * time.Millisecond) // an unreachable answer comes at once
+	}
+	p.counter = func(node string) (uint64, error) {
+		if node == p.Dst {
+			return ifaceCounter(m, node, "fips0", "rx")
+		}
+		n := m.Node(node)
+		if n == nil {
+			return 0, fmt.Errorf("bench: no node %q", node)
+		}
+		var v struct {
+			Forwarding struct {
+				ForwardedPackets uint64 `json:"forwarded_packets"`
+			} `json:"forwarding"`
+		}
+		if err := n.Call("show_metrics", nil, &v); err != nil {
+			return 0, fmt.Errorf("bench: show_metrics on %s: %w", node, err)
+		}
+		return v.Forwarding.ForwardedPackets, nil
+	}
+	return p
+}
+
+// BuildWireGuard runs wireguard-go along the line: tunnel k joins node k
+// and k+1 (fd00:77:k::1 and ::2, /64), each end its own device with one
+// peer (allowed ::/0), so a relay has two devices and the kernel
+// forwards between them, as an operator would chain wireguard-go. A
+// relay's route counter is tx on its device toward the receiver; the
+// receiver's is rx on its device.
+func BuildWireGuard(tb netns.TB, t Topology, o BuildOptions) *Path {
+	if o.Shortcut {
+		tb.Fatalf("bench: wireguard-go paths have no shortcut variant")
+	}
+	if o.WireGuardGo == "" {
+		tb.Fatalf("bench: no wireguard-go binary")
+	}
+	m := netns.New(tb, netns.Options{NoDaemons: true})
+	nodes, links := line(m, t, o)
+	p := newPath(SystemWireGuard, t, m, nodes)
+	n := t.Nodes
+	dev := func(k int, side string) string { return fmt.Sprintf("%sw%d%s", m.Prefix, k, side) }
+	const rightPort, leftPort = 51820, 51821
+	for k, l := range links {
+		ka, kb := NewWGKey(tb), NewWGKey(tb)
+		left, right := l.A.Name, l.B.Name
+		p.daemons[left] = append(p.daemons[left],
+			WGDevice(tb, m, o.WireGuardGo, left, dev(k, "r"), ka, rightPort, kb, fmt.Sprintf("%s:%d", l.AddrB, leftPort)))
+		p.daemons[right] = append(p.daemons[right],
+			WGDevice(tb, m, o.WireGuardGo, right, dev(k, "l"), kb, leftPort, ka, fmt.Sprintf("%s:%d", l.AddrA, rightPort)))
+		must(tb, m, "wireguard-go line",
+			[]string{left, "ip", "addr", "add", fmt.Sprintf("fd00:77:%d::1/64", k), "dev", dev(k, "r"), "nodad"},
+			[]string{right, "ip", "addr", "add", fmt.Sprintf("fd00:77:%d::2/64", k), "dev", dev(k, "l"), "nodad"},
+			[]string{left, "ip", "link", "set", dev(k, "r"), "up"},
+			[]string{right, "ip", "link", "set", dev(k, "l"), "up"})
+	}
+	for i, node := range nodes {
+		if i > 0 && i < n-1 {
+			must(tb, m, "wireguard-go line", []string{node.Name, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"})
+		}
+		for j := 0; j < n-1; j++ {
+			switch {
+			case j > i:
+				must(tb, m, "wireguard-go line", []string{node.Name, "ip", "-6", "route", "add", fmt.Sprintf("fd00:77:%d::/64", j), "dev", dev(i, "r")})
+			case j < i-1:
+				must(tb, m, "wireguard-go line", []string{node.Name, "ip", "-6", "route", "add", fmt.Sprintf("fd00:77:%d::/64", j), "dev", dev(i-1, "l")})
+			}
+		}
+	}
+	p.DstAddr = fmt.Sprintf("fd00:77:%d::2", n-2)
+	if out, err := m.Exec(p.Src, "ping", "-6", "-c", "3", "-W", "2", p.DstAddr); err != nil {
+		tb.Fatalf("bench: wireguard-go %s: ping %s→%s: %v\n%s", t.Name, p.Src, p.DstAddr, err, out)
+	}
+	p.counter = func(node string) (uint64, error) {
+		for i, nd := range nodes {
+			if nd.Name != node {
+				continue
+			}
+			if i == n-1 {
+				return ifaceCounter(m, node, dev(n-2, "l"), "rx")
+			}
+			return ifaceCounter(m, node, dev(i, "r"), "tx")
+		}
+		return 0, fmt.Errorf("bench: no node %q", node)
+	}
+	return p
+}
+
+// BuildWireGuardGo compiles wireguard-go at the version go.mod pins into
+// dir and returns its path and version.
+func BuildWireGuardGo(dir string) (bin, version string, err error) {
+	bin = filepath.Join(dir, "wireguard-go")
+	root, err := daemons.ModuleRoot()
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "golang.zx2c4.com/wireguard")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("bench: build wireguard-go: %v\n%s", err, out)
+	}
+	cmd = exec.Command("go", "list", "-m", "golang.zx2c4.com/wireguard")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("bench: go list -m golang.zx2c4.com/wireguard: %w", err)
+	}
+	f := strings.Fields(string(out))
+	return bin, f[len(f)-1], nil
+}

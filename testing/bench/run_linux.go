@@ -1,0 +1,228 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fips-go/fips/testing/daemons"
+	"github.com/fips-go/fips/testing/netns"
+)
+
+// Tools are the programs a run needs, with the Debian package of each.
+var Tools = map[string]string{"ip": "iproute2", "iperf3": "iperf3", "ping": "iputils-ping", "ss": "iproute2", "dig": "dnsutils", "nft": "nftables"}
+
+// Execute builds the binaries, then every topology for every system,
+// route-checks each path and measures it; everything it made is gone
+// when r's cleanups run (r.Run does that, also on interrupt).
+func Execute(ctx context.Context, r *netns.Runner, cfg Config) (Run, error) {
+	cfg.defaults()
+	run := Run{Date: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Quick: cfg.Quick,
+		Repetitions: cfg.Repetitions, Seconds: cfg.Seconds, Go: runtime.Version()}
+	if os.Geteuid() != 0 {
+		return run, fmt.Errorf("bench: network namespaces need root (sudo make bench)")
+	}
+	for tool, pkg := range Tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return run, fmt.Errorf("bench: %s not found (apt-get install %s)", tool, pkg)
+		}
+	}
+	run.Machine, run.Kernel, run.Iperf3 = machine(), kernel(), iperf3Version()
+	run.Commit = gitDescribe()
+
+	dir, err := os.MkdirTemp("", "fips-bench-")
+	if err != nil {
+		return run, fmt.Errorf("bench: %w", err)
+	}
+	r.Cleanup(func() { os.RemoveAll(dir) })
+	cfg.Log("building fips, fipsctl and wireguard-go")
+	bins, err := daemons.Build(dir)
+	if err != nil {
+		return run, err
+	}
+	wg, wgVersion, err := BuildWireGuardGo(dir)
+	if err != nil {
+		return run, err
+	}
+	run.WireGuard = wgVersion
+	opts := BuildOptions{Fips: bins, WireGuardGo: wg}
+
+	for _, topo := range cfg.Topologies {
+		r.Check(ctx)
+		results, err := measureTopology(ctx, r, cfg, topo, opts)
+		if err != nil {
+			return run, err
+		}
+		run.Paths = append(run.Paths, results...)
+	}
+	return run, nil
+}
+
+// builders are the systems in the order they are built and measured.
+var builders = []struct {
+	system string
+	build  func(netns.TB, Topology, BuildOptions) *Path
+}{
+	{SystemKernel, BuildKernel},
+	{SystemWireGuard, BuildWireGuard},
+	{SystemFips, BuildFips},
+}
+
+func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {
+	cfg.Log(fmt.Sprintf("== %s: %d nodes", topo.Name, topo.Nodes))
+	var paths []*Path
+	defer func() {
+		for _, p := range paths {
+			p.Mesh.Close()
+		}
+	}()
+	for _, b := range builders {
+		r.Check(ctx)
+		start := time.Now()
+		p := b.build(r, topo, opts)
+		paths = append(paths, p)
+		if err := p.CheckRoute(); err != nil {
+			return nil, err
+		}
+		cfg.Log(fmt.Sprintf("   %-13s up in %4.1f s, route %s→%s via %v checked", b.system, time.Since(start).Seconds(), p.Src, p.Dst, p.Hops()))
+	}
+	samples := make([]map[string][]float64, len(paths))
+	notes := make([][]string, len(paths))
+	for i := range samples {
+		samples[i] = map[string][]float64{}
+	}
+	record := func(i int, rep int, what string, vals map[string]float64, ns []string, err error) {
+		if err != nil {
+			notes[i] = append(notes[i], fmt.Sprintf("repetition %d, %s: %v", rep+1, what, firstLine(err.Error())))
+			cfg.Log(fmt.Sprintf("   %-13s %s failed: %v", paths[i].System, what, err))
+			return
+		}
+		notes[i] = append(notes[i], ns...)
+		keys := make([]string, 0, len(vals))
+		for k, v := range vals {
+			samples[i][k] = append(samples[i][k], v)
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var line strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&line, " %s=%s", k, fmtNum(vals[k]))
+		}
+		cfg.Log(fmt.Sprintf("   %-13s %s:%s", paths[i].System, what, line.String()))
+	}
+	type step struct {
+		what string
+		run  func(p *Path, out map[string]float64) ([]string, error)
+	}
+	steps := []step{
+		{"TCP 1 stream + ping", func(p *Path, out map[string]float64) ([]string, error) {
+			return p.TCP(1, cfg.Seconds, true, out)
+		}},
+	}
+	if !cfg.Quick {
+		steps = append(steps, step{"TCP 4 streams", func(p *Path, out map[string]float64) ([]string, error) {
+			return p.TCP(4, cfg.Seconds, false, out)
+		}})
+	}
+	steps = append(steps,
+		step{"UDP " + UDPRate, func(p *Path, out map[string]float64) ([]string, error) {
+			return nil, p.UDP(UDPRate, UDPPayload, cfg.Seconds, out)
+		}},
+		step{"idle ping", func(p *Path, out map[string]float64) ([]string, error) {
+			return p.IdlePing(200, out)
+		}})
+	for rep := range cfg.Repetitions {
+		cfg.Log(fmt.Sprintf("   repetition %d of %d", rep+1, cfg.Repetitions))
+		for _, s := range steps {
+			for i, p := range paths {
+				r.Check(ctx)
+				vals := map[string]float64{}
+				ns, err := s.run(p, vals)
+				record(i, rep, s.what, vals, ns, err)
+			}
+		}
+	}
+	var out []PathResult
+	for i, p := range paths {
+		res := PathResult{Topology: topo.Name, Nodes: topo.Nodes, System: p.System, Metrics: map[string]Stat{}, Notes: dedupe(notes[i])}
+		for k, xs := range samples[i] {
+			if st, ok := Summarize(xs); ok {
+				res.Metrics[k] = st
+			}
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+		}
+	}
+	return fmt.Sprintf("%d × %s%s", runtime.NumCPU(), model, mem)
+}
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func iperf3Version() string {
+	out, err := exec.Command("iperf3", "--version").Output()
+	if err != nil {
+		return "iperf3 (unknown version)"
+	}
+	return firstLine(strings.TrimSpace(string(out)))
+}
+
+func gitDescribe() string {
+	root, err := daemons.ModuleRoot()
+	if err != nil {
+		return "unknown"
+	}
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
