@@ -1,0 +1,141 @@
+package udp
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// Sizes.
+const (
+	// MaxSegments is the most datagrams one GSO message carries (the
+	// kernel's UDP_MAX_SEGMENTS is 64 on older kernels, 128 on newer).
+	MaxSegments = 64
+	// MaxMessage is the largest UDP payload one message can hold.
+	MaxMessage = 65507
+)
+
+// Message is one received message or one message to send. A received
+// message with Segment > 0 holds a run of datagrams of Segment bytes each
+// (the last may be shorter), coalesced by the kernel (UDP_GRO); Split walks
+// them. A message to send with Segment > 0 is sent as such a run
+// (UDP_SEGMENT).
+type Message struct {
+	Buf     []byte // receive: the buffer to fill (its length is the limit); send: the payload
+	N       int    // receive: bytes received
+	Addr    netip.AddrPort
+	Segment int
+	// Trunc reports a received datagram larger than Buf (cut off).
+	Trunc bool
+}
+
+// Split calls f for every datagram in a received message.
+func (m *Message) Split(f func(b []byte)) {
+	b := m.Buf[:m.N]
+	if m.Segment <= 0 || m.Segment >= len(b) {
+		f(b)
+		return
+	}
+	for len(b) > 0 {
+		n := min(m.Segment, len(b))
+		f(b[:n])
+		b = b[n:]
+	}
+}
+
+// ErrTooLarge is returned by SendQueue.Add for a datagram over the
+// queue's slot size.
+var ErrTooLarge = errors.New("udp: datagram larger than the send slot")
+
+// ErrQueueFull is returned by SendQueue.Add when pkt needs a new message
+// and the queue has none left: flush first.
+var ErrQueueFull = errors.New("udp: send queue full")
+
+// SendQueue gathers datagrams for one sendmmsg, coalescing runs to one
+// address into GSO messages when the socket supports it. It copies each
+// datagram into preallocated slots, so the caller may reuse its buffer
+// at once. One goroutine at a time.
+type SendQueue struct {
+	conn     *Conn
+	slots    [][]byte // one per message, cap slotSize
+	ms       []Message
+	n        int  // messages in use
+	closed   bool // the last message ended with a short datagram
+	count    int  // datagrams in the last message
+	slotSize int
+	// Datagrams is how many datagrams are queued now.
+	Datagrams int
+}
+
+// NewSendQueue makes a queue of up to batch messages for conn; mtu is the
+// largest datagram it will be given.
+func NewSendQueue(conn *Conn, batch, mtu int) *SendQueue {
+	slot := mtu
+	if conn.GSO() {
+		slot = MaxMessage
+	}
+	q := &SendQueue{conn: conn, slots: make([][]byte, batch), ms: make([]Message, batch), slotSize: slot}
+	for i := range q.slots {
+		q.slots[i] = make([]byte, 0, slot)
+	}
+	return q
+}
+
+// Full reports whether the next Add could need a Flush first.
+func (q *SendQueue) Full() bool { return q.n == len(q.ms) }
+
+// Len is the number of messages queued (≤ the batch size).
+func (q *SendQueue) Len() int { return q.n }
+
+// Add queues pkt for to. The caller flushes when Add reports the queue
+// full (after queuing pkt) and when its burst of work ends.
+func (q *SendQueue) Add(to netip.AddrPort, pkt []byte) (full bool, err error) {
+	if len(pkt) > q.slotSize || len(pkt) == 0 {
+		return q.Full(), ErrTooLarge
+	}
+	if q.n > 0 && q.conn.GSO() {
+		last := &q.ms[q.n-1]
+		seg := len(q.slots[q.n-1])
+		if q.count > 1 {
+			seg = last.Segment
+		}
+		if last.Addr == to && !q.closed && len(pkt) <= seg && q.count < MaxSegments &&
+			len(q.slots[q.n-1])+len(pkt) <= q.slotSize {
+			q.slots[q.n-1] = append(q.slots[q.n-1], pkt...)
+			last.Buf = q.slots[q.n-1]
+			last.Segment = seg
+			q.count++
+			q.closed = len(pkt) < seg
+			q.Datagrams++
+			return q.Full(), nil
+		}
+	}
+	if q.Full() {
+		return true, ErrQueueFull
+	}
+	q.slots[q.n] = append(q.slots[q.n][:0], pkt...)
+	q.ms[q.n] = Message{Buf: q.slots[q.n], Addr: to}
+	q.n++
+	q.count, q.closed = 1, false
+	q.Datagrams++
+	return q.Full(), nil
+}
+
+// Flush sends everything queued and empties the queue. It returns how
+// many datagrams the kernel accepted; on an error the rest are dropped
+// (UDP is lossy; the caller counts them).
+func (q *SendQueue) Flush() (sent int, err error) {
+	if q.n == 0 {
+		return 0, nil
+	}
+	sent, err = q.conn.WriteBatch(q.ms[:q.n])
+	q.n, q.count, q.closed, q.Datagrams = 0, 0, false, 0
+	return sent, err
+}
+
+// segments is how many datagrams m carries.
+func (m *Message) segments() int {
+	if m.Segment <= 0 || m.Segment >= len(m.Buf) {
+		return 1
+	}
+	return (len(m.Buf) + m.Segment - 1) / m.Segment
+}

@@ -1,0 +1,305 @@
+//go:build linux
+
+package udp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// oobSize holds a UDP_GRO and an SO_RXQ_OVFL control message.
+var oobSize = unix.CmsgSpace(4) * 2
+
+// Conn is batched I/O on one UDP socket. ReadBatch belongs to one
+// goroutine and WriteBatch to one (they may be different).
+type Conn struct {
+	rc       syscall.RawConn
+	v6       bool // AF_INET6 socket (IPv4 peers as v4-mapped addresses)
+	gso, gro bool
+
+	r, w batchState
+	// lastOvfl is the SO_RXQ_OVFL counter last seen (reader only).
+	lastOvfl uint32
+	// The functions handed to RawConn.Read/Write, made once: a closure
+	// built per call would be allocated per call.
+	readFn, writeFn func(fd uintptr) bool
+}
+
+// batchState is one direction's preallocated syscall arguments.
+type batchState struct {
+	k     int // messages in this call
+	n     int // messages the kernel handled
+	errno syscall.Errno
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6 // large enough for either family
+	oob   []byte
+}
+
+// call runs one recvmmsg or sendmmsg on s's first k messages; false
+// asks the runtime to wait until the socket is ready.
+func (s *batchState) call(trap uintptr, fd uintptr) bool {
+	r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(s.k), 0, 0, 0)
+	if e == unix.EAGAIN {
+		return false
+	}
+	s.n, s.errno = int(r), e
+	if e != 0 {
+		s.n = 0
+	}
+	return true
+}
+
+func newBatchState(n int) batchState {
+	s := batchState{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n),
+		names: make([]unix.RawSockaddrInet6, n), oob: make([]byte, n*oobSize)}
+	for i := range s.hdrs {
+		s.hdrs[i].Hdr.Iov = &s.iovs[i]
+		s.hdrs[i].Hdr.SetIovlen(1)
+		s.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+	}
+	return s
+}
+
+// Open prepares batched I/O of up to batch messages per call on c:
+// UDP_GRO is switched on when the kernel has it, and UDP_SEGMENT is used
+// when getsockopt says it exists.
+func Open(c *net.UDPConn, batch int) (*Conn, error) {
+	if batch < 1 || batch > 1024 {
+		return nil, fmt.Errorf("udp: batch size %d out of range [1, 1024]", batch)
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("udp: %w", err)
+	}
+	conn := &Conn{rc: rc, r: newBatchState(batch), w: newBatchState(batch)}
+	conn.readFn = func(fd uintptr) bool { return conn.r.call(unix.SYS_RECVMMSG, fd) }
+	conn.writeFn = func(fd uintptr) bool { return conn.w.call(unix.SYS_SENDMMSG, fd) }
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		sa, err := unix.Getsockname(int(fd))
+		if err != nil {
+			serr = err
+			return
+		}
+		_, conn.v6 = sa.(*unix.SockaddrInet6)
+		if _, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil {
+			conn.gso = true
+		}
+		if unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil {
+			conn.gro = true
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("udp: %w", err)
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("udp: getsockname: %w", serr)
+	}
+	return conn, nil
+}
+
+// GSO reports whether WriteBatch sends runs as one UDP_SEGMENT message.
+func (c *Conn) GSO() bool { return c.gso }
+
+// GRO reports whether received runs may arrive coalesced (Segment > 0);
+// receive buffers then need MaxMessage bytes.
+func (c *Conn) GRO() bool { return c.gro }
+
+// ReadBatch blocks until at least one message arrives, then fills up to
+// len(ms) of them (each ms[i].Buf is the buffer to fill). It returns how
+// many it filled and how many datagrams the kernel dropped for a full
+// receive queue since the last report (SO_RXQ_OVFL, when enabled).
+func (c *Conn) ReadBatch(ms []Message) (n int, drops uint64, err error) {
+	k := min(len(ms), len(c.r.hdrs))
+	if k == 0 {
+		return 0, 0, nil
+	}
+	s := &c.r
+	for i := range k {
+		h := &s.hdrs[i]
+		s.iovs[i].Base = unsafe.SliceData(ms[i].Buf)
+		s.iovs[i].SetLen(len(ms[i].Buf))
+		h.Hdr.Namelen = unix.SizeofSockaddrInet6
+		h.Hdr.Control = &s.oob[i*oobSize]
+		h.Hdr.SetControllen(oobSize)
+		h.Hdr.Flags = 0
+		h.Len = 0
+	}
+	s.k = k
+	if err := c.rc.Read(c.readFn); err != nil {
+		return 0, 0, err
+	}
+	if s.errno != 0 {
+		return 0, 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: s.errno}
+	}
+	n = s.n
+	for i := range n {
+		h := &s.hdrs[i]
+		m := &ms[i]
+		m.N = int(h.Len)
+		m.Trunc = h.Hdr.Flags&unix.MSG_TRUNC != 0
+		m.Addr = sockaddrToAddrPort(&s.names[i])
+		m.Segment = 0
+		seg, ovfl, haveOvfl := parseCmsgs(s.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)])
+		m.Segment = seg
+		if haveOvfl {
+			drops += uint64(ovfl - c.lastOvfl) // a wrapping u32
+			c.lastOvfl = ovfl
+		}
+	}
+	return n, drops, nil
+}
+
+// WriteBatch sends ms (Segment > 0: a GSO run) and returns how many
+// datagrams the kernel accepted. A message the kernel refuses is skipped
+// and the rest still go; the first such error is returned.
+func (c *Conn) WriteBatch(ms []Message) (sent int, err error) {
+	for len(ms) > 0 {
+		k := min(len(ms), len(c.w.hdrs))
+		s := &c.w
+		for i := range k {
+			m := &ms[i]
+			h := &s.hdrs[i]
+			s.iovs[i].Base = unsafe.SliceData(m.Buf)
+			s.iovs[i].SetLen(len(m.Buf))
+			h.Hdr.Namelen = c.putSockaddr(&s.names[i], m.Addr)
+			h.Hdr.Flags = 0
+			if m.segments() > 1 {
+				oob := s.oob[i*oobSize : (i+1)*oobSize]
+				putSegmentCmsg(oob, uint16(m.Segment))
+				h.Hdr.Control = &oob[0]
+				h.Hdr.SetControllen(unix.CmsgSpace(2))
+			} else {
+				h.Hdr.Control = nil
+				h.Hdr.SetControllen(0)
+			}
+		}
+		s.k = k
+		if werr := c.rc.Write(c.writeFn); werr != nil {
+			return sent, werr
+		}
+		n, errno := s.n, s.errno
+		for i := range n {
+			sent += ms[i].segments()
+		}
+		ms = ms[n:]
+		if errno == 0 {
+			if n == 0 {
+				return sent, &net.OpError{Op: "sendmmsg", Net: "udp", Err: unix.EIO}
+			}
+			continue
+		}
+		// ms[0] failed. A GSO message refused (a device without checksum
+		// offload answers EIO) turns GSO off and goes again datagram by
+		// datagram; any other refusal skips that message.
+		if ms[0].segments() > 1 && (errno == unix.EIO || errno == unix.EINVAL) {
+			c.gso = false
+			n, e := c.writeSplit(&ms[0])
+			sent += n
+			if err == nil && e != nil {
+				err = e
+			}
+		} else if err == nil {
+			err = &net.OpError{Op: "sendmmsg", Net: "udp", Err: errno}
+		}
+		ms = ms[1:]
+	}
+	return sent, err
+}
+
+// writeSplit sends a GSO message's datagrams one message each.
+func (c *Conn) writeSplit(m *Message) (int, error) {
+	var one [1]Message
+	sent := 0
+	var first error
+	b := m.Buf
+	for len(b) > 0 {
+		n := min(m.Segment, len(b))
+		one[0] = Message{Buf: b[:n], Addr: m.Addr}
+		s, err := c.WriteBatch(one[:])
+		sent += s
+		if first == nil && err != nil {
+			first = err
+		}
+		b = b[n:]
+	}
+	return sent, first
+}
+
+func (c *Conn) putSockaddr(sa *unix.RawSockaddrInet6, ap netip.AddrPort) uint32 {
+	addr := ap.Addr()
+	if !c.v6 {
+		if !addr.Unmap().Is4() {
+			return 0 // no IPv4 address: the kernel refuses the message (EDESTADDRREQ)
+		}
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		sa4.Family = unix.AF_INET
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa4.Port))[:], ap.Port())
+		sa4.Addr = addr.Unmap().As4()
+		return unix.SizeofSockaddrInet4
+	}
+	sa.Family = unix.AF_INET6
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:], ap.Port())
+	sa.Flowinfo = 0
+	sa.Addr = addr.As16()
+	sa.Scope_id = 0
+	return unix.SizeofSockaddrInet6
+}
+
+func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
+	switch sa.Family {
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa4.Port))[:])
+		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port)
+	case unix.AF_INET6:
+		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), port)
+	}
+	return netip.AddrPort{}
+}
+
+func putSegmentCmsg(b []byte, size uint16) {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level = unix.IPPROTO_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], size)
+}
+
+// parseCmsgs finds the UDP_GRO segment size and the SO_RXQ_OVFL counter
+// in a received control buffer, without allocating.
+func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool) {
+	hdr := unix.CmsgLen(0)
+	for len(b) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(b) {
+			return
+		}
+		switch {
+		case h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && l >= hdr+4:
+			segment = int(binary.NativeEndian.Uint32(b[hdr:]))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && l >= hdr+4:
+			ovfl, haveOvfl = binary.NativeEndian.Uint32(b[hdr:]), true
+		}
+		next := unix.CmsgSpace(l - hdr)
+		if next > len(b) {
+			return
+		}
+		b = b[next:]
+	}
+	return
+}
+
+// IsClosed reports whether err means the socket was closed.
+func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
