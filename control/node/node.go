@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,6 +102,11 @@ type Node struct {
 
 	transports map[transport.ID]transport.Transport
 	order      []transport.ID
+	// batchers are the transports whose sends the loop queues and
+	// flushes once per burst; dirty marks those with something queued
+	// (loop only).
+	batchers map[transport.ID]transport.Batcher
+	dirty    []transport.Batcher
 
 	rx       chan transport.Packet
 	requests chan request
@@ -176,6 +182,12 @@ func New(o Options) (*Node, error) {
 		}
 		n.transports[t.ID()] = t
 		n.order = append(n.order, t.ID())
+		if b, ok := t.(transport.Batcher); ok {
+			if n.batchers == nil {
+				n.batchers = map[transport.ID]transport.Batcher{}
+			}
+			n.batchers[t.ID()] = b
+		}
 	}
 	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU,
@@ -245,6 +257,7 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, sp := range n.opts.StaticPeers {
 		n.addStatic(ctx, now, sp)
 	}
+	n.flushSends()
 	n.publish(now)
 	n.loop(ctx)
 	n.shutdown()
@@ -276,8 +289,21 @@ func (n *Node) loop(ctx context.Context) {
 			}
 			n.publishIfChanged(now)
 		case p := <-n.tunIn:
-			n.core.SendIPv6(time.Now(), *p)
+			now := time.Now()
+			n.core.SendIPv6(now, *p)
 			n.tunBufs.Put(p) // SendIPv6 does not retain the packet
+			// A TUN read hands over a burst (one offloaded super-packet
+			// split in many): take what is queued, so its datagrams leave
+			// in one flush.
+			for more := true; more; {
+				select {
+				case p := <-n.tunIn:
+					n.core.SendIPv6(now, *p)
+					n.tunBufs.Put(p)
+				default:
+					more = false
+				}
+			}
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)
@@ -287,10 +313,20 @@ func (n *Node) loop(ctx context.Context) {
 			r.resp <- r.f(now)
 			n.publish(now)
 		}
+		n.flushSends()
 		if n.tunFlush != nil {
 			n.tunFlush()
 		}
 	}
+}
+
+// flushSends sends what the burst queued on batching transports.
+func (n *Node) flushSends() {
+	for _, b := range n.dirty {
+		b.Flush()
+	}
+	clear(n.dirty)
+	n.dirty = n.dirty[:0]
 }
 
 // Do runs f on the event loop and returns its result.
@@ -314,6 +350,7 @@ func (n *Node) shutdown() {
 	now := time.Now()
 	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
 	n.peers.Shutdown(now)
+	n.flushSends() // the Disconnects
 	n.publish(now)
 	// Packets already handed to transports are flushed by Close; TCP
 	// writers get DrainTimeout to empty their queues.
@@ -369,6 +406,12 @@ func describe(t transport.Transport) string {
 
 // Send implements peer.Env.
 func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
+	if b := n.batchers[id]; b != nil {
+		if !slices.Contains(n.dirty, b) {
+			n.dirty = append(n.dirty, b)
+		}
+		return b.Queue(to, pkt)
+	}
 	t := n.transports[id]
 	if t == nil {
 		return fmt.Errorf("no transport %d", id)

@@ -123,6 +123,16 @@ type Transport interface {
 	Close() error
 }
 
+// Batcher is a transport whose sends can be queued and flushed together
+// (UDP: one sendmmsg per batch, runs as GSO messages). Queue checks and
+// copies pkt like Send but may defer the send to the next Flush; the
+// caller (the node's loop) flushes at the end of every burst of work.
+// Queue and Flush belong to one goroutine.
+type Batcher interface {
+	Queue(to Addr, pkt []byte) error
+	Flush()
+}
+
 // Stats are counters every transport keeps.
 type Stats struct {
 	PacketsSent     uint64 `json:"packets_sent"`

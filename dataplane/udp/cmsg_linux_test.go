@@ -22,8 +22,33 @@ func TestParseCmsgs(t *testing.T) {
 	if seg != 1200 || ovfl != 7 || !ok {
 		t.Fatalf("parseCmsgs = %d %d %v", seg, ovfl, ok)
 	}
-	if seg, _, ok := parseCmsgs(b[:5]); seg != 0 || ok {
-		t.Error("a cut header was read")
+	ovfl7 := cmsg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 0xdeadbeef)
+	// An IPV6_PKTINFO (20 bytes of data) before the counter.
+	other := make([]byte, unix.CmsgSpace(20))
+	h := (*unix.Cmsghdr)(unsafePointer(other))
+	h.Level, h.Type = unix.SOL_IPV6, unix.IPV6_PKTINFO
+	h.SetLen(unix.CmsgLen(20))
+	// Cross-check the layout against x/sys's own parser.
+	msgs, err := unix.ParseSocketControlMessage(append(append([]byte{}, other...), ovfl7...))
+	if err != nil || len(msgs) != 2 || msgs[1].Header.Type != unix.SO_RXQ_OVFL {
+		t.Fatalf("layout check: %v %+v", err, msgs)
+	}
+	for name, tc := range map[string]struct {
+		b    []byte
+		want uint32
+		ok   bool
+	}{
+		"alone":       {ovfl7, 0xdeadbeef, true},
+		"after other": {append(append([]byte{}, other...), ovfl7...), 0xdeadbeef, true},
+		"other only":  {other, 0, false},
+		"empty":       {nil, 0, false},
+		"truncated":   {ovfl7[:unix.CmsgLen(0)+2], 0, false},
+		"cut header":  {ovfl7[:5], 0, false},
+	} {
+		seg, got, ok := parseCmsgs(tc.b)
+		if got != tc.want || ok != tc.ok || seg != 0 {
+			t.Errorf("%s: got segment %d, counter %#x %v", name, seg, got, ok)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
+	udpio "github.com/fips-go/fips/dataplane/udp"
 )
 
 // Defaults and limits (transports.udp.* in fips.yaml).
@@ -121,7 +122,20 @@ type Transport struct {
 	stats transport.Counters
 	res   *resolver
 	bufs  *transport.BufferPool // receive copies handed to the node
+
+	// The batched send path (Queue, Flush): one goroutine, the node's
+	// loop. queue is nil until Start.
+	queue       *udpio.SendQueue
+	queuedBytes uint64
 }
+
+// Batch sizes: messages per recvmmsg and per sendmmsg.
+const (
+	RecvBatch = 32
+	SendBatch = 32
+)
+
+var _ transport.Batcher = (*Transport)(nil)
 
 var _ transport.Transport = (*Transport)(nil)
 
@@ -221,11 +235,19 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.state = transport.StateFailed
 		return err
 	}
+	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
+	if err != nil {
+		conn.Close()
+		t.state = transport.StateFailed
+		return err
+	}
+	t.queue = udpio.NewSendQueue(bc, SendBatch, min(t.opts.MTU, udpio.MaxMessage))
+	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
 	t.send.Store(conn)
 	t.wg.Add(1)
-	go t.readLoop(conn, deliver)
+	go t.readLoop(bc, deliver)
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
 	t.state = transport.StateUp
 	return nil
@@ -272,16 +294,45 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 }
 
 // readLoop delivers datagrams until the socket is closed.
-func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
+func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 	defer t.wg.Done()
 	limit := t.opts.MTU + RecvHeadroom
-	// One byte past the limit: a datagram that fills it was longer than
-	// the limit (the kernel truncates silently on Unix).
-	buf := make([]byte, limit+1)
-	rx := newReceiver(conn)
+	// One byte over the limit shows an oversize datagram; a kernel that
+	// coalesces runs (UDP_GRO) needs room for a whole run.
+	size := limit + 1
+	if conn.GRO() {
+		size = udpio.MaxMessage
+	}
+	ms := make([]udpio.Message, RecvBatch)
+	for i := range ms {
+		ms[i].Buf = make([]byte, size)
+	}
+	handle := func(from netip.AddrPort, b []byte) {
+		t.stats.PacketsRecv.Add(1)
+		t.stats.BytesRecv.Add(uint64(len(b)))
+		if len(b) > limit {
+			t.stats.DroppedInvalid.Add(1)
+			t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
+			return
+		}
+		if wire.IsPunchPacket(b) {
+			t.stats.DroppedInvalid.Add(1)
+			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
+			return
+		}
+		// A pooled copy: the node releases it once it has handled the
+		// packet, so steady-state receive does not allocate.
+		pb := t.bufs.Get()
+		data := pb.B[:len(b)]
+		copy(data, b)
+		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb}) {
+			t.stats.DroppedQueue.Add(1)
+			pb.Release()
+		}
+	}
 	errRun := 0
 	for {
-		n, from, drops, err := rx.recv(buf)
+		n, drops, err := conn.ReadBatch(ms)
 		if drops != 0 {
 			t.stats.KernelDrops.Add(drops)
 		}
@@ -302,27 +353,17 @@ func (t *Transport) readLoop(conn *net.UDPConn, deliver transport.Deliver) {
 			continue
 		}
 		errRun = 0
-		t.stats.PacketsRecv.Add(1)
-		t.stats.BytesRecv.Add(uint64(n))
-		if n > limit {
-			t.stats.DroppedInvalid.Add(1)
-			t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
-			continue
-		}
-		if wire.IsPunchPacket(buf[:n]) {
-			t.stats.DroppedInvalid.Add(1)
-			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
-			continue
-		}
-		// A pooled copy: the node releases it once it has handled the
-		// packet, so steady-state receive does not allocate.
-		pb := t.bufs.Get()
-		data := pb.B[:n]
-		copy(data, buf[:n])
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb}) {
-			t.stats.DroppedQueue.Add(1)
-			pb.Release()
+		for i := range n {
+			m := &ms[i]
+			from := netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port())
+			if m.Trunc {
+				t.stats.PacketsRecv.Add(1)
+				t.stats.BytesRecv.Add(uint64(m.N))
+				t.stats.DroppedInvalid.Add(1)
+				t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
+				continue
+			}
+			m.Split(func(b []byte) { handle(from, b) })
 		}
 	}
 }
@@ -337,20 +378,9 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		}
 		return fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
 	}
-	if len(pkt) > t.opts.MTU {
-		t.stats.MTUExceeded.Add(1)
-		return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
-	}
-	if !to.IsValid() {
-		return fmt.Errorf("udp: send: %w", transport.ErrInvalidAddress)
-	}
-	dst := to.IP
-	if t.bind.Addr().Is4() {
-		if !dst.Addr().Unmap().Is4() {
-			t.stats.SendErrors.Add(1)
-			return fmt.Errorf("udp: send to %s from an IPv4 socket: %w", to, transport.ErrInvalidAddress)
-		}
-		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+	dst, err := t.destination(to, pkt)
+	if err != nil {
+		return err
 	}
 	n, err := conn.WriteToUDPAddrPort(pkt, dst)
 	if err != nil {
@@ -363,6 +393,77 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	t.stats.PacketsSent.Add(1)
 	t.stats.BytesSent.Add(uint64(n))
 	return nil
+}
+
+// destination checks pkt against the MTU and to against the socket's
+// family, and returns the address to send to.
+func (t *Transport) destination(to transport.Addr, pkt []byte) (netip.AddrPort, error) {
+	if len(pkt) > t.opts.MTU {
+		t.stats.MTUExceeded.Add(1)
+		return netip.AddrPort{}, &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
+	}
+	if !to.IsValid() {
+		return netip.AddrPort{}, fmt.Errorf("udp: send: %w", transport.ErrInvalidAddress)
+	}
+	dst := to.IP
+	if t.bind.Addr().Is4() {
+		if !dst.Addr().Unmap().Is4() {
+			t.stats.SendErrors.Add(1)
+			return netip.AddrPort{}, fmt.Errorf("udp: send to %s from an IPv4 socket: %w", to, transport.ErrInvalidAddress)
+		}
+		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+	}
+	return dst, nil
+}
+
+// Queue is Send deferred to the next Flush: datagrams queued in one burst
+// of work leave in one sendmmsg, a run to one address of one size as one
+// GSO message. Queue and Flush belong to one goroutine; Send may run
+// beside them. A full queue is flushed at once.
+func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
+	if t.send.Load() == nil || t.queue == nil {
+		return t.Send(to, pkt) // not started or closed: Send says which
+	}
+	dst, err := t.destination(to, pkt)
+	if err != nil {
+		return err
+	}
+	full, err := t.queue.Add(dst, pkt)
+	if errors.Is(err, udpio.ErrQueueFull) {
+		t.Flush()
+		full, err = t.queue.Add(dst, pkt)
+	}
+	if err != nil {
+		t.stats.SendErrors.Add(1)
+		return fmt.Errorf("udp: queue to %s: %w", to, err)
+	}
+	t.queuedBytes += uint64(len(pkt))
+	if full {
+		t.Flush()
+	}
+	return nil
+}
+
+// Flush sends what Queue gathered. Datagrams the kernel refuses are
+// counted as send errors (and logged at debug); bytes are counted in
+// proportion when a batch went out only in part.
+func (t *Transport) Flush() {
+	if t.queue == nil || t.queue.Datagrams == 0 {
+		return
+	}
+	queued, bytes := t.queue.Datagrams, t.queuedBytes
+	t.queuedBytes = 0
+	sent, err := t.queue.Flush()
+	t.stats.PacketsSent.Add(uint64(sent))
+	if sent == queued {
+		t.stats.BytesSent.Add(bytes)
+	} else {
+		t.stats.BytesSent.Add(bytes * uint64(sent) / uint64(queued))
+		t.stats.SendErrors.Add(uint64(queued - sent))
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		t.log.Debug("UDP batch send", "queued", queued, "sent", sent, "err", err)
+	}
 }
 
 // ResolveAddr turns "host:port" into an address. Numeric addresses are
