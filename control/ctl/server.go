@@ -26,6 +26,11 @@ const (
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("ctl: server closed")
 
+// ErrNotSocket is wrapped by Listen and CheckSocketPath when something
+// other than a socket (a regular file, a directory, a symlink) is at the
+// control socket path: it is never removed.
+var ErrNotSocket = errors.New("not a socket")
+
 // Config configures a [Server].
 type Config struct {
 	// Path is the Unix socket path (on Windows: the TCP port on 127.0.0.1,
@@ -87,7 +92,8 @@ type Server struct {
 
 // Listen binds the control socket under the FIPS access policy — parent
 // directory created if missing, stale socket removed (a live one is an
-// error wrapping syscall.EADDRINUSE), socket mode 0770 and, for a parent
+// error wrapping syscall.EADDRINUSE; anything at the path that is not a
+// socket is left alone and is an error wrapping ErrNotSocket), socket mode 0770 and, for a parent
 // this call created or a canonical runtime directory, parent mode 0750,
 // both chowned to group fips when it exists — and returns a server that
 // dispatches through reg.

@@ -570,3 +570,109 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSocketPathNotSocket: whatever is at the socket path and is not a
+// socket — a regular file, an empty or full directory, a symlink (even to
+// a stale socket), a named pipe — makes Listen fail with ErrNotSocket and
+// is left exactly as it was.
+func TestSocketPathNotSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind string
+		make       func(t *testing.T, path string)
+	}{
+		{"regular file", "a regular file", func(t *testing.T, p string) {
+			if err := os.WriteFile(p, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"empty directory", "a directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory", "a directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, "f"), []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"symlink to a stale socket", "a symbolic link", func(t *testing.T, p string) {
+			target := p + ".real"
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: target, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.SetUnlinkOnClose(false)
+			ln.Close()
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"named pipe", "a named pipe", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := sockPath(t)
+			tc.make(t, path)
+			before, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckSocketPath(path); !errors.Is(err, ErrNotSocket) {
+				t.Errorf("CheckSocketPath: %v", err)
+			}
+			_, err = listenWith(Config{Path: path, Logger: discardLogger()}, nil, func(string) {})
+			if !errors.Is(err, ErrNotSocket) {
+				t.Fatalf("Listen: %v, want ErrNotSocket", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, path+" is "+tc.kind+", not a socket; refusing to remove it") || strings.Contains(msg, "\n") {
+				t.Errorf("message: %q", msg)
+			}
+			after, err := os.Lstat(path)
+			if err != nil {
+				t.Fatalf("removed: %v", err)
+			}
+			if !os.SameFile(before, after) || before.Mode() != after.Mode() || before.Size() != after.Size() {
+				t.Errorf("changed: %v → %v", before.Mode(), after.Mode())
+			}
+			if tc.name == "regular file" {
+				if b, _ := os.ReadFile(path); string(b) != "precious" {
+					t.Errorf("content: %q", b)
+				}
+			}
+		})
+	}
+	// Nothing at the path, and a socket file, pass the check.
+	path := sockPath(t)
+	if err := CheckSocketPath(path); err != nil {
+		t.Errorf("absent: %v", err)
+	}
+	s := startServer(t, Config{Path: path}, testRegistry())
+	if err := CheckSocketPath(s.Addr()); err != nil {
+		t.Errorf("socket: %v", err)
+	}
+}
+
+// TestShutdownLeavesNonSocket: a socket replaced while the server ran is
+// not removed at shutdown.
+func TestShutdownLeavesNonSocket(t *testing.T) {
+	path := sockPath(t)
+	s := startServer(t, Config{Path: path}, testRegistry())
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "precious" {
+		t.Errorf("after shutdown: %q %v", b, err)
+	}
+}
