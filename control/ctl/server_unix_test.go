@@ -287,7 +287,11 @@ func TestServerConnectionLimit(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	waitFor(t, func() bool { s.readersMu.Lock(); defer s.readersMu.Unlock(); return len(s.sem) == 2 && len(s.readers) == 0 })
+	waitFor(t, func() bool {
+		s.readersMu.Lock()
+		defer s.readersMu.Unlock()
+		return len(s.sem) == 2 && len(s.readers) == 0
+	})
 
 	// The third is refused and counted: busy handlers are not evicted.
 	if got := roundTrip(t, s.Addr(), `{"command":"show_status"}`+"\n", false); got != errLine("too many connections") {
