@@ -43,6 +43,13 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
+	// Refuse, before anything starts, a control socket path held by
+	// something that is not a socket: it is never removed.
+	if cfg.Node.Control.Enabled {
+		if err := ctl.CheckSocketPath(cfg.Node.Control.Path()); err != nil {
+			return err
+		}
+	}
 	noConfig := len(loaded) == 0
 	if noConfig {
 		// Upstream refuses to start without transports; we start on a
@@ -121,6 +128,9 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		reg := ctl.NewRegistry()
 		n.Register(reg)
 		srv, err = ctl.Listen(ctl.Config{Path: controlPath, Logger: log}, reg)
+		if errors.Is(err, ctl.ErrNotSocket) {
+			return err // replaced since the check above; still never removed
+		}
 		if err != nil {
 			// The mesh still works without the socket; upstream treats it the same way.
 			log.Error("control socket unavailable", "path", controlPath, "error", err)

@@ -117,7 +117,7 @@ transports:
       bind_addr: "192.168.1.100:2122"
       mtu: 1400
 peers:
-  - npub: npub1a
+  - npub: `+validNpub+`
     addresses:
       - transport: udp/backup
         addr: "192.0.2.1:2122"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -166,6 +165,18 @@ func (c *Config) Validate() error {
 		add(c.invalid("node.rendezvous.nostr.max_concurrent_offers_per_npub", "`node.rendezvous.nostr.max_concurrent_offers_per_npub` is %d, which exceeds the maximum %d permits a semaphore can hold. Use a value at or below `max_concurrent_incoming_offers`, which is the outer bound anything larger is inert against.", nostr.MaxConcurrentOffersPerNpub, uint(MaxSemaphorePermits)))
 	}
 
+	// One error per key: a range check on a key upstream's own rules have
+	// already refused would only repeat it.
+	reported := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		reported[e.(*Error).Key] = true
+	}
+	for _, e := range c.checkRanges() {
+		if !reported[e.Key] {
+			errs = append(errs, e)
+		}
+	}
+
 	// fips-go addition: upstream refuses to start right after validation
 	// when the explicit key does not parse; say so here, without echoing it.
 	if nsec := c.Node.Identity.Nsec; nsec != nil {
@@ -198,26 +209,8 @@ func (c *Config) Lint() []Warning {
 			w("node.log_level", "unrecognised log level %q; info is used", c.Node.LogLevel)
 		}
 	}
-	if c.TUN.Enabled && c.TUN.MTU < 1280 {
-		w("tun.mtu", "%d is below the IPv6 minimum MTU of 1280; the kernel will not run IPv6 on the interface", c.TUN.MTU)
-	}
 	if c.DNS.Enabled && uint64(c.DNS.TTL) > c.Node.Cache.CoordTTLSecs {
 		w("dns.ttl", "%d exceeds node.cache.coord_ttl_secs (%d); resolved names may outlive the cached coordinates", c.DNS.TTL, c.Node.Cache.CoordTTLSecs)
-	}
-	for _, in := range c.Transports.UDP.List() {
-		key := instanceKey("udp", in.Name)
-		if !in.Config.OutboundOnly {
-			if _, err := netip.ParseAddrPort(in.Config.BindAddr); err != nil {
-				w(key+".bind_addr", "%q is not an ip:port; this transport will fail to start", in.Config.BindAddr)
-			}
-		}
-	}
-	for _, in := range c.Transports.TCP.List() {
-		if b := in.Config.BindAddr; b != nil {
-			if _, err := netip.ParseAddrPort(*b); err != nil {
-				w(instanceKey("tcp", in.Name)+".bind_addr", "%q is not an ip:port; this transport will fail to start", *b)
-			}
-		}
 	}
 	for _, in := range c.Transports.Ethernet.List() {
 		key := instanceKey("ethernet", in.Name)
@@ -242,22 +235,13 @@ func (c *Config) Lint() []Warning {
 	seen := make(map[string]int)
 	for i, p := range c.Peers {
 		key := fmt.Sprintf("peers[%d]", i)
-		if _, err := identity.DecodeNpub(p.Npub); err != nil {
-			w(key+".npub", "%q is not a valid npub; this peer will be skipped", p.Npub)
-		} else if j, dup := seen[p.Npub]; dup {
+		if j, dup := seen[p.Npub]; dup {
 			w(key+".npub", "same npub as peers[%d]; only one of them is used", j)
 		} else {
 			seen[p.Npub] = i
 		}
 		if p.ConnectPolicy != ConnectAuto {
 			w(key+".connect_policy", "%s is accepted but not implemented; this peer is never dialled on its own", p.ConnectPolicy)
-		}
-		for j, a := range p.Addresses {
-			switch a.Spec().Kind {
-			case "udp", "tcp", "ethernet", "tor", "nym", "ble":
-			default:
-				w(fmt.Sprintf("%s.addresses[%d].transport", key, j), "unknown transport type %q; this address will never be dialled", a.Transport)
-			}
 		}
 	}
 	if c.Gateway != nil {

@@ -66,8 +66,8 @@ func TestValidateViaNostrWithoutNostr(t *testing.T) {
 }
 
 func TestValidatePeerWithoutAddresses(t *testing.T) {
-	e := validateOne(t, "peers:\n  - {npub: npub1abc}\n")
-	check(t, e, "peers[0]", "peers[0] (npub1abc): must specify at least one address, or set `via_nostr = true` to resolve endpoints from the Nostr advert")
+	e := validateOne(t, "peers:\n  - {npub: "+validNpub+"}\n")
+	check(t, e, "peers[0]", "peers[0] ("+validNpub+"): must specify at least one address, or set `via_nostr = true` to resolve endpoints from the Nostr advert")
 	if e.Line != 2 || e.Error() != "test.yaml:2: "+e.Reason {
 		t.Errorf("location: %q", e.Error())
 	}
@@ -126,12 +126,12 @@ func TestValidateLoopbackUDPBind(t *testing.T) {
 }
 
 func TestValidateQualifiedTransport(t *testing.T) {
-	e := validateOne(t, "transports:\n  tcp: {}\npeers:\n  - npub: npub1a\n    addresses: [{transport: tcp/main, addr: \"192.0.2.1:443\"}]\n")
-	check(t, e, "peers[0].addresses[0].transport", "peer `npub1a` has address `192.0.2.1:443` on transport `tcp/main`, but only `udp` resolves an instance name; for any other type the dialer would have to pick an arbitrary instance, which is the wrong-lane dial the syntax exists to prevent. Drop the `/main` qualifier to match any instance of `tcp`.")
-	e = validateOne(t, "transports:\n  udp:\n    main: {}\n    aware: {}\npeers:\n  - npub: npub1a\n    addresses: [{transport: udp/wifi, addr: \"192.0.2.1:2121\"}]\n")
-	check(t, e, "peers[0].addresses[0].transport", "peer `npub1a` has address `192.0.2.1:2121` on transport `udp/wifi`, but no udp transport is configured under the instance name `wifi`; a qualified name is never substituted, so this address would be skipped at every dial and the peer reached only over its other addresses, if it has any. configured udp instances are: aware, main.")
-	e = validateOne(t, "transports:\n  udp: {}\npeers:\n  - npub: npub1a\n    addresses: [{transport: udp/main, addr: \"192.0.2.1:2121\"}]\n")
-	check(t, e, "peers[0].addresses[0].transport", "peer `npub1a` has address `192.0.2.1:2121` on transport `udp/main`, but no udp transport is configured under the instance name `main`; a qualified name is never substituted, so this address would be skipped at every dial and the peer reached only over its other addresses, if it has any. no named udp instances are configured (the udp transport is a single unnamed instance).")
+	e := validateOne(t, "transports:\n  tcp: {}\npeers:\n  - npub: "+validNpub+"\n    addresses: [{transport: tcp/main, addr: \"192.0.2.1:443\"}]\n")
+	check(t, e, "peers[0].addresses[0].transport", "peer `"+validNpub+"` has address `192.0.2.1:443` on transport `tcp/main`, but only `udp` resolves an instance name; for any other type the dialer would have to pick an arbitrary instance, which is the wrong-lane dial the syntax exists to prevent. Drop the `/main` qualifier to match any instance of `tcp`.")
+	e = validateOne(t, "transports:\n  udp:\n    main: {}\n    aware: {}\npeers:\n  - npub: "+validNpub+"\n    addresses: [{transport: udp/wifi, addr: \"192.0.2.1:2121\"}]\n")
+	check(t, e, "peers[0].addresses[0].transport", "peer `"+validNpub+"` has address `192.0.2.1:2121` on transport `udp/wifi`, but no udp transport is configured under the instance name `wifi`; a qualified name is never substituted, so this address would be skipped at every dial and the peer reached only over its other addresses, if it has any. configured udp instances are: aware, main.")
+	e = validateOne(t, "transports:\n  udp: {}\npeers:\n  - npub: "+validNpub+"\n    addresses: [{transport: udp/main, addr: \"192.0.2.1:2121\"}]\n")
+	check(t, e, "peers[0].addresses[0].transport", "peer `"+validNpub+"` has address `192.0.2.1:2121` on transport `udp/main`, but no udp transport is configured under the instance name `main`; a qualified name is never substituted, so this address would be skipped at every dial and the peer reached only over its other addresses, if it has any. no named udp instances are configured (the udp transport is a single unnamed instance).")
 }
 
 func TestValidateRekey(t *testing.T) {
@@ -192,7 +192,7 @@ func TestValidateNsec(t *testing.T) {
 // TestValidateReportsAll: every failing rule is reported, in upstream's
 // order.
 func TestValidateReportsAll(t *testing.T) {
-	c, _ := mustLoad(t, "node:\n  rekey: {after_messages: 0, after_secs: 1}\n  native_api: {backlog: 0}\npeers:\n  - {npub: npub1a}\n")
+	c, _ := mustLoad(t, "node:\n  rekey: {after_messages: 0, after_secs: 1}\n  native_api: {backlog: 0}\npeers:\n  - {npub: "+validNpub+"}\n")
 	errs := flatten(t, c.Validate())
 	var keys []string
 	for _, e := range errs {
@@ -232,7 +232,9 @@ peers:
 			t.Errorf("unlocated warning %v", w)
 		}
 	}
-	want := "node.log_level tun.mtu dns.ttl transports.udp.bind_addr transports.ethernet.beacon_interval_secs transports.tor.mode peers[0].npub peers[0].connect_policy peers[0].addresses[0].transport peers[2].npub"
+	// tun.mtu below 1280, an unparsable bind_addr, a bad npub and an
+	// unknown transport type are validation errors now (TestValidateRanges).
+	want := "node.log_level dns.ttl transports.ethernet.beacon_interval_secs transports.tor.mode peers[0].connect_policy peers[2].npub"
 	if strings.Join(keys, " ") != want {
 		t.Errorf("lint keys\n got  %s\n want %s", strings.Join(keys, " "), want)
 	}

@@ -36,10 +36,8 @@ func listenPlatform(path string, log *slog.Logger, chown func(string)) (net.List
 	}
 	managed := created || IsManagedSocketParent(parent, HostPathEnv())
 
-	if _, err := os.Stat(path); err == nil {
-		if err := removeStaleSocket(path, log); err != nil {
-			return nil, "", "", err
-		}
+	if err := removeStaleSocket(path, log); err != nil {
+		return nil, "", "", err
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -95,20 +93,70 @@ func ensureSocketParent(parent string) (bool, error) {
 	return false, err
 }
 
+// CheckSocketPath reports whether a control socket could be bound at path
+// without disturbing anything there: nothing at all, or a socket file
+// (whether stale or live is decided when binding). Anything else — a
+// regular file, a directory, a symlink, a device — is an error wrapping
+// ErrNotSocket, and is never removed.
+func CheckSocketPath(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("control socket path %s: %w", path, err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("control socket path %s is %s, not a socket; refusing to remove it (move it away or set node.control.socket_path): %w",
+			path, describeFileType(fi.Mode()), ErrNotSocket)
+	}
+	return nil
+}
+
+func describeFileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a socket (" + m.Type().String() + ")"
+}
+
 // removeStaleSocket removes a socket file nobody listens on (an unclean
-// exit). A live listener is an error, so two daemons cannot share a path.
+// exit). A live listener is an error, so two daemons cannot share a path;
+// anything that is not a socket is left alone and refused (CheckSocketPath).
 func removeStaleSocket(path string, log *slog.Logger) error {
+	if err := CheckSocketPath(path); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
 		return fmt.Errorf("control socket already in use: %s: %w", path, syscall.EADDRINUSE)
 	}
+	// Between the check and here the path could have been replaced; look
+	// once more, so only a socket is ever unlinked.
+	if err := CheckSocketPath(path); err != nil {
+		return err
+	}
 	log.Debug("Removing stale socket", "path", path, "socket", "control")
-	return os.Remove(path)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing stale control socket %s: %w", path, err)
+	}
+	return nil
 }
 
 func removeSocketFile(path string, log *slog.Logger) {
-	if _, err := os.Lstat(path); err != nil {
-		return
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return // gone, or replaced by something that is not ours to remove
 	}
 	if err := os.Remove(path); err != nil {
 		log.Warn("Failed to remove socket file", "path", path, "socket", "control", "error", err)

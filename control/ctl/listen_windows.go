@@ -25,6 +25,10 @@ func listenPlatform(path string, log *slog.Logger, _ func(string)) (net.Listener
 
 func removeSocketFile(string, *slog.Logger) {}
 
+// CheckSocketPath has nothing to check on Windows: the control "path" is a
+// TCP port.
+func CheckSocketPath(string) error { return nil }
+
 func chownFipsGroup(string, *slog.Logger) {}
 
 // acceptPeer drops non-loopback peers (unreachable when bound to

@@ -113,13 +113,47 @@ func errorMessage(ctx context.Context, err error) string {
 // got none: "missing params for <command>".
 func MissingParams(command string) error { return Errorf("missing params for %s", command) }
 
-// MissingParam is upstream's error for an absent or mistyped required
-// parameter: "missing '<field>' parameter".
+// MissingParam is upstream's error for an absent required parameter:
+// "missing '<field>' parameter".
 func MissingParam(field string) error { return Errorf("missing '%s' parameter", field) }
 
+// InvalidParam is the error for a parameter present with the wrong JSON
+// type or value: "invalid '<field>' parameter: expected <want>, got <what>".
+// Upstream reports these as missing too; saying what is wrong is a
+// fips-go change (only the message differs).
+func InvalidParam(field, want string, raw json.RawMessage) error {
+	return Errorf("invalid '%s' parameter: expected %s, got %s", field, want, describeJSON(raw))
+}
+
+// describeJSON names a JSON value's type for an error message, quoting a
+// short number (a number's text cannot carry anything but digits, signs,
+// '.', 'e' and 'E').
+func describeJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	if len(raw) <= 24 {
+		return "the number " + string(raw)
+	}
+	return "a number"
+}
+
 // Params is a request's params object as upstream handlers read it: a
-// field that is absent, or present with the wrong JSON type, counts as
-// missing; params that are not an object have no fields.
+// field that is absent (or null) counts as missing, one present with the
+// wrong JSON type is invalid; params that are not an object have no
+// fields.
 type Params map[string]json.RawMessage
 
 // ParseParams reads raw as an object. Absent, null or non-object params
@@ -141,15 +175,25 @@ func RequireParams(command string, raw json.RawMessage) (Params, error) {
 	return ParseParams(raw), nil
 }
 
-// String returns the string field name, or [MissingParam](name).
-func (p Params) String(name string) (string, error) {
+// present returns the raw field, or false when it is absent or null.
+func (p Params) present(name string) (json.RawMessage, bool) {
 	raw, ok := p[name]
-	if !ok || len(raw) == 0 || raw[0] != '"' {
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	return raw, true
+}
+
+// String returns the string field name: [MissingParam](name) when absent
+// or null, [InvalidParam] when not a string.
+func (p Params) String(name string) (string, error) {
+	raw, ok := p.present(name)
+	if !ok {
 		return "", MissingParam(name)
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", MissingParam(name)
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", InvalidParam(name, "a string", raw)
 	}
 	return s, nil
 }
@@ -162,15 +206,16 @@ func (p Params) OptString(name string) (string, bool) {
 }
 
 // Uint64 returns the field name as a non-negative integer (serde's as_u64:
-// 7 is accepted, 7.0 and -1 are not), or [MissingParam](name).
+// 7 is accepted, 7.0 and -1 are not): [MissingParam](name) when absent or
+// null, [InvalidParam] otherwise.
 func (p Params) Uint64(name string) (uint64, error) {
-	raw, ok := p[name]
+	raw, ok := p.present(name)
 	if !ok {
 		return 0, MissingParam(name)
 	}
 	var n uint64
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return 0, MissingParam(name)
+		return 0, InvalidParam(name, "a non-negative integer", raw)
 	}
 	return n, nil
 }

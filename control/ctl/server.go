@@ -26,6 +26,11 @@ const (
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("ctl: server closed")
 
+// ErrNotSocket is wrapped by Listen and CheckSocketPath when something
+// other than a socket (a regular file, a directory, a symlink) is at the
+// control socket path: it is never removed.
+var ErrNotSocket = errors.New("not a socket")
+
 // Config configures a [Server].
 type Config struct {
 	// Path is the Unix socket path (on Windows: the TCP port on 127.0.0.1,
@@ -74,7 +79,14 @@ type Server struct {
 	sem       chan struct{}
 	refuseSem chan struct{}
 	refused   atomic.Uint64
+	evicted   atomic.Uint64
 	wg        sync.WaitGroup // connection and handler goroutines
+
+	// readers are the connections still waiting for their request line,
+	// oldest first: when every slot is taken, a new connection evicts the
+	// oldest of them, so idle connections cannot hold the socket.
+	readersMu sync.Mutex
+	readers   []*reader
 
 	mu      sync.Mutex
 	serving bool
@@ -87,7 +99,8 @@ type Server struct {
 
 // Listen binds the control socket under the FIPS access policy — parent
 // directory created if missing, stale socket removed (a live one is an
-// error wrapping syscall.EADDRINUSE), socket mode 0770 and, for a parent
+// error wrapping syscall.EADDRINUSE; anything at the path that is not a
+// socket is left alone and is an error wrapping ErrNotSocket), socket mode 0770 and, for a parent
 // this call created or a canonical runtime directory, parent mode 0750,
 // both chowned to group fips when it exists — and returns a server that
 // dispatches through reg.
@@ -118,6 +131,10 @@ func (s *Server) Addr() string { return s.addr }
 // Refused is how many connections were turned away because MaxConns
 // connections were already being served.
 func (s *Server) Refused() uint64 { return s.refused.Load() }
+
+// Evicted is how many connections that had not sent a complete request
+// were closed to make room for a new one while every slot was taken.
+func (s *Server) Evicted() uint64 { return s.evicted.Load() }
 
 // Registry returns the registry the server dispatches through.
 func (s *Server) Registry() *Registry { return s.reg }
@@ -168,9 +185,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			c.Close()
 			continue
 		}
-		select {
-		case s.sem <- struct{}{}:
-		default:
+		if !s.acquire(ctx) {
 			s.refuse(c)
 			continue
 		}
@@ -213,6 +228,78 @@ func (s *Server) cleanup() {
 			removeSocketFile(s.sockPath, s.log)
 		}
 	})
+}
+
+// evictWait bounds how long the accept loop waits for an evicted idle
+// connection to give up its slot.
+const evictWait = time.Second
+
+// acquire takes a connection slot. When every slot is taken it evicts the
+// oldest connection still waiting for its request line (fipsctl sends its
+// request as soon as it connects, so that is the idlest one) and waits
+// for its slot; false when no connection is evictable or the slot does not
+// come free in time.
+func (s *Server) acquire(ctx context.Context) bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	default:
+	}
+	if !s.evictOldestReader() {
+		return false
+	}
+	t := time.NewTimer(evictWait)
+	defer t.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// reader is a connection reading its request.
+type reader struct {
+	c       net.Conn
+	evicted atomic.Bool
+}
+
+func (s *Server) addReader(r *reader) {
+	s.readersMu.Lock()
+	s.readers = append(s.readers, r)
+	s.readersMu.Unlock()
+}
+
+func (s *Server) removeReader(r *reader) {
+	s.readersMu.Lock()
+	defer s.readersMu.Unlock()
+	for i, x := range s.readers {
+		if x == r {
+			s.readers = append(s.readers[:i], s.readers[i+1:]...)
+			return
+		}
+	}
+}
+
+// evictOldestReader cuts the oldest pending read short: it is answered
+// "too many connections" and its slot freed.
+func (s *Server) evictOldestReader() bool {
+	s.readersMu.Lock()
+	if len(s.readers) == 0 {
+		s.readersMu.Unlock()
+		return false
+	}
+	r := s.readers[0]
+	s.readers = s.readers[1:]
+	s.readersMu.Unlock()
+	r.evicted.Store(true)
+	r.c.SetReadDeadline(time.Now())
+	n := s.evicted.Add(1)
+	if n&(n-1) == 0 {
+		s.log.Warn("Control socket full: closing the longest-idle connection", "max", s.cfg.MaxConns, "evicted_total", n)
+	}
+	return true
 }
 
 // refuse turns away a connection over the MaxConns bound: counted, and
@@ -293,9 +380,13 @@ const (
 // the error response to send.
 func (s *Server) readRequest(ctx context.Context, c net.Conn) (req Request, resp Response, ok bool) {
 	c.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
-	// Shutdown aborts a pending read by pulling the deadline in.
+	// Shutdown, or eviction by a newer connection when the socket is full,
+	// aborts a pending read by pulling the deadline in.
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
+	rd := &reader{c: c}
+	s.addReader(rd)
 	line, err := readLine(c, MaxRequestSize)
+	s.removeReader(rd)
 	stop()
 	switch {
 	case errors.Is(err, errTooLarge):
@@ -303,6 +394,9 @@ func (s *Server) readRequest(ctx context.Context, c net.Conn) (req Request, resp
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if ctx.Err() != nil {
 			return req, Fail(MsgShuttingDown), false
+		}
+		if rd.evicted.Load() {
+			return req, Fail(MsgTooManyConnections), false
 		}
 		return req, Fail(MsgReadTimeout), false
 	case err != nil:

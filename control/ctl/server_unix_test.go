@@ -261,8 +261,20 @@ func TestServerPanickingHandler(t *testing.T) {
 	}
 }
 
+// TestServerConnectionLimit: with every slot running a handler, a further
+// connection is refused, counted and answered "too many connections";
+// once a handler finishes its slot serves again.
 func TestServerConnectionLimit(t *testing.T) {
-	s := startServer(t, Config{MaxConns: 2}, testRegistry())
+	reg := testRegistry()
+	release := make(chan struct{})
+	reg.Register("block", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "done", nil
+	})
+	s := startServer(t, Config{MaxConns: 2, HandlerTimeout: time.Minute}, reg)
 	var held []net.Conn
 	for range 2 {
 		c, err := net.Dial("unix", s.Addr())
@@ -270,11 +282,18 @@ func TestServerConnectionLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		if _, err := c.Write([]byte(`{"command":"block"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
 		held = append(held, c)
 	}
-	waitFor(t, func() bool { return len(s.sem) == 2 })
+	waitFor(t, func() bool {
+		s.readersMu.Lock()
+		defer s.readersMu.Unlock()
+		return len(s.sem) == 2 && len(s.readers) == 0
+	})
 
-	// The third is refused and counted.
+	// The third is refused and counted: busy handlers are not evicted.
 	if got := roundTrip(t, s.Addr(), `{"command":"show_status"}`+"\n", false); got != errLine("too many connections") {
 		t.Errorf("over limit: got %q", got)
 	}
@@ -286,23 +305,79 @@ func TestServerConnectionLimit(t *testing.T) {
 	if se := (*ServerError)(nil); !errors.As(err, &se) || se.Message != "too many connections" {
 		t.Errorf("Call over limit: %v", err)
 	}
-	if n := s.Refused(); n != 2 {
-		t.Errorf("refused = %d", n)
+	if n, e := s.Refused(), s.Evicted(); n != 2 || e != 0 {
+		t.Errorf("refused = %d, evicted = %d", n, e)
 	}
-	// Finishing a held connection frees its slot.
-	if _, err := held[0].Write([]byte(`{"command":"show_status"}` + "\n")); err != nil {
-		t.Fatal(err)
+	// Finishing the handlers frees their slots.
+	close(release)
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if b, _ := io.ReadAll(c); !strings.HasPrefix(string(b), `{"status":"ok"`) {
+			t.Errorf("held: %q", b)
+		}
 	}
-	held[0].SetReadDeadline(time.Now().Add(10 * time.Second))
-	if b, _ := io.ReadAll(held[0]); !strings.HasPrefix(string(b), `{"status":"ok"`) {
-		t.Errorf("held: %q", b)
-	}
-	waitFor(t, func() bool { return len(s.sem) == 1 })
+	waitFor(t, func() bool { return len(s.sem) == 0 })
 	if got := roundTrip(t, s.Addr(), `{"command":"show_status"}`+"\n", false); !strings.HasPrefix(got, `{"status":"ok"`) {
 		t.Errorf("after release: %q", got)
 	}
 	if n := s.Refused(); n != 2 {
 		t.Errorf("refused = %d", n)
+	}
+}
+
+// TestServerIdleConnectionsCannotStarve: a member of group fips opening
+// more idle connections than there are slots cannot lock fipsctl out:
+// each new connection evicts the longest-idle one (answered "too many
+// connections" and counted), and a real request is answered at once —
+// long before the read timeout, set to a minute here, could free a slot.
+func TestServerIdleConnectionsCannotStarve(t *testing.T) {
+	s := startServer(t, Config{ReadTimeout: time.Minute}, testRegistry())
+	const idle = DefaultMaxConns + 16
+	conns := make([]net.Conn, 0, idle)
+	for i := range idle {
+		c, err := net.Dial("unix", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+		if i < DefaultMaxConns {
+			// Fill the slots one at a time, so the order of the idle
+			// readers is the order of the connections.
+			waitFor(t, func() bool { s.readersMu.Lock(); defer s.readersMu.Unlock(); return len(s.readers) == i+1 })
+		}
+	}
+	waitFor(t, func() bool { return s.Evicted() == idle-DefaultMaxConns })
+	if len(s.sem) != DefaultMaxConns {
+		t.Fatalf("slots in use %d", len(s.sem))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	v, err := Call(ctx, s.Addr(), "show_status", nil)
+	if err != nil {
+		t.Fatalf("fipsctl starved: %v", err)
+	}
+	if !strings.Contains(string(v), "running") {
+		t.Errorf("answer %s", v)
+	}
+	if d := time.Since(start); d >= time.Minute/2 {
+		t.Errorf("answered after %v: waited for a read timeout", d)
+	}
+	if n := s.Evicted(); n != idle-DefaultMaxConns+1 {
+		t.Errorf("evicted = %d", n)
+	}
+	if n := s.Refused(); n != 0 {
+		t.Errorf("refused = %d", n)
+	}
+	// The first connections, the idlest, were the ones evicted, and were
+	// told why.
+	for _, c := range conns[:2] {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if b, _ := io.ReadAll(c); string(b) != errLine("too many connections") {
+			t.Errorf("evicted connection got %q", b)
+		}
 	}
 }
 
@@ -568,5 +643,111 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSocketPathNotSocket: whatever is at the socket path and is not a
+// socket — a regular file, an empty or full directory, a symlink (even to
+// a stale socket), a named pipe — makes Listen fail with ErrNotSocket and
+// is left exactly as it was.
+func TestSocketPathNotSocket(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind string
+		make       func(t *testing.T, path string)
+	}{
+		{"regular file", "a regular file", func(t *testing.T, p string) {
+			if err := os.WriteFile(p, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"empty directory", "a directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory", "a directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, "f"), []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"symlink to a stale socket", "a symbolic link", func(t *testing.T, p string) {
+			target := p + ".real"
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: target, Net: "unix"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.SetUnlinkOnClose(false)
+			ln.Close()
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"named pipe", "a named pipe", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := sockPath(t)
+			tc.make(t, path)
+			before, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckSocketPath(path); !errors.Is(err, ErrNotSocket) {
+				t.Errorf("CheckSocketPath: %v", err)
+			}
+			_, err = listenWith(Config{Path: path, Logger: discardLogger()}, nil, func(string) {})
+			if !errors.Is(err, ErrNotSocket) {
+				t.Fatalf("Listen: %v, want ErrNotSocket", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, path+" is "+tc.kind+", not a socket; refusing to remove it") || strings.Contains(msg, "\n") {
+				t.Errorf("message: %q", msg)
+			}
+			after, err := os.Lstat(path)
+			if err != nil {
+				t.Fatalf("removed: %v", err)
+			}
+			if !os.SameFile(before, after) || before.Mode() != after.Mode() || before.Size() != after.Size() {
+				t.Errorf("changed: %v → %v", before.Mode(), after.Mode())
+			}
+			if tc.name == "regular file" {
+				if b, _ := os.ReadFile(path); string(b) != "precious" {
+					t.Errorf("content: %q", b)
+				}
+			}
+		})
+	}
+	// Nothing at the path, and a socket file, pass the check.
+	path := sockPath(t)
+	if err := CheckSocketPath(path); err != nil {
+		t.Errorf("absent: %v", err)
+	}
+	s := startServer(t, Config{Path: path}, testRegistry())
+	if err := CheckSocketPath(s.Addr()); err != nil {
+		t.Errorf("socket: %v", err)
+	}
+}
+
+// TestShutdownLeavesNonSocket: a socket replaced while the server ran is
+// not removed at shutdown.
+func TestShutdownLeavesNonSocket(t *testing.T) {
+	path := sockPath(t)
+	s := startServer(t, Config{Path: path}, testRegistry())
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "precious" {
+		t.Errorf("after shutdown: %q %v", b, err)
 	}
 }

@@ -361,3 +361,75 @@ func loopbackIndex(t *testing.T) int {
 	t.Skip("no loopback interface")
 	return 0
 }
+
+// TestServerIgnoresResponses: a datagram that is itself a DNS response
+// (QR set) — a reflection from another responder, or one spoofed to make
+// two responders bounce packets forever — is never answered, and is
+// counted; the queries around it are still answered.
+func TestServerIgnoresResponses(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	k := newKey(t)
+	var hosts Hosts
+	if err := hosts.Insert("gw", k.Npub()); err != nil {
+		t.Fatal(err)
+	}
+	r := &Resolver{Hosts: hosts}
+	if m := r.Answer(func() *dns.Msg { q := query("gw.fips.", dns.TypeAAAA); q.Response = true; return q }()); m != nil {
+		t.Errorf("Answer replied to a response: %v", m)
+	}
+	s, err := Listen(context.Background(), "127.0.0.1:0", r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := net.Dial("udp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(m *dns.Msg) {
+		t.Helper()
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A full answer to gw.fips, as a responder would send it.
+	resp := r.Answer(query("gw.fips.", dns.TypeAAAA))
+	resp.Id = 1
+	for range 3 {
+		send(resp)
+	}
+	await := func(cond func(Stats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond(s.Stats()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stats %+v", s.Stats())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	await(func(st Stats) bool { return st.ResponsesIgnored == 3 })
+	q := query("gw.fips.", dns.TypeAAAA)
+	q.Id = 2
+	send(q)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got dns.Msg
+	if err := got.Unpack(buf[:n]); err != nil || got.Id != 2 || len(got.Answer) != 1 {
+		t.Fatalf("first datagram back is not the answer to the query: %v %v", &got, err)
+	}
+	// The answer is counted just after it is sent.
+	await(func(st Stats) bool { return st.Answered == 1 })
+	if st := s.Stats(); st.ResponsesIgnored != 3 || st.Unparsable != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

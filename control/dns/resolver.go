@@ -71,13 +71,13 @@ func (r *Resolver) Resolve(name string) (identity.PublicKey, bool) {
 }
 
 // Answer builds the reply to q, or returns nil when q should be dropped
-// (it has no question). Only the first question is considered and its class
+// (it has no question, or is itself a response). Only the first question is considered and its class
 // is not checked, as upstream does. The reply is authoritative: one AAAA
 // record for an AAAA query of a resolvable name, no records (NOERROR) for
 // other types of a resolvable name, NXDOMAIN for anything else.
 func (r *Resolver) Answer(q *dns.Msg) *dns.Msg {
-	if q == nil || len(q.Question) == 0 {
-		return nil
+	if q == nil || len(q.Question) == 0 || q.Response {
+		return nil // a response is never answered (fips-go; upstream does)
 	}
 	m := new(dns.Msg)
 	m.SetReply(q)

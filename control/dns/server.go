@@ -30,6 +30,8 @@ type Server struct {
 	log    *slog.Logger
 	ignore atomic.Int64 // ifindex whose queries are dropped; 0 = none
 
+	answered, responses, unparsable, meshDropped atomic.Uint64
+
 	// Exactly one of p6/p4 is set when arrival-interface reporting could
 	// be enabled on this OS and socket family.
 	p6 *ipv6.PacketConn
@@ -89,6 +91,27 @@ func Listen(ctx context.Context, addr string, r *Resolver, log *slog.Logger) (*S
 // Addr is the bound address (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.conn.LocalAddr() }
 
+// Stats are the responder's counters.
+type Stats struct {
+	// Answered is the number of replies sent.
+	Answered uint64
+	// ResponsesIgnored counts datagrams that were themselves DNS responses
+	// (QR bit set): never answered, so two responders, or a spoofed source
+	// aimed at one, cannot keep a packet bouncing between them.
+	ResponsesIgnored uint64
+	// Unparsable counts datagrams that are not a DNS query with a question.
+	Unparsable uint64
+	// MeshDropped counts queries dropped because they arrived on the mesh
+	// interface (see IgnoreIfIndex).
+	MeshDropped uint64
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	return Stats{Answered: s.answered.Load(), ResponsesIgnored: s.responses.Load(),
+		Unparsable: s.unparsable.Load(), MeshDropped: s.meshDropped.Load()}
+}
+
 // IgnoreIfIndex makes the server silently drop queries that arrive on the
 // interface with this index (fips0), so mesh peers cannot probe aliases
 // through it. 0 turns the filter off. Queries whose arrival interface is
@@ -142,16 +165,30 @@ func (s *Server) serve() {
 			continue
 		}
 		if ign := s.ignore.Load(); ign != 0 && ifindex != 0 && int64(ifindex) == ign {
+			s.meshDropped.Add(1)
 			s.log.Debug("dns query arrived on mesh interface, dropping", "src", src, "ifindex", ifindex)
+			continue
+		}
+		if isResponse(buf[:n]) {
+			s.responses.Add(1)
+			s.log.Debug("dns datagram is a response, not a query; ignoring", "src", src)
 			continue
 		}
 		out := s.res.AnswerWire(buf[:n])
 		if out == nil {
+			s.unparsable.Add(1)
 			s.log.Debug("unparsable dns query, dropping", "len", n)
 			continue
 		}
 		if _, err := s.conn.WriteTo(out, src); err != nil {
 			s.log.Debug("dns send error", "err", err)
+			continue
 		}
+		s.answered.Add(1)
 	}
 }
+
+// isResponse reports whether a datagram carries a DNS header with the QR
+// (response) bit set: byte 2, top bit. fips-go addition; upstream answers
+// such packets like queries.
+func isResponse(b []byte) bool { return len(b) >= 12 && b[2]&0x80 != 0 }

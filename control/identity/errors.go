@@ -14,5 +14,7 @@ var (
 	ErrInvalidSignature = errors.New("invalid signature")
 	ErrEmptyKeyFile     = errors.New("key file is empty")
 	ErrKeyPathIsSymlink = errors.New("key path is a symlink")
+	ErrKeyFileMode      = errors.New("key file is accessible beyond its owner")
+	ErrKeyFileType      = errors.New("key file is not a regular file")
 	ErrKeyFileExists    = errors.New("key file already exists")
 )

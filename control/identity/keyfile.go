@@ -3,6 +3,7 @@ package identity
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,13 +17,40 @@ const (
 )
 
 // ReadKeyFile reads a secret key file: one nsec (or 64 hex characters),
-// surrounding whitespace ignored.
+// surrounding whitespace ignored. As ssh does with an unprotected private
+// key, it refuses a file it cannot be sure only its owner can read: a
+// symlink (ErrKeyPathIsSymlink: the target's mode is not the daemon's to
+// know), anything but a regular file (ErrKeyFileType), and, where files
+// have mode bits, a file with any group or other permission
+// (ErrKeyFileMode). The checks are made on the opened descriptor, so the
+// path cannot be swapped between check and read.
 func ReadKeyFile(path string) (SecretKey, error) {
-	b, err := os.ReadFile(path)
+	f, err := openKeyForRead(path)
+	if err != nil {
+		if isSymlinkRefusal(path, err) {
+			return SecretKey{}, fmt.Errorf("refusing identity key file %s: %w; replace the link with the key file itself (mode 0600)", path, ErrKeyPathIsSymlink)
+		}
+		return SecretKey{}, fmt.Errorf("read key file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return SecretKey{}, fmt.Errorf("read key file: %w", err)
 	}
+	if !fi.Mode().IsRegular() {
+		return SecretKey{}, fmt.Errorf("refusing identity key file %s: %w (%s)", path, ErrKeyFileType, fi.Mode().Type())
+	}
+	if looseMode(fi.Mode()) {
+		return SecretKey{}, fmt.Errorf("refusing identity key file %s: %w (mode %04o); run chmod 600 %s", path, ErrKeyFileMode, fi.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileSize+1))
 	defer clear(b)
+	if err != nil {
+		return SecretKey{}, fmt.Errorf("read key file: %w", err)
+	}
+	if len(b) > maxKeyFileSize {
+		return SecretKey{}, fmt.Errorf("key file %s: larger than %d bytes: %w", path, maxKeyFileSize, ErrInvalidSecret)
+	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return SecretKey{}, fmt.Errorf("%w: %s", ErrEmptyKeyFile, path)
@@ -33,6 +61,9 @@ func ReadKeyFile(path string) (SecretKey, error) {
 	}
 	return sk, nil
 }
+
+// maxKeyFileSize bounds what ReadKeyFile reads: an nsec is 63 characters.
+const maxKeyFileSize = 4096
 
 // WriteKeyFile writes the nsec and a newline to path with mode 0600. A
 // symlink at path is refused rather than followed, and an existing file is

@@ -3,7 +3,6 @@ package identity
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -48,8 +47,9 @@ type Resolved struct {
 //   - otherwise a fresh key every start, still written to fips.key/fips.pub
 //     so an operator can see it.
 //
-// Only an unusable explicit nsec or an unreadable/invalid existing key file
-// is an error: the node must not silently change identity then.
+// Only an unusable explicit nsec or an unreadable, invalid or unprotected
+// (see ReadKeyFile) existing key file is an error: the node must not
+// silently change identity then.
 func Resolve(o ResolveOptions) (*Resolved, error) {
 	log := o.Log
 	if log == nil {
@@ -77,7 +77,6 @@ func Resolve(o ResolveOptions) (*Resolved, error) {
 				log.Warn("identity key found at the legacy path but not at the current default; using it so the node keeps its identity — move it to the current path",
 					"legacy", p, "current", keyPath)
 			}
-			warnLooseKeyFile(log, p)
 			id := New(sk)
 			if err := WritePubFile(pubPath, id.PublicKey()); err != nil {
 				log.Warn("failed to write the public key file", "path", pubPath, "error", err)
@@ -127,19 +126,4 @@ func candidateKeyPaths(keyPath, legacyDir string) []string {
 		return []string{keyPath}
 	}
 	return []string{keyPath, legacy}
-}
-
-func warnLooseKeyFile(log *slog.Logger, path string) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		log.Warn("identity key file is a symlink; the daemon does not manage the mode of its target", "path", path)
-		return
-	}
-	if looseMode(fi.Mode()) {
-		log.Warn("identity key file is accessible beyond its owner; expected mode 0600",
-			"path", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
-	}
 }

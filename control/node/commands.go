@@ -222,6 +222,10 @@ func (n *Node) apiConnect(ctx context.Context, raw json.RawMessage) (any, error)
 	if err != nil {
 		return nil, ctl.Errorf("cannot resolve %s: %v", address, err)
 	}
+	// fips-go: upstream answers ok for a destination no packet can reach.
+	if err := transport.CheckDestination(addr.IP); err != nil {
+		return nil, ctl.Errorf("invalid address %s: %v", address, err)
+	}
 	v, err := n.Do(ctx, func(now time.Time) any {
 		refreshed := n.peers.Peer(pk.NodeAddr()) != nil
 		if err := n.peers.Dial(now, pk, peer.Candidate{Transport: t.ID(), Addr: addr}); err != nil {

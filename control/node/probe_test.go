@@ -61,8 +61,12 @@ func TestProbeStartRefusals(t *testing.T) {
 		}
 	}
 	for _, cmd := range []func(context.Context, json.RawMessage) (any, error){n.apiProbePoll, n.apiProbeCancel} {
-		if _, err := cmd(ctx, json.RawMessage(`{"probe_id":"7"}`)); errText(err) != "missing 'probe_id' parameter" {
+		// A wrong-type probe_id is reported as such, not as missing.
+		if _, err := cmd(ctx, json.RawMessage(`{"probe_id":"7"}`)); errText(err) != "invalid 'probe_id' parameter: expected a non-negative integer, got a string" {
 			t.Errorf("string probe_id: %v", err)
+		}
+		if _, err := cmd(ctx, json.RawMessage(`{}`)); errText(err) != "missing 'probe_id' parameter" {
+			t.Errorf("absent probe_id: %v", err)
 		}
 	}
 }

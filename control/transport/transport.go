@@ -195,6 +195,25 @@ func (c *Counters) Snapshot() Stats {
 	}
 }
 
+// CheckDestination refuses an IP address no packet should be sent to: an
+// invalid one, port 0, the unspecified address (which the kernel turns
+// into "this host") and a multicast address. The error wraps
+// ErrInvalidAddress.
+func CheckDestination(ap netip.AddrPort) error {
+	a := ap.Addr()
+	switch {
+	case !ap.IsValid():
+		return fmt.Errorf("%w: no address", ErrInvalidAddress)
+	case ap.Port() == 0:
+		return fmt.Errorf("%w: port 0 is not a destination (want 1 to 65535)", ErrInvalidAddress)
+	case a.IsUnspecified():
+		return fmt.Errorf("%w: %s is the unspecified address, not a destination", ErrInvalidAddress, a)
+	case a.IsMulticast():
+		return fmt.Errorf("%w: %s is a multicast address", ErrInvalidAddress, a)
+	}
+	return nil
+}
+
 // ListenNetwork picks the socket family for a bind address on proto
 // ("udp" or "tcp"): an IPv4 bind is IPv4 only (as upstream), the IPv6
 // wildcard is one dual-stack socket, a specific IPv6 address is IPv6 only.

@@ -58,6 +58,21 @@ func lookupFamily(bind netip.AddrPort) string {
 	}
 }
 
+// reachable refuses an address of the family the socket cannot send to:
+// an IPv6 address on an IPv4-bound socket (every IPv4 bind, and an
+// outbound-only transport, which binds 0.0.0.0:0), an IPv4 address on one
+// bound to a specific IPv6 address. Host names are looked up in the right
+// family already.
+func (r *resolver) reachable(a netip.Addr) error {
+	switch {
+	case r.network == "ip4" && a.Is6():
+		return fmt.Errorf("%w: %s is an IPv6 address but this transport's socket is IPv4 only (bound to an IPv4 address, or outbound-only)", transport.ErrInvalidAddress, a)
+	case r.network == "ip6" && a.Is4():
+		return fmt.Errorf("%w: %s is an IPv4 address but this transport's socket is bound to a specific IPv6 address", transport.ErrInvalidAddress, a)
+	}
+	return nil
+}
+
 func (r *resolver) resolve(ctx context.Context, s string) (netip.AddrPort, error) {
 	host, portStr, err := net.SplitHostPort(s)
 	if err != nil {
@@ -67,8 +82,18 @@ func (r *resolver) resolve(ctx context.Context, s string) (netip.AddrPort, error
 	if err != nil || host == "" {
 		return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w: want host:port with a numeric port", s, transport.ErrInvalidAddress)
 	}
+	if port == 0 {
+		return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w: port 0 is not a destination (want 1 to 65535)", s, transport.ErrInvalidAddress)
+	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
+		ap := netip.AddrPortFrom(ip.Unmap(), uint16(port))
+		if err := transport.CheckDestination(ap); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w", s, err)
+		}
+		if err := r.reachable(ap.Addr()); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w", s, err)
+		}
+		return ap, nil
 	}
 
 	now := r.now()

@@ -463,7 +463,10 @@ func TestResolveAddr(t *testing.T) {
 	if err != nil || a.String() != "192.0.2.1:2121" {
 		t.Fatalf("mapped: %v %v", a, err)
 	}
-	for _, s := range []string{"", "192.0.2.1", "192.0.2.1:x", "192.0.2.1:70000", ":2121"} {
+	// Port 0, the unspecified and multicast addresses, and IPv6 on this
+	// IPv4 socket are no destination.
+	for _, s := range []string{"", "192.0.2.1", "192.0.2.1:x", "192.0.2.1:70000", ":2121", "192.0.2.1:0",
+		"peer.example:0", "0.0.0.0:2121", "224.0.0.1:2121", "[2001:db8::1]:2121", "[::1]:2121"} {
 		if _, err := tr.ResolveAddr(ctx, s); !errors.Is(err, transport.ErrInvalidAddress) {
 			t.Errorf("%q: %v", s, err)
 		}
@@ -509,6 +512,18 @@ func TestResolveAddr(t *testing.T) {
 	}
 	if n := r.cached(); n > dnsCacheMax {
 		t.Fatalf("cache holds %d entries", n)
+	}
+
+	// A socket bound to a specific IPv6 address cannot reach IPv4; a
+	// dual-stack one reaches both.
+	for bind, want := range map[string]bool{"[::1]:0": false, "[::]:0": true} {
+		r := newResolver(lookupFamily(netip.MustParseAddrPort(bind)))
+		if _, err := r.resolve(ctx, "192.0.2.1:2121"); (err == nil) != want {
+			t.Errorf("IPv4 destination on %s: %v", bind, err)
+		}
+		if _, err := r.resolve(ctx, "[2001:db8::1]:2121"); err != nil {
+			t.Errorf("IPv6 destination on %s: %v", bind, err)
+		}
 	}
 
 	// Dual-stack and IPv6 sockets ask for what they can reach.

@@ -1,0 +1,159 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badConfigs lists testdata/bad: each file starts with "# key: KEY", the
+// one key it gets wrong.
+func badConfigs(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 100 {
+		t.Fatalf("%d bad configs, want at least 100", len(files))
+	}
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(fh).ReadString('\n')
+		fh.Close()
+		key, ok := strings.CutPrefix(strings.TrimSpace(line), "# key: ")
+		if !ok {
+			t.Fatalf("%s: first line %q is not # key: KEY", f, line)
+		}
+		out[f] = key
+	}
+	return out
+}
+
+// TestBadConfigs: every file of testdata/bad is refused, at load or by
+// Validate, with exactly one error, located at the key it gets wrong.
+func TestBadConfigs(t *testing.T) {
+	for f, key := range badConfigs(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			c, _, err := Load(f)
+			if err == nil {
+				err = c.Validate()
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			errs := flatten(t, err)
+			if len(errs) != 1 {
+				t.Fatalf("%d errors, want 1: %v", len(errs), err)
+			}
+			e := errs[0]
+			if e.Key != key {
+				t.Errorf("key %q, want %q (%v)", e.Key, key, e)
+			}
+			if e.Line == 0 || e.File != f {
+				t.Errorf("unlocated: %v", e)
+			}
+			if msg := e.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, key) {
+				t.Errorf("want one line naming %s: %q", key, msg)
+			}
+			if !errors.Is(e, ErrInvalid) && !errors.Is(e, ErrType) && !errors.Is(e, ErrUnknownKey) && !errors.Is(e, ErrDuplicateKey) {
+				t.Errorf("class %v", e.Err)
+			}
+		})
+	}
+}
+
+// TestUpstreamTestingValues: the values upstream's own test harnesses
+// write into fips.yaml (chaos scenario overrides, the rekey and interop
+// scripts, the native-API and static-topology configs) stay in range.
+func TestUpstreamTestingValues(t *testing.T) {
+	c, w := mustLoad(t, `
+node:
+  tree: {parent_hysteresis: 0.0, reeval_interval_secs: 1, flap_threshold: 9999, hold_down_secs: 0}
+  cache: {coord_ttl_secs: 10}
+  ecn: {enabled: true}
+  rekey: {enabled: true, after_secs: 35, after_messages: 65536}
+  native_api: {enabled: true, debug_commands: true}
+tun: {enabled: true, name: fips0, mtu: 1280}
+dns: {enabled: true, port: 5354}
+transports:
+  udp: {bind_addr: "0.0.0.0:2121", mtu: 1472, recv_buf_size: 4096}
+  tcp: {bind_addr: "0.0.0.0:8443"}
+  tor: {socks5_addr: "tor-daemon:9050"}
+peers:
+  - npub: `+validNpub+`
+    addresses:
+      - {transport: udp, addr: "fips.v0l.io:2121"}
+      - {transport: tcp, addr: "fips.v0l.io:8443"}
+      - {transport: tor, addr: "test-us01.fips.network:443"}
+`)
+	if len(w) != 0 {
+		t.Errorf("warnings: %v", w)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestValidateRanges: each bound is inclusive, one past it is refused with
+// a message naming the key and the range.
+func TestValidateRanges(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, key, msg string
+	}{
+		{"node: {link_dead_timeout_secs: 86400}", "", ""},
+		{"node: {link_dead_timeout_secs: 86401}", "node.link_dead_timeout_secs", "`node.link_dead_timeout_secs` is 86401, outside the allowed range 1 to 86400 seconds"},
+		{"node: {heartbeat_interval_secs: 3600}", "", ""},
+		{"node: {heartbeat_interval_secs: 3601}", "node.heartbeat_interval_secs", ""},
+		{"node: {buffers: {packet_channel: 65536}}", "", ""},
+		{"node: {buffers: {packet_channel: 65537}}", "node.buffers.packet_channel", "`node.buffers.packet_channel` is 65537, outside the allowed range 1 to 65536 packets"},
+		{"node: {rekey: {after_secs: 3153600000}}", "", ""},
+		{"node: {rekey: {after_secs: 3153600001}}", "node.rekey.after_secs", ""},
+		{"node: {tree: {parent_hysteresis: 1.0}}", "", ""},
+		{"node: {tree: {parent_hysteresis: 1.01}}", "node.tree.parent_hysteresis", "`node.tree.parent_hysteresis` is 1.01, but must be a finite number from 0 to 1"},
+		{"node: {bloom: {max_inbound_fpr: 0}}", "node.bloom.max_inbound_fpr", "`node.bloom.max_inbound_fpr` is 0, but must be a finite number greater than 0 and at most 1"},
+		{"node: {rate_limit: {handshake_rate: -1}}", "node.rate_limit.handshake_rate", "`node.rate_limit.handshake_rate` is -1, but must be a finite number greater than 0"},
+		// 1000 ms × 2^16 is under a day, 2^17 over.
+		{"node: {rate_limit: {handshake_max_resends: 16}}", "", ""},
+		{"node: {rate_limit: {handshake_max_resends: 17}}", "node.rate_limit.handshake_max_resends", ""},
+		{"node: {rate_limit: {handshake_resend_backoff: 1.0, handshake_max_resends: 100}}", "", ""},
+		{"node: {rate_limit: {handshake_resend_backoff: 1.0, handshake_max_resends: 101}}", "node.rate_limit.handshake_max_resends", ""},
+		{"dns: {bind_addr: \"127.0.0.1\"}", "", ""},
+		{"dns: {bind_addr: \"dns.local\"}", "dns.bind_addr", ""},
+		{"transports: {udp: {bind_addr: \"[::]:0\"}}", "", ""},
+		{"transports: {udp: {outbound_only: true, bind_addr: \"unused\"}}", "", ""},
+		{"transports: {udp: {external_addr: \"198.51.100.7\"}}", "", ""},
+		{"peers: [{npub: " + validNpub + ", addresses: [{transport: udp, addr: nat}]}]", "", ""},
+		{"peers: [{npub: " + validNpub + ", addresses: [{transport: ethernet, addr: \"eth0/aa:bb:cc:dd:ee:ff\"}]}]", "", ""},
+		// Upstream's own rule is reported once, not again as a range.
+		{"node: {rendezvous: {nostr: {signal_ttl_secs: 18446744073709551615}}}", "node.rendezvous.nostr.signal_ttl_secs", ""},
+	} {
+		c, _ := mustLoad(t, tc.yaml)
+		err := c.Validate()
+		if tc.key == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.yaml, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", tc.yaml)
+			continue
+		}
+		errs := flatten(t, err)
+		if len(errs) != 1 || errs[0].Key != tc.key {
+			t.Errorf("%s: want one error on %s, got %v", tc.yaml, tc.key, err)
+			continue
+		}
+		if tc.msg != "" && errs[0].Reason != tc.msg {
+			t.Errorf("%s:\n got  %s\n want %s", tc.yaml, errs[0].Reason, tc.msg)
+		}
+	}
+}
