@@ -29,17 +29,30 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			m.stats.DropReplay++
-			p.Stats.Replays++
+			if p != nil {
+				p.Stats.Replays++
+			}
 			return
 		}
+		// The receiver index is cleartext: anyone who has seen one frame
+		// can forge frames carrying it. A failure is counted, never acted
+		// on; a link whose peer really lost its keys goes quiet and is
+		// removed by the dead-link timeout.
 		m.stats.DropDecrypt++
-		p.Stats.DecryptFailures++
-		p.decryptFailures++
-		if p.decryptFailures >= m.cfg.DecryptFailureThreshold {
-			m.stats.DecryptFailRemovals++
-			m.removePeer(now, p, fmt.Sprintf("%d consecutive decrypt failures", p.decryptFailures), true)
+		if p != nil {
+			p.Stats.DecryptFailures++
+			if t == p.Transport && from == p.Addr {
+				p.decryptFailures++
+			}
 		}
 		return
+	}
+	if e.cand != nil {
+		// The first frame under an answered handshake's session: the
+		// initiator holds the keys and received our msg2.
+		if p = m.prove(now, e.cand, t, from); p == nil {
+			return
+		}
 	}
 	p.decryptFailures = 0
 	p.LastRecv = now
@@ -54,11 +67,6 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		p.Addr = from
 		m.byAddr[addrKey{t, from}] = p
 		p.Stats.Roams++
-	}
-	if s == p.pending {
-		// The initiator has cut over: the first frame that authenticates
-		// under the pending session promotes it here too.
-		m.cutover(now, p, s)
 	}
 	in, err := wire.ParseFMPInner(pt)
 	if err != nil {
