@@ -358,3 +358,98 @@ func TestSpoofedMsg1NeitherSquatsNorReflects(t *testing.T) {
 		t.Error("nothing measured")
 	}
 }
+
+// junkMsg1 is a msg1-shaped packet with a valid ephemeral point and random
+// ciphertext: it costs the responder a DH before it fails.
+func junkMsg1(n *simNet, point []byte) []byte {
+	p := make([]byte, wire.FMPMsg1Size)
+	for i := range p {
+		p[i] = byte(n.rng.Uint32())
+	}
+	p[0], p[1] = 0x01, 0x00
+	p[2], p[3] = byte(wire.FMPMsg1PayloadLen), byte(wire.FMPMsg1PayloadLen>>8)
+	copy(p[8:], point)
+	return p
+}
+
+// TestStrangerFloodFromOneSourceLocksOutNobody: 30 msg1-shaped junk
+// packets a second from one source used to drain the one stranger bucket
+// and stop every new inbound peer. Now they drain that source's bucket.
+func TestStrangerFloodFromOneSourceLocksOutNobody(t *testing.T) {
+	n := newSimNet(t, 105)
+	a, b := pair(t, n, DefaultConfig(), DefaultConfig())
+	pt, err := a.id.PublicKey().Point()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := pt.SerializeCompressed()
+	flooder := simAddr(200)
+	heartbeatsOnTime(t, n, a, b, 30*time.Second, func(i int) {
+		for range 3 { // 30 per second
+			b.m.HandlePacket(n.now, 1, flooder, junkMsg1(n, ep))
+		}
+		if i > 0 && i%50 == 0 { // a new peer every 5 s, from its own address
+			joins(t, n, 10+i/50, b)
+		}
+	})
+	s := b.m.Stats()
+	if s.Msg1SourceLimited == 0 || s.Msg1StrangerLimited != 0 {
+		t.Errorf("source bucket refused %d, shared bucket %d", s.Msg1SourceLimited, s.Msg1StrangerLimited)
+	}
+	if b.m.PeerCount() != 1+5 {
+		t.Errorf("%d peers, want a and 5 joiners", b.m.PeerCount())
+	}
+	// 100 burst + 10/s for 30 s pass the source's bucket: the rest is
+	// refused before any DH.
+	if got := s.Msg1DecryptFailed; got > 100+10*30+1 {
+		t.Errorf("%d DHs spent on the flood, want ≤ %d", got, 100+10*30+1)
+	}
+	t.Logf("flood: %d refused by the source's bucket, %d DHs spent", s.Msg1SourceLimited, s.Msg1DecryptFailed)
+
+	// The source table is bounded and counts what it evicts.
+	cfg := DefaultConfig()
+	cfg.StrangerSources = 8
+	c := n.add(30, cfg)
+	for i := range 20 {
+		c.m.HandlePacket(n.now, 1, simAddr(40+i), junkMsg1(n, ep))
+	}
+	if s := c.m.Stats(); s.Msg1SourcesEvicted != 12 || len(c.m.sources.idx) != 8 {
+		t.Errorf("sources evicted %d (want 12), held %d (want 8)", s.Msg1SourcesEvicted, len(c.m.sources.idx))
+	}
+}
+
+// TestHostilePeerMsg1sDoNotSlowAnotherPeersRestart: an established peer
+// that sends junk msg1s from its own address used to drain the bucket all
+// established addresses share, stretching another peer's restart
+// recovery to seconds. Now it drains its own bucket.
+func TestHostilePeerMsg1sDoNotSlowAnotherPeersRestart(t *testing.T) {
+	n := newSimNet(t, 106)
+	a, b := pair(t, n, DefaultConfig(), DefaultConfig())
+	h := n.add(3, DefaultConfig())
+	h.m.Dial(n.now, b.id.PublicKey(), h.candidate(b))
+	n.deliver()
+	linked(t, h, b)
+	pt, err := h.id.PublicKey().Point()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := pt.SerializeCompressed()
+	for range 500 {
+		b.m.HandlePacket(n.now, 1, h.addr, junkMsg1(n, ep))
+	}
+	s := b.m.Stats()
+	if s.Msg1PeerBucketLimited == 0 || s.Msg1EstablishedLimited != 0 {
+		t.Fatalf("peer bucket refused %d, shared established bucket %d", s.Msg1PeerBucketLimited, s.Msg1EstablishedLimited)
+	}
+	// a restarts and dials from its address: linked within one round trip.
+	a2 := n.addWithIdentity(1, DefaultConfig(), a.id)
+	a2.m.AddStatic(n.now, StaticPeer{PublicKey: b.id.PublicKey(), Addresses: []Candidate{a2.candidate(b)}, AutoReconnect: true})
+	n.deliver()
+	linked(t, a2, b)
+	if s := b.m.Stats(); s.PeerRestarts != 1 {
+		t.Errorf("restart not recovered at once: %+v", s)
+	}
+	heartbeatsOnTime(t, n, a2, b, 30*time.Second, func(int) {
+		b.m.HandlePacket(n.now, 1, h.addr, junkMsg1(n, ep))
+	})
+}
