@@ -453,3 +453,42 @@ func TestHostilePeerMsg1sDoNotSlowAnotherPeersRestart(t *testing.T) {
 		b.m.HandlePacket(n.now, 1, h.addr, junkMsg1(n, ep))
 	})
 }
+
+// TestRemovedPeersConnectionIsClosed: a removed peer's connection used to
+// stay open (on TCP, holding an inbound slot). Now removal closes it,
+// except when the link replacing it runs on the same connection; and the
+// transport is told which addresses carry an authenticated link, only
+// once a frame has proved one.
+func TestRemovedPeersConnectionIsClosed(t *testing.T) {
+	n := newSimNet(t, 107)
+	a, b := n.add(1, DefaultConfig()), n.add(2, DefaultConfig())
+	a.silent = true
+	a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b))
+	n.deliver()
+	if len(b.authed) != 0 || b.m.PeerCount() != 0 {
+		t.Fatalf("authenticated %v, peers %d before a's first frame", b.authed, b.m.PeerCount())
+	}
+	a.m.SendLink(n.now, a.m.Peer(b.id.NodeAddr()), 0, []byte{byte(wire.MsgHeartbeat)})
+	n.deliver()
+	linked(t, a, b)
+	if len(b.authed) != 1 || b.authed[0] != a.addr {
+		t.Fatalf("authenticated %v, want [%v]", b.authed, a.addr)
+	}
+	// A restart on the same address keeps the connection.
+	a2 := n.addWithIdentity(1, DefaultConfig(), a.id)
+	a2.m.Dial(n.now, b.id.PublicKey(), a2.candidate(b))
+	n.deliver()
+	linked(t, a2, b)
+	if len(b.closed) != 0 {
+		t.Errorf("restart on the same connection closed it: %v", b.closed)
+	}
+	// A Disconnect from the peer removes it and closes its connection.
+	a2.m.Disconnect(n.now, a2.m.Peer(b.id.NodeAddr()), wire.DisconnectShutdown, false)
+	n.deliver()
+	if b.m.PeerCount() != 0 || len(b.closed) != 1 || b.closed[0] != a.addr {
+		t.Errorf("peers %d, closed %v", b.m.PeerCount(), b.closed)
+	}
+	if len(a2.closed) != 1 {
+		t.Errorf("local Disconnect closed %v", a2.closed)
+	}
+}

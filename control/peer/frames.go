@@ -66,6 +66,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		m.log.Info("peer roamed", "peer", p.String(), "from", p.Addr.String(), "to", from.String())
 		p.Addr = from
 		m.byAddr[addrKey{t, from}] = p
+		m.authenticated(t, from)
 		p.Stats.Roams++
 	}
 	in, err := wire.ParseFMPInner(pt)

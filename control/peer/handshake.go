@@ -283,7 +283,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		if epoch != p.Epoch {
 			m.stats.PeerRestarts++
 			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
-			m.removePeer(now, p, "peer restarted", false)
+			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
 			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
 		}
@@ -297,7 +297,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.PeerRestarts++
 		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
 			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
-		m.removePeer(now, existing, "peer restarted", false)
+		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
 		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	default:
 		// Both sides dialed at once. Both keep the link the smaller
@@ -341,6 +341,7 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 	p.mmp.SetInitiator(dir == Outbound)
 	m.byIndex[linkKey{t, next.ourIndex}] = &indexEntry{peer: p, sess: p.cur}
 	m.byAddr[addrKey{t, addr}] = p
+	m.authenticated(t, addr)
 	if oldT != t || oldAddr != addr {
 		m.env.CloseConnection(oldT, oldAddr)
 	}
@@ -370,6 +371,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	m.peers[p.NodeAddr] = p
 	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.cur}
 	m.byAddr[addrKey{t, addr}] = p
+	m.authenticated(t, addr)
 	m.stats.PeersPromoted++
 	m.log.Info("peer connected", "peer", p.String(), "npub", pk.Npub(), "direction", string(dir),
 		"transport", t, "addr", addr.String())
@@ -409,11 +411,22 @@ func (m *Manager) unregisterSessions(p *Peer) {
 	}
 }
 
-// removePeer drops p and everything keyed to it. reconnect schedules a
-// redial for configured peers.
+// removePeer drops p and everything keyed to it, and closes its
+// connection on a connection-oriented transport (after what is queued on
+// it, a Disconnect say, has gone out). reconnect schedules a redial for
+// configured peers.
 func (m *Manager) removePeer(now time.Time, p *Peer, why string, reconnect bool) {
+	m.removePeerKeeping(now, p, why, reconnect, addrKey{})
+}
+
+// removePeerKeeping is removePeer that leaves the connection at keep open:
+// the link replacing p runs on it.
+func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnect bool, keep addrKey) {
 	if m.peers[p.NodeAddr] != p {
 		return
+	}
+	if k := (addrKey{p.Transport, p.Addr}); k != keep {
+		m.env.CloseConnection(p.Transport, p.Addr)
 	}
 	m.unregisterSessions(p)
 	delete(m.peers, p.NodeAddr)

@@ -45,6 +45,9 @@ type simNode struct {
 	accept bool
 	silent bool     // PeerUp sends nothing
 	msg1s  [][]byte // every msg1 it sent, as an on-path observer captures them
+	// connections it was asked to close, and addresses it was told carry
+	// an authenticated link
+	closed, authed []transport.Addr
 	// what Upper saw
 	up, down []identity.NodeAddr
 	downWhy  []string
@@ -106,7 +109,10 @@ func (s *simNode) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
 }
 func (s *simNode) LinkMTU(transport.ID, transport.Addr) int     { return 1280 }
 func (s *simNode) AcceptConnections(transport.ID) bool          { return s.accept }
-func (s *simNode) CloseConnection(transport.ID, transport.Addr) {}
+func (s *simNode) CloseConnection(_ transport.ID, a transport.Addr) { s.closed = append(s.closed, a) }
+func (s *simNode) LinkAuthenticated(_ transport.ID, a transport.Addr) {
+	s.authed = append(s.authed, a)
+}
 
 // Upper
 // PeerUp sends a frame at once, as the node's TreeAnnounce does: it is

@@ -27,6 +27,20 @@ type Env interface {
 	CloseConnection(t transport.ID, to transport.Addr)
 }
 
+// LinkAuthenticator is an optional Env method: the Manager calls it when
+// a frame from to authenticated a link (promotion, roaming), so a
+// connection-oriented transport can close connections that never carry
+// one.
+type LinkAuthenticator interface {
+	LinkAuthenticated(t transport.ID, to transport.Addr)
+}
+
+func (m *Manager) authenticated(t transport.ID, to transport.Addr) {
+	if a, ok := m.env.(LinkAuthenticator); ok {
+		a.LinkAuthenticated(t, to)
+	}
+}
+
 // Upper receives what the link layer does not consume itself.
 type Upper interface {
 	// PeerUp: a peer became active, was replaced after a restart, or had

@@ -185,7 +185,7 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		m.stats.PeerRestarts++
 		m.log.Info("peer restarted (new epoch in handshake, proved by its first frame); replacing its link",
 			"peer", existing.String(), "old_epoch", existing.Epoch.String(), "new_epoch", u.epoch.String())
-		m.removePeer(now, existing, "peer restarted", false)
+		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, addr})
 	case m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers:
 		m.stats.Msg1PeerLimit++
 		return nil
