@@ -107,8 +107,8 @@ func (s *simNode) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
 	s.net.queue = append(s.net.queue, simPkt{from: s.addr, to: to, data: append([]byte(nil), pkt...)})
 	return nil
 }
-func (s *simNode) LinkMTU(transport.ID, transport.Addr) int     { return 1280 }
-func (s *simNode) AcceptConnections(transport.ID) bool          { return s.accept }
+func (s *simNode) LinkMTU(transport.ID, transport.Addr) int         { return 1280 }
+func (s *simNode) AcceptConnections(transport.ID) bool              { return s.accept }
 func (s *simNode) CloseConnection(_ transport.ID, a transport.Addr) { s.closed = append(s.closed, a) }
 func (s *simNode) LinkAuthenticated(_ transport.ID, a transport.Addr) {
 	s.authed = append(s.authed, a)
