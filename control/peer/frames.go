@@ -74,10 +74,26 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		m.stats.DropMalformed++
 		return
 	}
-	p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
+	// A frame on the session we have cut over from belongs to the old
+	// counters and timestamps: fed to MMP, its counter would set the new
+	// session's receiver state, and a report in it (built from the old
+	// session) the new report baseline, so that every later report would
+	// count as regressed and the link's metrics would freeze.
+	draining := e.cand == nil && s == p.prev
+	if !draining {
+		p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
+	}
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 		m.stats.HeartbeatsRecv++
+	case wire.MsgSenderReport, wire.MsgReceiverReport:
+		if draining {
+			m.stats.ReportsDraining++
+			return
+		}
+	}
+	switch in.Type() {
+	case wire.MsgHeartbeat:
 	case wire.MsgSenderReport:
 		if sr, err := wire.ParseSenderReport(in.Message); err == nil {
 			p.mmp.HandleSenderReport(now, sr)

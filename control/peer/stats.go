@@ -64,4 +64,7 @@ type Stats struct {
 	RekeysAbandoned  uint64 `json:"rekeys_abandoned"`
 	SendErrors       uint64 `json:"send_errors"`
 	ReportsSent      uint64 `json:"mmp_reports_sent"`
+	// ReportsDraining: MMP reports that arrived on the session a rekey
+	// replaced, ignored (they describe the old session's counters).
+	ReportsDraining uint64 `json:"mmp_reports_draining"`
 }
