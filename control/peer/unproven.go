@@ -186,7 +186,8 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		m.log.Info("peer restarted (new epoch in handshake, proved by its first frame); replacing its link",
 			"peer", existing.String(), "old_epoch", existing.Epoch.String(), "new_epoch", u.epoch.String())
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, addr})
-	case m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers:
+	case m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers && !m.hasLegTo(u.na):
+		// Other handshakes proved first and filled the table.
 		m.stats.Msg1PeerLimit++
 		return nil
 	}
