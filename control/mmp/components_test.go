@@ -564,3 +564,63 @@ func TestMetricsReverseAndETX(t *testing.T) {
 		t.Fatalf("reverse after rekey %v", r.drev)
 	}
 }
+
+// TestMetricsRebaselineAfterRegressedRun: a baseline set from counters the
+// peer has since left (a report built from the session a rekey replaced)
+// used to make every later report count as regressed, freezing the
+// metrics. Three regressed reports in a row now become the new baseline.
+func TestMetricsRebaselineAfterRegressedRun(t *testing.T) {
+	m := newMetrics()
+	m.process(ptr(mkRR(60000, 500, 50000, 0, 0, 0)), 0, 0) // the old session's counters
+	for i, want := range []rrOutcome{rrStale, rrStale, rrSample, rrSample} {
+		ts := uint32(1000 * (i + 1))
+		_, out := m.process(ptr(mkRR(uint64(10*(i+1)), uint64(500+10*(i+1)), uint64(50000+5000*(i+1)), ts-3, 1, 0)), ts, int64(ts))
+		if out != want {
+			t.Fatalf("report %d: outcome %v, want %v", i, out, want)
+		}
+	}
+	if m.stale != 2 || m.rebaselines != 1 || m.rttSamples != 2 {
+		t.Errorf("stale %d rebaselines %d samples %d", m.stale, m.rebaselines, m.rttSamples)
+	}
+	// A regression followed by a good report does not count towards one.
+	m.process(ptr(mkRR(1, 1, 1, 0, 0, 0)), 5000, 5000)
+	m.process(ptr(mkRR(50, 600, 80000, 0, 0, 0)), 6000, 6000)
+	m.process(ptr(mkRR(1, 1, 1, 0, 0, 0)), 7000, 7000)
+	m.process(ptr(mkRR(1, 1, 1, 0, 0, 0)), 8000, 8000)
+	if m.rebaselines != 1 {
+		t.Errorf("rebaselined on non-consecutive regressions (%d)", m.rebaselines)
+	}
+}
+
+// TestLinkRefusesImpossibleReports: a hostile peer's report claiming
+// more than we sent (goodput 2.6e18 bit/s in the field) or absurd jitter
+// is refused and counted, and moves no metric.
+func TestLinkRefusesImpossibleReports(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	l := NewLink(t0, DefaultConfig(), false)
+	for i := range 100 {
+		l.RecordSent(t0, uint64(i), uint32(i), 1000)
+	}
+	now := t0.Add(time.Second)
+	l.HandleReceiverReport(now, mkRR(50, 50, 50000, 0, 0, 0))
+	now = now.Add(time.Second)
+	l.HandleReceiverReport(now, mkRR(99, 99, 99000, 0, 0, 0))
+	gp := l.Goodput()
+	if gp <= 0 || gp > 100000 {
+		t.Fatalf("goodput %v from honest reports", gp)
+	}
+	for _, rr := range []wire.ReceiverReport{
+		mkRR(100, 100, 1<<62, 0, 0, 0),      // bytes we never sent
+		mkRR(100, 1<<40, 100000, 0, 0, 0),   // packets we never sent
+		mkRR(100, 100, 100000, 0, 0, 1<<31), // jitter of 35 minutes
+		mkRR(1<<60, 100, 100000, 0, 0, 0),   // a counter no session reaches
+		{HighestCounter: 100, CumulativePacketsRecv: 100, CumulativeBytesRecv: 100000, ECNCECount: 1 << 30},
+	} {
+		now = now.Add(time.Second)
+		l.HandleReceiverReport(now, rr)
+	}
+	st := l.Stats()
+	if st.RefusedReports != 5 || l.Goodput() != gp || l.Loss() != 0 {
+		t.Errorf("refused %d (want 5), goodput %v→%v, loss %v", st.RefusedReports, gp, l.Goodput(), l.Loss())
+	}
+}

@@ -163,7 +163,16 @@ func (l *Link) HandleSenderReport(now time.Time, sr wire.SenderReport) {
 // upstream's handler does for every report, retunes the report intervals
 // from SRTT and recomputes the reverse delivery ratio and ETX from our own
 // receiver. It returns true exactly once: when the first SRTT is measured.
+//
+// A report claiming what cannot be (more received than we sent, jitter
+// over a minute, …) is refused and counted in Stats().RefusedReports
+// before it touches anything.
 func (l *Link) HandleReceiverReport(now time.Time, rr wire.ReceiverReport) (firstRTT bool) {
+	if !plausible(&rr, l.snd.cumPackets, l.snd.cumBytes) {
+		l.met.reportsSeen++
+		l.met.refused++
+		return false
+	}
 	n := l.ms(now)
 	first, _ := l.met.process(&rr, l.Timestamp(now), n)
 	if srttMS, ok := l.met.srttMS(); ok {

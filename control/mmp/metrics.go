@@ -35,6 +35,42 @@ type metrics struct {
 	reportsSeen, stale, rttSamples, rttZero, rttArithFail uint64
 	lastRTT                                               uint32
 	hasLastRTT                                            bool
+
+	// regressedRun counts consecutive regressed reports; rebaselines
+	// counts the times rebaselineAfter of them were taken as the new
+	// baseline; refused counts reports with impossible values.
+	regressedRun         int
+	rebaselines, refused uint64
+}
+
+// rebaselineAfter consecutive regressed reports are taken as a new
+// baseline: counters that went backwards for good (a report built from a
+// session the peer has left set the baseline, or the peer restarted its
+// counters) would otherwise freeze every metric until they caught up.
+// Ours; upstream drops every regressed report.
+const rebaselineAfter = 3
+
+// Bounds on what a peer may claim in a ReceiverReport; anything beyond is
+// refused and counted (upstream uses every value as it comes). A peer
+// cannot have received more than we sent: twice our totals, plus slack
+// for a peer that counts bytes differently, is generous.
+const (
+	maxReportJitterUS = 60_000_000 // 60 s
+	maxReportCounter  = 1 << 48
+	reportPacketSlack = 1024
+	reportByteSlack   = 1 << 20
+)
+
+// plausible reports whether rr's values are possible for a peer we have
+// sent sentPackets frames of sentBytes bytes in all.
+func plausible(rr *wire.ReceiverReport, sentPackets, sentBytes uint64) bool {
+	return rr.CumulativePacketsRecv <= 2*sentPackets+reportPacketSlack &&
+		rr.CumulativeBytesRecv <= 2*sentBytes+reportByteSlack &&
+		rr.HighestCounter <= maxReportCounter &&
+		rr.Jitter <= maxReportJitterUS &&
+		uint64(rr.ECNCECount) <= rr.CumulativePacketsRecv+reportPacketSlack &&
+		uint64(rr.CumulativeReorderCount) <= rr.CumulativePacketsRecv+reportPacketSlack &&
+		uint64(rr.IntervalPacketsRecv) <= rr.CumulativePacketsRecv+reportPacketSlack
 }
 
 // subMillisecondRTTUS is the RTT, in µs, a link is first taken to have
@@ -69,11 +105,19 @@ func (m *metrics) process(rr *wire.ReceiverReport, ourTS uint32, nowMS int64) (b
 			rr.CumulativeBytesRecv == m.prevBytes &&
 			rr.ECNCECount == m.prevCE &&
 			rr.CumulativeReorderCount == m.prevReorder
-		if regressed || dup {
+		if regressed && m.regressedRun+1 >= rebaselineAfter {
+			m.rebaselines++
+			m.regressedRun = 0
+			m.hasPrev, m.hasPrevAt = false, false // this one is the new baseline
+		} else if regressed || dup {
+			if regressed {
+				m.regressedRun++
+			}
 			m.stale++
 			return false, rrStale
 		}
 	}
+	m.regressedRun = 0
 
 	out := rrNoEcho
 	if rr.TimestampEcho > 0 {

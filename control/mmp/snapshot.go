@@ -28,6 +28,8 @@ func TrendLabel(short, long float64) string {
 type Stats struct {
 	ReportsSeen          uint64 `json:"reports_seen"`           // ReceiverReports that arrived
 	StaleReports         uint64 `json:"stale_reports"`          // dropped as regressed/duplicate
+	Rebaselines          uint64 `json:"rebaselines"`            // regressed reports taken as a new baseline
+	RefusedReports       uint64 `json:"refused_reports"`        // impossible values, refused
 	RTTSamples           uint64 `json:"rtt_samples"`            // accepted RTT samples
 	RTTZero              uint64 `json:"rtt_zero"`               // echoes giving 0 ms
 	RTTArithFail         uint64 `json:"rtt_arith_fail"`         // echoes that wrapped or were in the future
@@ -44,6 +46,8 @@ func (l *Link) Stats() Stats {
 	return Stats{
 		ReportsSeen:          l.met.reportsSeen,
 		StaleReports:         l.met.stale,
+		Rebaselines:          l.met.rebaselines,
+		RefusedReports:       l.met.refused,
 		RTTSamples:           l.met.rttSamples,
 		RTTZero:              l.met.rttZero,
 		RTTArithFail:         l.met.rttArithFail,

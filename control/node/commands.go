@@ -252,9 +252,9 @@ func (n *Node) apiDisconnect(ctx context.Context, raw json.RawMessage) (any, err
 		if pe == nil {
 			return errPeerNotFound
 		}
-		t, addr := pe.Transport, pe.Addr
+		// Removing the peer closes its connection once the Disconnect
+		// is written.
 		n.peers.Disconnect(now, pe, wire.DisconnectConfigurationChange, false)
-		n.CloseConnection(t, addr)
 		return nil
 	})
 	if err != nil {

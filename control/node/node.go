@@ -433,6 +433,15 @@ func (n *Node) AcceptConnections(id transport.ID) bool {
 	return t != nil && t.AcceptConnections()
 }
 
+// LinkAuthenticated implements peer's optional Env hook: a link was
+// authenticated at to, so a connection-oriented transport stops holding
+// that connection to its unauthenticated deadline.
+func (n *Node) LinkAuthenticated(id transport.ID, to transport.Addr) {
+	if a, ok := n.transports[id].(interface{ Authenticated(transport.Addr) }); ok {
+		a.Authenticated(to)
+	}
+}
+
 // CloseConnection implements peer.Env.
 func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
 	if t := n.transports[id]; t != nil {

@@ -16,10 +16,27 @@ type Config struct {
 	HandshakeResendInterval time.Duration // node.rate_limit.handshake_resend_interval_ms
 	HandshakeResendBackoff  float64       // node.rate_limit.handshake_resend_backoff
 	HandshakeMaxResends     int           // node.rate_limit.handshake_max_resends
-	HandshakeBurst          float64       // node.rate_limit.handshake_burst (stranger msg1 bucket)
-	HandshakeRate           float64       // node.rate_limit.handshake_rate (per second)
-	EstablishedBurst        float64       // node.rate_limit.established_handshake_burst
-	EstablishedRate         float64       // node.rate_limit.established_handshake_rate
+	// HandshakeBurst and HandshakeRate (node.rate_limit.handshake_burst,
+	// handshake_rate per second) size each stranger source's msg1 bucket
+	// (one per source IP; upstream has one bucket for all strangers).
+	HandshakeBurst float64
+	HandshakeRate  float64
+	// StrangerBurst and StrangerRate size the bucket all strangers'
+	// msg1s share after their source's: the bound on handshake work.
+	StrangerBurst float64
+	StrangerRate  float64
+	// StrangerSources bounds the table of per-source buckets (least
+	// recently used evicted).
+	StrangerSources int
+	// EstablishedBurst and EstablishedRate
+	// (node.rate_limit.established_handshake_*) size the bucket msg1s from
+	// active peers' addresses share after their peer's own.
+	EstablishedBurst float64
+	EstablishedRate  float64
+	// PeerMsg1Burst and PeerMsg1Rate size each active peer's own msg1
+	// bucket (rekeys and restarts from its address).
+	PeerMsg1Burst float64
+	PeerMsg1Rate  float64
 
 	MaxConnections     int // node.limits.max_connections: handshakes in flight
 	MaxPeers           int // node.limits.max_peers (0 = unlimited)
@@ -34,8 +51,6 @@ type Config struct {
 	// redrawn per session.
 	RekeyJitter time.Duration
 
-	// DecryptFailureThreshold consecutive failures remove a peer.
-	DecryptFailureThreshold int
 	// RekeyMinAge: a peer's msg1 for an established session younger than
 	// this is a duplicate, not a rekey.
 	RekeyMinAge time.Duration
@@ -60,6 +75,11 @@ func DefaultConfig() Config {
 		HandshakeMaxResends:     5,
 		HandshakeBurst:          100,
 		HandshakeRate:           10,
+		StrangerBurst:           1000,
+		StrangerRate:            100,
+		StrangerSources:         4096,
+		PeerMsg1Burst:           12,
+		PeerMsg1Rate:            1,
 		MaxConnections:          256,
 		MaxPeers:                128,
 		MaxPendingInbound:       1000,
@@ -70,7 +90,6 @@ func DefaultConfig() Config {
 		RekeyAfter:              120 * time.Second,
 		RekeyAfterMessages:      65536,
 		RekeyJitter:             15 * time.Second,
-		DecryptFailureThreshold: 20,
 		RekeyMinAge:             30 * time.Second,
 		RekeyDampening:          30 * time.Second,
 		DrainWindow:             10 * time.Second,

@@ -29,17 +29,30 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			m.stats.DropReplay++
-			p.Stats.Replays++
+			if p != nil {
+				p.Stats.Replays++
+			}
 			return
 		}
+		// The receiver index is cleartext: anyone who has seen one frame
+		// can forge frames carrying it. A failure is counted, never acted
+		// on; a link whose peer really lost its keys goes quiet and is
+		// removed by the dead-link timeout.
 		m.stats.DropDecrypt++
-		p.Stats.DecryptFailures++
-		p.decryptFailures++
-		if p.decryptFailures >= m.cfg.DecryptFailureThreshold {
-			m.stats.DecryptFailRemovals++
-			m.removePeer(now, p, fmt.Sprintf("%d consecutive decrypt failures", p.decryptFailures), true)
+		if p != nil {
+			p.Stats.DecryptFailures++
+			if t == p.Transport && from == p.Addr {
+				p.decryptFailures++
+			}
 		}
 		return
+	}
+	if e.cand != nil {
+		// The first frame under an answered handshake's session: the
+		// initiator holds the keys and received our msg2.
+		if p = m.prove(now, e.cand, t, from); p == nil {
+			return
+		}
 	}
 	p.decryptFailures = 0
 	p.LastRecv = now
@@ -53,22 +66,34 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		m.log.Info("peer roamed", "peer", p.String(), "from", p.Addr.String(), "to", from.String())
 		p.Addr = from
 		m.byAddr[addrKey{t, from}] = p
+		m.authenticated(t, from)
 		p.Stats.Roams++
-	}
-	if s == p.pending {
-		// The initiator has cut over: the first frame that authenticates
-		// under the pending session promotes it here too.
-		m.cutover(now, p, s)
 	}
 	in, err := wire.ParseFMPInner(pt)
 	if err != nil {
 		m.stats.DropMalformed++
 		return
 	}
-	p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
+	// A frame on the session we have cut over from belongs to the old
+	// counters and timestamps: fed to MMP, its counter would set the new
+	// session's receiver state, and a report in it (built from the old
+	// session) the new report baseline, so that every later report would
+	// count as regressed and the link's metrics would freeze.
+	draining := e.cand == nil && s == p.prev
+	if !draining {
+		p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
+	}
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 		m.stats.HeartbeatsRecv++
+	case wire.MsgSenderReport, wire.MsgReceiverReport:
+		if draining {
+			m.stats.ReportsDraining++
+			return
+		}
+	}
+	switch in.Type() {
+	case wire.MsgHeartbeat:
 	case wire.MsgSenderReport:
 		if sr, err := wire.ParseSenderReport(in.Message); err == nil {
 			p.mmp.HandleSenderReport(now, sr)

@@ -112,15 +112,11 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		return
 	}
 	// Classify and rate-limit before any crypto. A source address that
-	// belongs to an active peer (rekey, restart) draws from its own bucket
-	// and bypasses accept_connections, so a flood of strangers cannot
-	// starve rekeys.
+	// belongs to an active peer (rekey, restart) draws from that peer's
+	// bucket and bypasses accept_connections, so a flood of strangers
+	// cannot starve rekeys.
 	known := m.byAddr[addrKey{t, from}]
-	bucket := &m.stranger
-	if known != nil {
-		bucket = &m.established
-	}
-	if !bucket.take(now) {
+	if !m.admitMsg1(now, t, from, known) {
 		m.stats.Msg1RateLimited++
 		return
 	}
@@ -128,12 +124,20 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.Msg1NotAccepting++
 		return
 	}
-	// A byte-identical msg1 means our msg2 was lost: answer with the same
-	// msg2, no new crypto, no new state.
 	sum := sha256.Sum256(pkt)
-	if rec := m.inbound[addrKey{t, from}]; rec != nil && rec.msg1Hash == sum {
+	// A byte-identical msg1 for a handshake still unproven means our msg2
+	// was lost: answer with the same msg2, no new crypto, no new state.
+	// (To the address this copy came from: msg2 is smaller than msg1, so
+	// even a spoofed copy reflects fewer bytes than it carried.)
+	if u := m.unprovenByHash[sum]; u != nil {
 		m.stats.Msg1Duplicate++
-		m.send(t, from, rec.msg2[:])
+		m.send(t, from, u.msg2[:])
+		return
+	}
+	// One whose session already authenticated a frame is a replay: the
+	// initiator stops sending its msg1 once it has our msg2.
+	if _, used := m.usedMsg1[sum]; used {
+		m.stats.Msg1Replayed++
 		return
 	}
 	hs, err := noise.NewIKResponder(m.id.Secret().Private(), m.epoch, noise.WithRand(m.rand))
@@ -165,80 +169,70 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		return
 	}
 	existing := m.peers[na]
-	if existing != nil && existing.Epoch == epoch {
-		m.msg1FromActivePeer(now, existing, hs, t, from, msg.SenderIndex, sum)
-		return
-	}
-	if existing != nil {
-		m.stats.PeerRestarts++
-		m.log.Info("peer restarted (new epoch in handshake); replacing its link",
-			"peer", existing.String(), "old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
-		m.removePeer(now, existing, "peer restarted", false)
-	} else if m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers && !m.hasLegTo(na) {
-		m.stats.Msg1PeerLimit++
-		return
-	}
-	sess, ourIdx, ok := m.respond(now, hs, t, from, msg.SenderIndex, sum, na)
-	if !ok {
-		return
-	}
-	m.promote(now, pk, epoch, t, from, Inbound, sess, ourIdx, msg.SenderIndex, 0)
-}
-
-// msg1FromActivePeer handles a msg1 from a peer whose epoch we already
-// have: a rekey when the session is old enough, otherwise a crossing or
-// stale attempt we leave unanswered (the link we have stands).
-func (m *Manager) msg1FromActivePeer(now time.Time, p *Peer, hs *noise.IKResponder, t transport.ID, from transport.Addr, theirIdx uint32, sum [32]byte) {
-	if !m.cfg.RekeyEnabled || now.Sub(p.cur.start) < m.cfg.RekeyMinAge || p.pending != nil {
-		m.stats.Msg1Ignored++
-		return
-	}
-	if p.rekey != nil {
-		// Both sides started a rekey: the smaller NodeAddr stays initiator.
-		if m.id.NodeAddr().Less(p.NodeAddr) {
+	var rekeyOf *Peer
+	switch {
+	case existing != nil && existing.Epoch == epoch:
+		// A rekey when the session is old enough, otherwise a crossing or
+		// stale attempt we leave unanswered (the link we have stands).
+		if !m.cfg.RekeyEnabled || now.Sub(existing.cur.start) < m.cfg.RekeyMinAge {
 			m.stats.Msg1Ignored++
 			return
 		}
-		m.dropLeg(p.rekey)
-	}
-	sess, ourIdx, ok := m.respond(now, hs, t, from, theirIdx, sum, p.NodeAddr)
-	if !ok {
+		// Both sides started a rekey: the smaller NodeAddr stays
+		// initiator. (Losing, we keep our leg until their session proves
+		// itself: this msg1 may be a replay.)
+		if existing.rekey != nil && m.id.NodeAddr().Less(na) {
+			m.stats.Msg1Ignored++
+			return
+		}
+		rekeyOf = existing
+	case existing != nil:
+		// A new epoch: the peer restarted, or someone replays a msg1 from
+		// one of its earlier runs. The live link stays until the new
+		// session authenticates a frame.
+		m.stats.RestartsUnproven++
+	case m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers && !m.hasLegTo(na):
+		m.stats.Msg1PeerLimit++
 		return
 	}
-	p.pending = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, kbit: !p.kbit}
-	p.pendingAt = now
-	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.pending}
-	p.dampenUntil = now.Add(m.cfg.RekeyDampening)
-	m.stats.RekeysResponded++
-	m.log.Debug("rekey: answered peer's msg1", "peer", p.String())
+	u := &unproven{t: t, addr: from, pk: pk, na: na, epoch: epoch, msg1Hash: sum, at: now, rekeyOf: rekeyOf}
+	if !m.respond(hs, u, msg.SenderIndex) {
+		return
+	}
+	if rekeyOf != nil {
+		m.log.Debug("rekey: answered peer's msg1, awaiting its first frame", "peer", rekeyOf.String())
+	}
 }
 
-// respond writes and sends msg2 for a msg1 that hs has read, remembers it
-// for duplicates, and returns the transport session.
-func (m *Manager) respond(now time.Time, hs *noise.IKResponder, t transport.ID, from transport.Addr, theirIdx uint32, sum [32]byte, na identity.NodeAddr) (*noise.Session, uint32, bool) {
-	ourIdx, err := m.allocIndex(t)
+// respond writes msg2 for a msg1 that hs has read, registers u as an
+// unproven handshake, and sends msg2: the only packet an initiator gets
+// before it has proved its address.
+func (m *Manager) respond(hs *noise.IKResponder, u *unproven, theirIdx uint32) bool {
+	ourIdx, err := m.allocIndex(u.t)
 	if err != nil {
 		m.log.Warn("cannot answer msg1", "error", err)
-		return nil, 0, false
+		return false
 	}
-	rec := &inboundRecord{msg1Hash: sum, peer: na, at: now}
-	noiseMsg, err := hs.WriteMessage2(rec.msg2[12:12])
+	noiseMsg, err := hs.WriteMessage2(u.msg2[12:12])
 	if err != nil {
 		m.log.Warn("cannot write msg2", "error", err)
-		return nil, 0, false
+		return false
 	}
-	if _, err := (wire.FMPMsg2{SenderIndex: ourIdx, ReceiverIndex: theirIdx, Noise: noiseMsg}).MarshalTo(rec.msg2[:]); err != nil {
-		return nil, 0, false
+	if _, err := (wire.FMPMsg2{SenderIndex: ourIdx, ReceiverIndex: theirIdx, Noise: noiseMsg}).MarshalTo(u.msg2[:]); err != nil {
+		return false
 	}
 	sess, err := hs.Session()
 	if err != nil {
-		return nil, 0, false
+		return false
 	}
-	if m.cfg.MaxPendingInbound <= 0 || len(m.inbound) < m.cfg.MaxPendingInbound {
-		m.inbound[addrKey{t, from}] = rec
+	var kbit bool
+	if u.rekeyOf != nil {
+		kbit = !u.rekeyOf.kbit
 	}
-	m.send(t, from, rec.msg2[:])
-	return sess, ourIdx, true
+	u.sess = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, kbit: kbit}
+	m.addUnproven(u)
+	m.send(u.t, u.addr, u.msg2[:])
+	return true
 }
 
 func (m *Manager) hasLegTo(na identity.NodeAddr) bool {
@@ -289,7 +283,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		if epoch != p.Epoch {
 			m.stats.PeerRestarts++
 			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
-			m.removePeer(now, p, "peer restarted", false)
+			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
 			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
 		}
@@ -303,7 +297,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.PeerRestarts++
 		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
 			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
-		m.removePeer(now, existing, "peer restarted", false)
+		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
 		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	default:
 		// Both sides dialed at once. Both keep the link the smaller
@@ -316,23 +310,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			return
 		}
 		m.log.Debug("cross-connection: our outbound link wins", "peer", existing.String())
-		oldT, oldAddr := existing.Transport, existing.Addr
-		m.unregisterSessions(existing)
-		delete(m.byAddr, addrKey{oldT, oldAddr})
-		existing.cur = &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex, start: now,
-			rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
-		existing.prev, existing.pending = nil, nil
-		existing.Transport, existing.Addr, existing.Direction = t, from, Outbound
-		existing.LinkID = l.linkID
-		existing.kbit = false
-		existing.mmp = mmp.NewLink(now, m.cfg.MMP, false)
-		existing.mmp.SetEpoch(now)
-		existing.mmp.SetInitiator(true)
-		m.byIndex[linkKey{t, l.ourIndex}] = &indexEntry{peer: existing, sess: existing.cur}
-		m.byAddr[addrKey{t, from}] = existing
-		if oldT != t || oldAddr != from {
-			m.env.CloseConnection(oldT, oldAddr)
-		}
+		m.replaceSession(now, existing, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex}, t, from, Outbound, l.linkID)
 		// Whatever we sent on the losing session before the swap was
 		// dropped by the peer (it never had that index): as upstream,
 		// re-send our TreeAnnounce and owe it a FilterAnnounce.
@@ -340,8 +318,37 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	}
 }
 
+// replaceSession makes next the only session of p, on (t, addr), with a
+// fresh link: the resolution of crossed handshakes.
+func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t transport.ID, addr transport.Addr, dir Direction, linkID uint64) {
+	oldT, oldAddr := p.Transport, p.Addr
+	m.unregisterSessions(p)
+	if m.byAddr[addrKey{oldT, oldAddr}] == p {
+		delete(m.byAddr, addrKey{oldT, oldAddr})
+	}
+	next.start, next.kbit = now, false
+	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
+	p.cur, p.prev = next, nil
+	p.Transport, p.Addr, p.Direction = t, addr, dir
+	if linkID == 0 {
+		m.nextLID++
+		linkID = m.nextLID
+	}
+	p.LinkID = linkID
+	p.kbit = false
+	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
+	p.mmp.SetEpoch(now)
+	p.mmp.SetInitiator(dir == Outbound)
+	m.byIndex[linkKey{t, next.ourIndex}] = &indexEntry{peer: p, sess: p.cur}
+	m.byAddr[addrKey{t, addr}] = p
+	m.authenticated(t, addr)
+	if oldT != t || oldAddr != addr {
+		m.env.CloseConnection(oldT, oldAddr)
+	}
+}
+
 // promote makes a completed handshake an active peer.
-func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32, linkID uint64) {
+func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32, linkID uint64) *Peer {
 	if linkID == 0 {
 		m.nextLID++
 		linkID = m.nextLID
@@ -350,6 +357,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: linkID,
 		Transport: t, Addr: addr, Direction: dir, Epoch: epoch,
 		Since: now, LastRecv: now, lastHB: now,
+		msg1Bucket: newTokenBucket(m.cfg.PeerMsg1Burst, m.cfg.PeerMsg1Rate),
 	}
 	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
 		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
@@ -363,10 +371,12 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	m.peers[p.NodeAddr] = p
 	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.cur}
 	m.byAddr[addrKey{t, addr}] = p
+	m.authenticated(t, addr)
 	m.stats.PeersPromoted++
 	m.log.Info("peer connected", "peer", p.String(), "npub", pk.Npub(), "direction", string(dir),
 		"transport", t, "addr", addr.String())
 	m.upper.PeerUp(p)
+	return p
 }
 
 // cutover makes next the current session of p and keeps the old one for
@@ -381,7 +391,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
 	p.kbit = !p.kbit
 	next.kbit = p.kbit
-	p.cur, p.pending = next, nil
+	p.cur = next
 	m.byIndex[linkKey{p.Transport, next.ourIndex}] = &indexEntry{peer: p, sess: next}
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session
 	p.Stats.Rekeys++
@@ -390,21 +400,33 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 }
 
 func (m *Manager) unregisterSessions(p *Peer) {
-	for _, s := range []*linkSession{p.cur, p.prev, p.pending} {
+	for _, s := range []*linkSession{p.cur, p.prev} {
 		if s != nil {
 			delete(m.byIndex, linkKey{p.Transport, s.ourIndex})
 		}
 	}
+	m.dropRekeyCandidates(p)
 	if p.rekey != nil {
 		m.dropLeg(p.rekey)
 	}
 }
 
-// removePeer drops p and everything keyed to it. reconnect schedules a
-// redial for configured peers.
+// removePeer drops p and everything keyed to it, and closes its
+// connection on a connection-oriented transport (after what is queued on
+// it, a Disconnect say, has gone out). reconnect schedules a redial for
+// configured peers.
 func (m *Manager) removePeer(now time.Time, p *Peer, why string, reconnect bool) {
+	m.removePeerKeeping(now, p, why, reconnect, addrKey{})
+}
+
+// removePeerKeeping is removePeer that leaves the connection at keep open:
+// the link replacing p runs on it.
+func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnect bool, keep addrKey) {
 	if m.peers[p.NodeAddr] != p {
 		return
+	}
+	if k := (addrKey{p.Transport, p.Addr}); k != keep {
+		m.env.CloseConnection(p.Transport, p.Addr)
 	}
 	m.unregisterSessions(p)
 	delete(m.peers, p.NodeAddr)

@@ -43,6 +43,11 @@ type simNode struct {
 	id     *identity.Identity
 	logs   *bytes.Buffer
 	accept bool
+	silent bool     // PeerUp sends nothing
+	msg1s  [][]byte // every msg1 it sent, as an on-path observer captures them
+	// connections it was asked to close, and addresses it was told carry
+	// an authenticated link
+	closed, authed []transport.Addr
 	// what Upper saw
 	up, down []identity.NodeAddr
 	downWhy  []string
@@ -96,15 +101,28 @@ func (n *simNet) addWithIdentity(i int, cfg Config, id *identity.Identity) *simN
 
 // Env
 func (s *simNode) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
+	if len(pkt) > 0 && pkt[0]&0x0f == wire.FMPPhaseMsg1 {
+		s.msg1s = append(s.msg1s, append([]byte(nil), pkt...))
+	}
 	s.net.queue = append(s.net.queue, simPkt{from: s.addr, to: to, data: append([]byte(nil), pkt...)})
 	return nil
 }
-func (s *simNode) LinkMTU(transport.ID, transport.Addr) int     { return 1280 }
-func (s *simNode) AcceptConnections(transport.ID) bool          { return s.accept }
-func (s *simNode) CloseConnection(transport.ID, transport.Addr) {}
+func (s *simNode) LinkMTU(transport.ID, transport.Addr) int         { return 1280 }
+func (s *simNode) AcceptConnections(transport.ID) bool              { return s.accept }
+func (s *simNode) CloseConnection(_ transport.ID, a transport.Addr) { s.closed = append(s.closed, a) }
+func (s *simNode) LinkAuthenticated(_ transport.ID, a transport.Addr) {
+	s.authed = append(s.authed, a)
+}
 
 // Upper
-func (s *simNode) PeerUp(p *Peer) { s.up = append(s.up, p.NodeAddr) }
+// PeerUp sends a frame at once, as the node's TreeAnnounce does: it is
+// what proves an initiator's address to the responder.
+func (s *simNode) PeerUp(p *Peer) {
+	s.up = append(s.up, p.NodeAddr)
+	if !s.silent {
+		s.m.SendLink(s.net.now, p, 0, []byte{byte(wire.MsgHeartbeat)})
+	}
+}
 func (s *simNode) PeerDown(p *Peer, why string) {
 	s.down = append(s.down, p.NodeAddr)
 	s.downWhy = append(s.downWhy, why)

@@ -27,6 +27,20 @@ type Env interface {
 	CloseConnection(t transport.ID, to transport.Addr)
 }
 
+// LinkAuthenticator is an optional Env method: the Manager calls it when
+// a frame from to authenticated a link (promotion, roaming), so a
+// connection-oriented transport can close connections that never carry
+// one.
+type LinkAuthenticator interface {
+	LinkAuthenticated(t transport.ID, to transport.Addr)
+}
+
+func (m *Manager) authenticated(t transport.ID, to transport.Addr) {
+	if a, ok := m.env.(LinkAuthenticator); ok {
+		a.LinkAuthenticated(t, to)
+	}
+}
+
 // Upper receives what the link layer does not consume itself.
 type Upper interface {
 	// PeerUp: a peer became active, was replaced after a restart, or had
@@ -73,13 +87,22 @@ type Manager struct {
 	byAddr map[addrKey]*Peer
 	// legs are outbound handshakes in flight, keyed by our sender index.
 	legs map[linkKey]*leg
-	// inbound remembers the msg2 we answered a msg1 with, keyed by source
-	// address, so a duplicate msg1 gets the same msg2 without new crypto.
-	inbound map[addrKey]*inboundRecord
+	// unproven are inbound handshakes answered with msg2 and awaiting
+	// their first authenticated frame, keyed by our receiver index and by
+	// msg1 digest (a duplicate msg1 gets the same msg2 without new crypto).
+	unproven       map[linkKey]*unproven
+	unprovenByHash map[[32]byte]*unproven
+	unprovenSeq    uint64
+	// usedMsg1 are digests of msg1s whose sessions authenticated a frame
+	// (a ring of usedMsg1Size): a copy of one is a replay.
+	usedMsg1     map[[32]byte]struct{}
+	usedMsg1Ring [][32]byte
+	usedMsg1Next int
 
 	static  map[identity.NodeAddr]*staticState
 	nextLID uint64
 
+	sources               sourceBuckets
 	stranger, established tokenBucket
 	stats                 Stats
 
@@ -98,17 +121,12 @@ type addrKey struct {
 	addr transport.Addr
 }
 
-// indexEntry maps one of our receiver indices to the peer session it opens.
+// indexEntry maps one of our receiver indices to the peer session it
+// opens, or to the unproven handshake whose session it is.
 type indexEntry struct {
 	peer *Peer
+	cand *unproven
 	sess *linkSession
-}
-
-type inboundRecord struct {
-	msg1Hash [32]byte
-	msg2     [wire.FMPMsg2Size]byte
-	peer     identity.NodeAddr
-	at       time.Time
 }
 
 type staticState struct {
@@ -130,14 +148,17 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 	}
 	m := &Manager{
 		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd,
-		peers:       map[identity.NodeAddr]*Peer{},
-		byIndex:     map[linkKey]*indexEntry{},
-		byAddr:      map[addrKey]*Peer{},
-		legs:        map[linkKey]*leg{},
-		inbound:     map[addrKey]*inboundRecord{},
-		static:      map[identity.NodeAddr]*staticState{},
-		stranger:    newTokenBucket(cfg.HandshakeBurst, cfg.HandshakeRate),
-		established: newTokenBucket(cfg.EstablishedBurst, cfg.EstablishedRate),
+		peers:          map[identity.NodeAddr]*Peer{},
+		byIndex:        map[linkKey]*indexEntry{},
+		byAddr:         map[addrKey]*Peer{},
+		legs:           map[linkKey]*leg{},
+		unproven:       map[linkKey]*unproven{},
+		unprovenByHash: map[[32]byte]*unproven{},
+		usedMsg1:       map[[32]byte]struct{}{},
+		static:         map[identity.NodeAddr]*staticState{},
+		sources:        newSourceBuckets(cfg.StrangerSources, cfg.HandshakeBurst, cfg.HandshakeRate),
+		stranger:       newTokenBucket(cfg.StrangerBurst, cfg.StrangerRate),
+		established:    newTokenBucket(cfg.EstablishedBurst, cfg.EstablishedRate),
 	}
 	if _, err := io.ReadFull(rnd, m.epoch[:]); err != nil {
 		return nil, fmt.Errorf("draw epoch: %w", err)

@@ -34,14 +34,15 @@ type Peer struct {
 	LastSent time.Time
 	lastHB   time.Time
 
-	cur, prev, pending *linkSession
-	pendingAt          time.Time // when pending was created (responder side)
-	prevDrainUntil     time.Time
-	kbit               bool
-	rekey              *leg // our rekey handshake in flight
-	dampenUntil        time.Time
+	cur, prev      *linkSession
+	rekeyCands     []*unproven // rekeys we answered, awaiting their first frame
+	prevDrainUntil time.Time
+	kbit           bool
+	rekey          *leg // our rekey handshake in flight
+	dampenUntil    time.Time
 
 	decryptFailures int
+	msg1Bucket      tokenBucket // msg1 from this peer's address (rekeys, restarts)
 	Stats           PeerStats
 
 	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
@@ -76,7 +77,7 @@ type linkSession struct {
 func (p *Peer) KBit() bool { return p.kbit }
 
 // RekeyInProgress reports whether a rekey handshake or cutover is pending.
-func (p *Peer) RekeyInProgress() bool { return p.rekey != nil || p.pending != nil }
+func (p *Peer) RekeyInProgress() bool { return p.rekey != nil || len(p.rekeyCands) > 0 }
 
 // Draining reports whether the previous session is still accepted.
 func (p *Peer) Draining() bool { return p.prev != nil }

@@ -158,7 +158,7 @@ func TestFloodDuringEstablishedLink(t *testing.T) {
 	if junkCounted < each-50 { // a junk datagram can look like an msg1 or frame and be counted there
 		t.Errorf("junk counted %d of %d", junkCounted, each)
 	}
-	if len(b.m.inbound) != 0 || len(b.m.legs) != 0 || len(b.m.byIndex) != 1 || len(b.m.byAddr) != 1 {
-		t.Errorf("state grew: inbound %d legs %d byIndex %d byAddr %d", len(b.m.inbound), len(b.m.legs), len(b.m.byIndex), len(b.m.byAddr))
+	if len(b.m.unproven) != 0 || len(b.m.legs) != 0 || len(b.m.byIndex) != 1 || len(b.m.byAddr) != 1 {
+		t.Errorf("state grew: inbound %d legs %d byIndex %d byAddr %d", len(b.m.unproven), len(b.m.legs), len(b.m.byIndex), len(b.m.byAddr))
 	}
 }

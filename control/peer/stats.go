@@ -2,14 +2,25 @@ package peer
 
 // Stats counts what the link layer did and, above all, what it refused.
 type Stats struct {
-	PacketsIn            uint64 `json:"packets_in"`
-	DropMalformed        uint64 `json:"drop_malformed"`
-	DropUnknownIndex     uint64 `json:"drop_unknown_index"`
-	DropDecrypt          uint64 `json:"drop_decrypt_failed"`
-	DropReplay           uint64 `json:"drop_replay"`
-	DropUnknownMsgType   uint64 `json:"drop_unknown_msg_type"`
-	Msg1Received         uint64 `json:"msg1_received"`
-	Msg1RateLimited      uint64 `json:"msg1_rate_limited"`
+	PacketsIn          uint64 `json:"packets_in"`
+	DropMalformed      uint64 `json:"drop_malformed"`
+	DropUnknownIndex   uint64 `json:"drop_unknown_index"`
+	DropDecrypt        uint64 `json:"drop_decrypt_failed"`
+	DropReplay         uint64 `json:"drop_replay"`
+	DropUnknownMsgType uint64 `json:"drop_unknown_msg_type"`
+	Msg1Received       uint64 `json:"msg1_received"`
+	Msg1RateLimited    uint64 `json:"msg1_rate_limited"` // sum of the four below
+	// Which bucket refused: the stranger source's own, the one all
+	// strangers share, the active peer's own, the one all peers share;
+	// and source buckets evicted from the bounded table to make room.
+	Msg1SourceLimited      uint64 `json:"msg1_source_limited"`
+	Msg1StrangerLimited    uint64 `json:"msg1_stranger_limited"`
+	Msg1PeerBucketLimited  uint64 `json:"msg1_peer_bucket_limited"`
+	Msg1EstablishedLimited uint64 `json:"msg1_established_limited"`
+	Msg1SourcesEvicted     uint64 `json:"msg1_sources_evicted"`
+	// Msg1Replayed: copies of a msg1 whose session already authenticated
+	// a frame, refused before cryptography.
+	Msg1Replayed         uint64 `json:"msg1_replayed"`
 	Msg1NotAccepting     uint64 `json:"msg1_not_accepting"`
 	Msg1DecryptFailed    uint64 `json:"msg1_decrypt_failed"`
 	Msg1Duplicate        uint64 `json:"msg1_duplicate"`
@@ -32,15 +43,28 @@ type Stats struct {
 	PeerRestarts         uint64 `json:"peer_restarts"`
 	CrossConnections     uint64 `json:"cross_connections"`
 	LinksDead            uint64 `json:"links_dead"`
-	DecryptFailRemovals  uint64 `json:"decrypt_failure_removals"`
-	DisconnectsRecv      uint64 `json:"disconnects_received"`
-	DisconnectsSent      uint64 `json:"disconnects_sent"`
-	HeartbeatsSent       uint64 `json:"heartbeats_sent"`
-	HeartbeatsRecv       uint64 `json:"heartbeats_received"`
-	RekeysInitiated      uint64 `json:"rekeys_initiated"`
-	RekeysResponded      uint64 `json:"rekeys_responded"`
-	RekeyCutovers        uint64 `json:"rekey_cutovers"`
-	RekeysAbandoned      uint64 `json:"rekeys_abandoned"`
-	SendErrors           uint64 `json:"send_errors"`
-	ReportsSent          uint64 `json:"mmp_reports_sent"`
+	// Answered handshakes awaiting their first authenticated frame:
+	// proved, evicted (table full, oldest first), expired (handshake
+	// timeout), and a peer's unproven rekeys evicted beyond four.
+	HandshakesProven       uint64 `json:"handshakes_proven"`
+	UnprovenEvicted        uint64 `json:"unproven_evicted"`
+	UnprovenExpired        uint64 `json:"unproven_expired"`
+	RekeyCandidatesEvicted uint64 `json:"rekey_candidates_evicted"`
+	// RestartsUnproven: msg1s from an active peer's key with a new epoch
+	// (a restart, or a replay from an earlier run) answered while the
+	// live link stays; PeerRestarts counts those that proved themselves.
+	RestartsUnproven uint64 `json:"restarts_unproven"`
+	DisconnectsRecv  uint64 `json:"disconnects_received"`
+	DisconnectsSent  uint64 `json:"disconnects_sent"`
+	HeartbeatsSent   uint64 `json:"heartbeats_sent"`
+	HeartbeatsRecv   uint64 `json:"heartbeats_received"`
+	RekeysInitiated  uint64 `json:"rekeys_initiated"`
+	RekeysResponded  uint64 `json:"rekeys_responded"`
+	RekeyCutovers    uint64 `json:"rekey_cutovers"`
+	RekeysAbandoned  uint64 `json:"rekeys_abandoned"`
+	SendErrors       uint64 `json:"send_errors"`
+	ReportsSent      uint64 `json:"mmp_reports_sent"`
+	// ReportsDraining: MMP reports that arrived on the session a rekey
+	// replaced, ignored (they describe the old session's counters).
+	ReportsDraining uint64 `json:"mmp_reports_draining"`
 }

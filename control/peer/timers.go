@@ -113,19 +113,8 @@ func (m *Manager) Tick(now time.Time) {
 			l.nextResend = now.Add(time.Duration(gap))
 		}
 	}
-	for k, rec := range m.inbound {
-		if now.Sub(rec.at) >= m.cfg.HandshakeTimeout {
-			delete(m.inbound, k)
-		}
-	}
+	m.expireUnproven(now)
 	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
-		// A rekey we answered whose initiator never cut over (it gave up,
-		// or every frame since was lost) must not block later rekeys.
-		if p.pending != nil && now.Sub(p.pendingAt) >= m.cfg.HandshakeTimeout {
-			delete(m.byIndex, linkKey{p.Transport, p.pending.ourIndex})
-			p.pending = nil
-			m.stats.RekeysAbandoned++
-		}
 		if p.prev != nil && !now.Before(p.prevDrainUntil) {
 			delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
 			p.prev = nil
@@ -169,7 +158,9 @@ func (m *Manager) Tick(now time.Time) {
 }
 
 func (m *Manager) maybeRekey(now time.Time, p *Peer) {
-	if !m.cfg.RekeyEnabled || p.rekey != nil || p.pending != nil || now.Before(p.dampenUntil) {
+	// Unproven rekeys of the peer's do not hold ours back: one may be a
+	// replay. A genuine one proves itself within a frame or two.
+	if !m.cfg.RekeyEnabled || p.rekey != nil || now.Before(p.dampenUntil) {
 		return
 	}
 	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {

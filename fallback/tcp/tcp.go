@@ -57,6 +57,12 @@ const (
 	// connection's first complete FMP packet (upstream: 30 s), so silent
 	// sockets cannot hold inbound slots.
 	FirstFrameTimeout = 30 * time.Second
+	// UnauthenticatedTimeout bounds the life, from accept, of an inbound
+	// connection on which the node has not authenticated a link (see
+	// Authenticated). A first frame alone proves nothing: without this,
+	// connections that each send one frame and go idle hold every
+	// inbound slot for good. Ours; upstream has no such deadline.
+	UnauthenticatedTimeout = 30 * time.Second
 
 	readBufSize    = 16 << 10 // bufio buffer per connection
 	maxWriteBatch  = 16       // packets per vectored write
@@ -135,10 +141,17 @@ type conn struct {
 	ctx     context.Context
 	cancel  context.CancelFunc // aborts the dial
 
+	// closing: CloseConnection asked for it while packets were queued;
+	// the writer tears it down once they are out (flushTimer bounds that).
+	closing atomic.Bool
+
 	// Guarded by Transport.mu.
-	nc   net.Conn // nil while dialing
-	mtu  int      // link MTU once connected
-	down bool
+	nc         net.Conn // nil while dialing
+	mtu        int      // link MTU once connected
+	down       bool
+	authed     bool        // the node authenticated a link on it
+	authTimer  *time.Timer // inbound: closes it unless authed in time
+	flushTimer *time.Timer
 }
 
 // Transport is a TCP transport instance. It implements transport.Transport.
@@ -150,6 +163,7 @@ type Transport struct {
 
 	// Seams for tests; fixed before Start.
 	firstFrameTimeout time.Duration
+	unauthTimeout     time.Duration
 	dial              func(ctx context.Context, network, addr string) (net.Conn, error)
 	onConnDown        func(transport.Addr)
 
@@ -170,6 +184,9 @@ type Transport struct {
 	bufs  sync.Pool
 	rbufs *transport.BufferPool // received frames handed to the node
 	stats transport.Counters
+	// unauthClosed counts inbound connections closed for carrying no
+	// authenticated link within unauthTimeout.
+	unauthClosed atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -193,6 +210,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		opts:              opts,
 		log:               log,
 		firstFrameTimeout: FirstFrameTimeout,
+		unauthTimeout:     UnauthenticatedTimeout,
 		state:             transport.StateConfigured,
 		conns:             make(map[transport.Addr]*conn),
 		rbufs:             transport.NewBufferPool(max(opts.MTU, wire.FMPMsg1Size)),
@@ -493,6 +511,9 @@ func (t *Transport) admit(nc net.Conn) {
 	t.inbound++
 	t.stats.ConnectionsUp.Add(1)
 	t.wg.Add(2)
+	if t.unauthTimeout > 0 {
+		c.authTimer = time.AfterFunc(t.unauthTimeout, func() { t.expireUnauthenticated(c) })
+	}
 	t.mu.Unlock()
 	if old != nil { // a stale entry under the same address
 		t.teardown(old)
@@ -545,8 +566,45 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 		}
 		t.stats.PacketsSent.Add(uint64(len(batch)))
 		t.stats.BytesSent.Add(uint64(n))
+		if c.closing.Load() && c.unsent.Load() == 0 {
+			t.teardown(c)
+			return
+		}
 	}
 }
+
+// expireUnauthenticated closes an inbound connection on which no link was
+// authenticated in time.
+func (t *Transport) expireUnauthenticated(c *conn) {
+	t.mu.RLock()
+	skip := c.down || c.authed
+	t.mu.RUnlock()
+	if skip {
+		return
+	}
+	t.unauthClosed.Add(1)
+	t.log.Debug("no authenticated link on inbound TCP connection in time, closing it",
+		"remote_addr", c.addr.String(), "timeout", t.unauthTimeout)
+	t.teardown(c)
+}
+
+// Authenticated tells the transport that a frame from addr authenticated
+// a link: its inbound connection is no longer subject to
+// UnauthenticatedTimeout.
+func (t *Transport) Authenticated(addr transport.Addr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := t.conns[addr]; c != nil && !c.authed {
+		c.authed = true
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
+	}
+}
+
+// UnauthenticatedClosed counts inbound connections closed because no link
+// was authenticated on them within UnauthenticatedTimeout.
+func (t *Transport) UnauthenticatedClosed() uint64 { return t.unauthClosed.Load() }
 
 // readLoop delivers FMP packets from nc until an error, then tears c down.
 func (t *Transport) readLoop(c *conn, nc net.Conn) {
@@ -615,6 +673,11 @@ func (t *Transport) teardown(c *conn) {
 	if t.conns[c.addr] == c {
 		delete(t.conns, c.addr)
 	}
+	for _, tm := range []*time.Timer{c.authTimer, c.flushTimer} {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
 	if c.inbound {
 		t.inbound--
 	}
@@ -649,14 +712,26 @@ func (t *Transport) teardown(c *conn) {
 }
 
 // CloseConnection closes the connection to addr, or abandons the dial.
+// Packets already queued on an open connection (a Disconnect above all)
+// are written first, for at most closeFlushTimeout.
 func (t *Transport) CloseConnection(addr transport.Addr) {
-	t.mu.RLock()
+	t.mu.Lock()
 	c := t.conns[addr]
-	t.mu.RUnlock()
-	if c != nil {
-		t.log.Debug("TCP connection closed on request", "remote_addr", addr.String())
-		t.teardown(c)
+	if c == nil {
+		t.mu.Unlock()
+		return
 	}
+	if c.nc != nil && !c.down && c.unsent.Load() > 0 {
+		if !c.closing.Swap(true) {
+			c.flushTimer = time.AfterFunc(closeFlushTimeout, func() { t.teardown(c) })
+		}
+		t.mu.Unlock()
+		t.log.Debug("TCP connection closing on request once its queue is written", "remote_addr", addr.String())
+		return
+	}
+	t.mu.Unlock()
+	t.log.Debug("TCP connection closed on request", "remote_addr", addr.String())
+	t.teardown(c)
 }
 
 // ResolveAddr turns "host:port" into an address; host names are looked up

@@ -746,3 +746,89 @@ func TestResolveAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleInboundConnectionsFreed: connections that each send one
+// 52-byte frame and go idle used to hold every inbound slot for good. Now
+// an inbound connection on which the node authenticates no link within
+// the deadline is closed, and counted; one it authenticated stays.
+func TestIdleInboundConnectionsFreed(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 8
+	b := newNode(t, 1, o, func(tr *Transport) { tr.unauthTimeout = 300 * time.Millisecond })
+	f := frame(t, 1, 20)
+	if len(f) != 52 {
+		t.Fatalf("frame is %d bytes", len(f))
+	}
+	// One genuine peer whose link the node authenticates.
+	good := rawDial(t, b.addr(t))
+	if _, err := good.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	b.Authenticated(b.in.Next(t).From)
+	var idle []net.Conn
+	for range 7 {
+		c := rawDial(t, b.addr(t))
+		if _, err := c.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+		idle = append(idle, c)
+	}
+	refused := rawDial(t, b.addr(t)) // every slot is held
+	expectClosed(t, refused)
+	for _, c := range idle {
+		expectClosed(t, c)
+	}
+	for range idle {
+		b.nextDown(t)
+	}
+	if got := b.UnauthenticatedClosed(); got != 7 {
+		t.Errorf("closed as unauthenticated %d, want 7", got)
+	}
+	// The slots are free again, and the authenticated one still works.
+	late := rawDial(t, b.addr(t))
+	if _, err := late.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != late.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	if _, err := good.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != good.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.ConnectsRefused != 1 || st.ConnectionsUp != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestCloseConnectionWritesQueueFirst: a peer removed right after a
+// Disconnect was queued still gets the Disconnect before its connection
+// closes.
+func TestCloseConnectionWritesQueueFirst(t *testing.T) {
+	a := newNode(t, 1, Defaults(), nil)
+	b := newNode(t, 2, listening(), nil)
+	if err := a.Send(b.addr(t), msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.Next(t)
+	for i := range 20 {
+		if err := a.Send(b.addr(t), frame(t, uint64(10+i), 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.CloseConnection(b.addr(t))
+	for i := range 20 {
+		got := b.in.Next(t)
+		if f, err := wire.ParseFMPFrame(got.Data); err != nil || f.Counter != uint64(10+i) {
+			t.Fatalf("packet %d after CloseConnection: %v %+v", i, err, f)
+		}
+	}
+	a.nextDown(t)
+	b.nextDown(t)
+	if st := a.Stats(); st.SendErrors != 0 || st.ConnectionsUp != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
