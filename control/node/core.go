@@ -57,6 +57,10 @@ type CoreOptions struct {
 // Node runs one on its event loop; the in-process harness runs thousands
 // on a simulated clock. Every method must be called from one goroutine.
 type Core struct {
+	// peerList caches coreLinks.Peers for peerListVersion.
+	peerList        []identity.NodeAddr
+	peerListVersion uint64
+
 	id       *identity.Identity
 	log      *slog.Logger
 	peers    *peer.Manager
@@ -143,7 +147,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	c.tree = tree.New(now, o.Identity, o.Tree, coreTreeEnv{c}, o.Log, o.Rand)
 	c.tree.SetNotifier(c)
 	c.bloom = bloom.New(o.Identity.NodeAddr(), o.Bloom, coreBloomEnv{c}, o.Log)
-	c.route = route.New(o.Identity, o.Route, c.tree, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
+	c.route = route.New(o.Identity, o.Route, coreTopology{c.tree}, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
 	c.route.OnLookup(c.lookupDone)
 	c.sess = session.New(o.Identity, pm.Epoch(), o.Session, coreSessionEnv{c}, coreSessionUpper{c}, o.Log, o.Rand)
 	return c, nil
@@ -355,12 +359,31 @@ func (c *Core) deliver(d *route.Delivery) {
 // coreLinks adapts the link layer for the router.
 type coreLinks struct{ c *Core }
 
+// Peers is the sorted active peer list, rebuilt (into a new slice, so a
+// caller still reading the old one is unaffected) only when the peer set
+// has changed: next-hop choice reads it per packet.
 func (l coreLinks) Peers() []identity.NodeAddr {
-	var out []identity.NodeAddr
-	l.c.peers.Peers(func(p *peer.Peer) { out = append(out, p.NodeAddr) })
-	slices.SortFunc(out, identity.NodeAddr.Compare)
-	return out
+	c := l.c
+	if v := c.peers.PeerSetVersion(); v != c.peerListVersion || c.peerList == nil {
+		out := make([]identity.NodeAddr, 0, c.peers.PeerCount())
+		c.peers.Peers(func(p *peer.Peer) { out = append(out, p.NodeAddr) })
+		slices.SortFunc(out, identity.NodeAddr.Compare)
+		c.peerList, c.peerListVersion = out, v
+	}
+	return c.peerList
 }
+
+// coreTopology is the tree as routing reads it: coordinates without a
+// copy (route.Topology's contract).
+type coreTopology struct{ t *tree.Tree }
+
+func (t coreTopology) Coords() []identity.NodeAddr { return t.t.CoordsView() }
+
+func (t coreTopology) PeerCoords(p identity.NodeAddr) ([]identity.NodeAddr, bool) {
+	return t.t.PeerCoordsView(p)
+}
+
+func (t coreTopology) IsTreePeer(p identity.NodeAddr) bool { return t.t.IsTreePeer(p) }
 
 func (l coreLinks) CanSend(a identity.NodeAddr) bool { return l.c.peers.Peer(a) != nil }
 

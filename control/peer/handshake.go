@@ -369,6 +369,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 		st.pending, st.retries = false, 0
 	}
 	m.peers[p.NodeAddr] = p
+	m.peerSetVersion++
 	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.cur}
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
@@ -430,6 +431,7 @@ func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnec
 	}
 	m.unregisterSessions(p)
 	delete(m.peers, p.NodeAddr)
+	m.peerSetVersion++
 	if m.byAddr[addrKey{p.Transport, p.Addr}] == p {
 		delete(m.byAddr, addrKey{p.Transport, p.Addr})
 	}

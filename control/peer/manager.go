@@ -71,6 +71,9 @@ type Candidate struct {
 
 // Manager runs every link of one node. Not safe for concurrent use.
 type Manager struct {
+	// peerSetVersion counts additions to and removals from peers.
+	peerSetVersion uint64
+
 	cfg   Config
 	id    *identity.Identity
 	epoch noise.Epoch
@@ -190,6 +193,10 @@ func (m *Manager) Peers(f func(*Peer)) {
 		f(p)
 	}
 }
+
+// PeerSetVersion changes whenever a peer is added or removed, so a
+// caller may cache what it derives from the peer set.
+func (m *Manager) PeerSetVersion() uint64 { return m.peerSetVersion }
 
 // PeerCount is the number of active peers.
 func (m *Manager) PeerCount() int { return len(m.peers) }

@@ -34,7 +34,8 @@ type Delivery struct {
 // relayed (CE_in or the next hop congested); a send refused for size sends
 // MtuExceeded back to the source.
 //
-// It returns a Delivery for datagrams addressed to us, nil after a
+// It returns a Delivery for datagrams addressed to us (the router's own,
+// valid until the next call: nothing is allocated per packet), nil after a
 // successful forward, and a typed error (ErrDecode, ErrTTLExhausted,
 // ErrNoRoute, ErrMTUExceeded, ErrSend) for a drop.
 func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ceIn bool, msg []byte) (*Delivery, error) {
@@ -54,7 +55,8 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 	if dg.Dest == r.self {
 		f.DeliveredPackets++
 		f.DeliveredBytes += size
-		return &Delivery{Src: dg.Src, From: from, TTL: dg.TTL, PathMTU: dg.PathMTU, CE: ceIn, Payload: dg.Payload}, nil
+		r.delivery = Delivery{Src: dg.Src, From: from, TTL: dg.TTL, PathMTU: dg.PathMTU, CE: ceIn, Payload: dg.Payload}
+		return &r.delivery, nil
 	}
 	if dg.TTL <= 1 {
 		f.TTLExhaustedPackets++

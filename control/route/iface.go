@@ -2,7 +2,10 @@ package route
 
 import "github.com/fips-go/fips/control/identity"
 
-// Topology is the spanning-tree state routing reads.
+// Topology is the spanning-tree state routing reads. The router reads
+// the slices it returns during one call and neither keeps nor modifies
+// them, so an implementation may hand out its own (per-packet next-hop
+// choice must not copy them).
 type Topology interface {
 	// Coords is our path to the root, self first, root last; never empty.
 	Coords() []identity.NodeAddr
@@ -23,7 +26,8 @@ type Filters interface {
 
 // Links is what routing needs from the active peers and their links.
 type Links interface {
-	// Peers lists the active peers in ascending address order.
+	// Peers lists the active peers in ascending address order. The router
+	// reads it during one call only and does not modify it.
 	Peers() []identity.NodeAddr
 	// CanSend reports whether p is an active peer whose link can carry a
 	// message now (upstream: Connected or Stale). False for non-peers.

@@ -12,6 +12,9 @@ import (
 // Router is one node's routing and lookup state. Not safe for concurrent
 // use.
 type Router struct {
+	// delivery is what HandleSessionDatagram returns for local datagrams.
+	delivery Delivery
+
 	id    *identity.Identity
 	self  identity.NodeAddr
 	cfg   Config

@@ -102,6 +102,9 @@ type Table struct {
 	limiter  setupLimiter
 	stats    Stats
 	buf      []byte
+	// openBuf receives decrypted session messages; what the table hands
+	// up from it is valid until the next one (the table is loop-owned).
+	openBuf []byte
 }
 
 // New makes an empty table. rnd feeds the handshake ephemerals and the
@@ -683,7 +686,10 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		if s == nil {
 			continue
 		}
-		if p, err := s.Open(nil, m.Header.Counter, m.AAD(), m.Ciphertext); err == nil {
+		if cap(t.openBuf) < len(m.Ciphertext) {
+			t.openBuf = make([]byte, 0, max(len(m.Ciphertext), 2048))
+		}
+		if p, err := s.Open(t.openBuf[:0], m.Header.Counter, m.AAD(), m.Ciphertext); err == nil {
 			pt, hit = p, sl
 			break
 		}

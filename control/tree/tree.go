@@ -144,6 +144,11 @@ func (t *Tree) Self() identity.NodeAddr { return t.self }
 // Coords is our coordinate, self to root (a copy).
 func (t *Tree) Coords() []identity.NodeAddr { return slices.Clone(t.coords.addrs) }
 
+// CoordsView is Coords without the copy, for readers on the loop that
+// neither keep nor modify it (next-hop choice, per packet). A position
+// is never changed in place: a new one replaces it.
+func (t *Tree) CoordsView() []identity.NodeAddr { return t.coords.addrs }
+
 // Root is the root of our tree.
 func (t *Tree) Root() identity.NodeAddr { return t.root }
 
@@ -175,6 +180,15 @@ func (t *Tree) PeerCoords(peer identity.NodeAddr) ([]identity.NodeAddr, bool) {
 		return nil, false
 	}
 	return slices.Clone(ps.pos.addrs), true
+}
+
+// PeerCoordsView is PeerCoords without the copy (see CoordsView).
+func (t *Tree) PeerCoordsView(peer identity.NodeAddr) ([]identity.NodeAddr, bool) {
+	ps := t.peers[peer]
+	if ps == nil || !ps.accepted {
+		return nil, false
+	}
+	return ps.pos.addrs, true
 }
 
 // PeerView is a peer's tree role for show_peers; false if it is not up.

@@ -71,6 +71,10 @@ type Node struct {
 	// (bounded by MaxReceived; the overflow is counted).
 	Received        []Datagram
 	ReceivedDropped uint64
+	// Capture, when set, takes every packet this node sends instead of
+	// the simulated links (allocation tests and benchmarks hand packets
+	// from Core to Core themselves). pkt is valid only during the call.
+	Capture func(to transport.Addr, pkt []byte)
 }
 
 // Datagram is one delivered DataPacket.
@@ -221,6 +225,10 @@ func (nd *Node) Crash() { nd.down = true }
 // Send implements node.Env: the packet crosses the link to its
 // destination after the link's latency, unless lost.
 func (nd *Node) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
+	if nd.Capture != nil {
+		nd.Capture(to, pkt)
+		return nil
+	}
 	n := nd.net
 	dst := n.byAddr[to]
 	if nd.down || dst == nil {
