@@ -366,3 +366,26 @@ func TestMsg1SpoofedFromPeerAddressDropped(t *testing.T) {
 		t.Error("established peer moved")
 	}
 }
+
+// TestRetryDelayNeverWrapsShort: the reconnect backoff doubles from the
+// base to the cap and stays there for every retry count, whatever the
+// base (a shift that overflowed once gave short or negative delays).
+func TestRetryDelayNeverWrapsShort(t *testing.T) {
+	for _, base := range []time.Duration{time.Nanosecond, time.Second, 5 * time.Second, 7*time.Second + 3, 300 * time.Second, time.Duration(1<<62 + 1)} {
+		max := 300 * time.Second
+		prev := time.Duration(0)
+		for r := range 100 {
+			d := retryDelay(base, max, r)
+			if d <= 0 || d > max || d < prev || (base <= max && r == 0 && d != base) {
+				t.Fatalf("base %v retry %d: delay %v after %v", base, r, d, prev)
+			}
+			prev = d
+		}
+		if prev != max {
+			t.Errorf("base %v: the backoff ends at %v, not the cap %v", base, prev, max)
+		}
+	}
+	if d := retryDelay(5*time.Second, 300*time.Second, 3); d != 40*time.Second {
+		t.Errorf("5 s doubled 3 times = %v", d)
+	}
+}

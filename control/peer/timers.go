@@ -57,14 +57,19 @@ func (m *Manager) scheduleRetry(now time.Time, na identity.NodeAddr, handshakeFa
 		st.retries = 0
 	}
 	st.pending = true
-	d := m.cfg.RetryMax
-	if st.retries < 32 {
-		if b := m.cfg.RetryBase << st.retries; b > 0 && b < d {
-			d = b
-		}
-	}
+	d := retryDelay(m.cfg.RetryBase, m.cfg.RetryMax, st.retries)
 	st.nextDial = now.Add(d)
 	m.log.Debug("reconnect scheduled", "peer", na.Short(), "in", d, "attempt", st.retries)
+}
+
+// retryDelay is base doubled per retry, capped at max. The doubling is
+// checked before it is done, so no base or retry count overflows into a
+// short (or negative) delay.
+func retryDelay(base, max time.Duration, retries int) time.Duration {
+	if base <= 0 || retries < 0 || retries > 62 || base > max>>retries {
+		return max
+	}
+	return base << retries
 }
 
 // NextRetry reports when a configured peer will next be dialed (zero when
