@@ -419,6 +419,20 @@ func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
 	return t.Send(to, pkt)
 }
 
+// Reserve implements peer.FrameReserver: a frame for a batching
+// transport is sealed straight into its send queue. Other transports
+// answer nil, and the frame goes through Send.
+func (n *Node) Reserve(id transport.ID, to transport.Addr, size int) ([]byte, error) {
+	b := n.batchers[id]
+	if b == nil {
+		return nil, nil
+	}
+	if !slices.Contains(n.dirty, b) {
+		n.dirty = append(n.dirty, b)
+	}
+	return b.Reserve(to, size)
+}
+
 // LinkMTU implements peer.Env.
 func (n *Node) LinkMTU(id transport.ID, to transport.Addr) int {
 	if t := n.transports[id]; t != nil {

@@ -153,22 +153,42 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 	if p.kbit {
 		flags |= wire.FMPFlagK
 	}
-	if _, err := wire.PutFMPFrameHeader(m.buf[:], flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
+	if 4+len(msg) > noise.MaxPlaintextSize {
+		return noise.ErrMessageTooLarge
+	}
+	// The frame is built and sealed in place: in the transport's send
+	// queue when it has one, else in m.buf. msg (which may alias the
+	// receive buffer) is copied once, behind the header and timestamp.
+	var pkt []byte
+	if r, ok := m.env.(FrameReserver); ok {
+		b, err := r.Reserve(p.Transport, p.Addr, n)
+		if err != nil {
+			m.stats.SendErrors++
+			return err
+		}
+		pkt = b
+	}
+	queued := pkt != nil
+	if !queued {
+		pkt = m.buf[:n]
+	}
+	if _, err := wire.PutFMPFrameHeader(pkt, flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
 		return err
 	}
-	// Stage the plaintext separately: msg may alias the receive buffer.
 	ts := uint32(now.Sub(s.start).Milliseconds())
-	binary.LittleEndian.PutUint32(m.spt[:], ts)
-	copy(m.spt[4:], msg)
-	out, err := s.s.Seal(m.buf[wire.FMPHeaderSize:wire.FMPHeaderSize], ctr, m.buf[:wire.FMPHeaderSize], m.spt[:4+len(msg)])
-	if err != nil {
+	inner := pkt[wire.FMPHeaderSize : wire.FMPHeaderSize+4+len(msg)]
+	binary.LittleEndian.PutUint32(inner, ts)
+	copy(inner[4:], msg)
+	if _, err := s.s.Seal(inner[:0], ctr, pkt[:wire.FMPHeaderSize], inner); err != nil {
 		return err
 	}
-	pkt := m.buf[:wire.FMPHeaderSize+len(out)]
 	p.mmp.RecordSent(now, ctr, ts, len(pkt))
 	p.LastSent = now
 	p.Stats.PacketsSent++
 	p.Stats.BytesSent += uint64(len(pkt))
+	if queued {
+		return nil
+	}
 	if err := m.env.Send(p.Transport, p.Addr, pkt); err != nil {
 		m.stats.SendErrors++
 		return err

@@ -27,6 +27,15 @@ type Env interface {
 	CloseConnection(t transport.ID, to transport.Addr)
 }
 
+// FrameReserver is an optional Env method: Reserve returns the n bytes
+// the frame for (t, to) is to be sealed into, inside the transport's
+// send queue, valid until the next call on the Env; nil (and no error)
+// when the transport has no such queue, and then the frame goes through
+// Send. It saves copying every frame once more.
+type FrameReserver interface {
+	Reserve(t transport.ID, to transport.Addr, n int) ([]byte, error)
+}
+
 // LinkAuthenticator is an optional Env method: the Manager calls it when
 // a frame from to authenticated a link (promotion, roaming), so a
 // connection-oriented transport can close connections that never carry
@@ -111,7 +120,6 @@ type Manager struct {
 
 	buf [wire.FMPHeaderSize + 65535 + wire.FMPTagSize]byte
 	pt  [65535]byte // receive plaintext
-	spt [65535]byte // send plaintext staging
 }
 
 type linkKey struct {

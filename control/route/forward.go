@@ -34,6 +34,9 @@ type Delivery struct {
 // relayed (CE_in or the next hop congested); a send refused for size sends
 // MtuExceeded back to the source.
 //
+// A forwarded datagram is rewritten in msg itself (TTL, path MTU) and
+// sent from there: msg must be writable and is changed.
+//
 // It returns a Delivery for datagrams addressed to us (the router's own,
 // valid until the next call: nothing is allocated per packet), nil after a
 // successful forward, and a typed error (ErrDecode, ErrTTLExhausted,
@@ -73,9 +76,9 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 
 	congested := r.links.Congested(next)
 	ceOut := ceIn || congested
-	out := wire.SessionDatagram{TTL: dg.TTL - 1, PathMTU: foldMTU(dg.PathMTU, r.links.LinkMTU(next)), Src: dg.Src, Dest: dg.Dest, Payload: dg.Payload}
-	buf := r.scratch(out.Len())
-	if _, err := out.MarshalTo(buf); err != nil {
+	// Forward in place: only the TTL and the path MTU change.
+	buf := msg
+	if err := wire.SetSessionDatagramHops(buf, dg.TTL-1, foldMTU(dg.PathMTU, r.links.LinkMTU(next))); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSend, err)
 	}
 	if congested {

@@ -130,6 +130,10 @@ type Transport interface {
 // Queue and Flush belong to one goroutine.
 type Batcher interface {
 	Queue(to Addr, pkt []byte) error
+	// Reserve is Queue for a packet of n bytes the caller writes itself
+	// into the returned buffer (sealing in place), before its next call
+	// on the transport.
+	Reserve(to Addr, n int) ([]byte, error)
 	Flush()
 }
 

@@ -118,6 +118,17 @@ func (d SessionDatagram) Len() int { return SessionDatagramHeaderSize + len(d.Pa
 
 // MarshalTo writes the message. Payload may already sit at b[36:], as when
 // a transit node rewrites the header in place.
+// SetSessionDatagramHops rewrites the TTL and path MTU of an encoded
+// SessionDatagram in place (forwarding changes nothing else).
+func SetSessionDatagramHops(b []byte, ttl uint8, pathMTU uint16) error {
+	if len(b) < SessionDatagramHeaderSize || MsgType(b[0]) != MsgSessionDatagram {
+		return errBuffer("SessionDatagram", len(b), SessionDatagramHeaderSize)
+	}
+	b[1] = ttl
+	binary.LittleEndian.PutUint16(b[2:], pathMTU)
+	return nil
+}
+
 func (d SessionDatagram) MarshalTo(b []byte) (int, error) {
 	n := d.Len()
 	if len(b) < n {

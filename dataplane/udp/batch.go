@@ -86,38 +86,50 @@ func (q *SendQueue) Full() bool { return q.n == len(q.ms) }
 // Len is the number of messages queued (≤ the batch size).
 func (q *SendQueue) Len() int { return q.n }
 
-// Add queues pkt for to. The caller flushes when Add reports the queue
-// full (after queuing pkt) and when its burst of work ends.
+// Add queues a copy of pkt for to. The caller flushes when Add reports
+// the queue full (after queuing pkt) and when its burst of work ends.
 func (q *SendQueue) Add(to netip.AddrPort, pkt []byte) (full bool, err error) {
-	if len(pkt) > q.slotSize || len(pkt) == 0 {
-		return q.Full(), ErrTooLarge
+	b, full, err := q.Reserve(to, len(pkt))
+	if err != nil {
+		return full, err
+	}
+	copy(b, pkt)
+	return full, nil
+}
+
+// Reserve queues an n-byte datagram for to and returns its bytes in the
+// queue, for the caller to fill (seal in place) before its next call on
+// the queue. Full and errors are as for Add.
+func (q *SendQueue) Reserve(to netip.AddrPort, n int) (b []byte, full bool, err error) {
+	if n > q.slotSize || n <= 0 {
+		return nil, q.Full(), ErrTooLarge
 	}
 	if q.n > 0 && q.conn.GSO() {
 		last := &q.ms[q.n-1]
-		seg := len(q.slots[q.n-1])
+		slot := q.slots[q.n-1]
+		seg := len(slot)
 		if q.count > 1 {
 			seg = last.Segment
 		}
-		if last.Addr == to && !q.closed && len(pkt) <= seg && q.count < MaxSegments &&
-			len(q.slots[q.n-1])+len(pkt) <= q.slotSize {
-			q.slots[q.n-1] = append(q.slots[q.n-1], pkt...)
+		if last.Addr == to && !q.closed && n <= seg && q.count < MaxSegments && len(slot)+n <= q.slotSize {
+			q.slots[q.n-1] = slot[:len(slot)+n]
 			last.Buf = q.slots[q.n-1]
 			last.Segment = seg
 			q.count++
-			q.closed = len(pkt) < seg
+			q.closed = n < seg
 			q.Datagrams++
-			return q.Full(), nil
+			return q.slots[q.n-1][len(slot):], q.Full(), nil
 		}
 	}
 	if q.Full() {
-		return true, ErrQueueFull
+		return nil, true, ErrQueueFull
 	}
-	q.slots[q.n] = append(q.slots[q.n][:0], pkt...)
+	q.slots[q.n] = q.slots[q.n][:n]
 	q.ms[q.n] = Message{Buf: q.slots[q.n], Addr: to}
 	q.n++
 	q.count, q.closed = 1, false
 	q.Datagrams++
-	return q.Full(), nil
+	return q.slots[q.n-1], q.Full(), nil
 }
 
 // Flush sends everything queued and empties the queue. It returns how

@@ -416,6 +416,39 @@ func (t *Transport) destination(to transport.Addr, pkt []byte) (netip.AddrPort, 
 	return dst, nil
 }
 
+// Reserve queues an n-byte datagram for to and returns its bytes, to be
+// filled before the next call (see transport.Batcher). Before Start or
+// after Close it fails as Send would.
+func (t *Transport) Reserve(to transport.Addr, n int) ([]byte, error) {
+	if t.send.Load() == nil || t.queue == nil {
+		if t.closed.Load() {
+			return nil, fmt.Errorf("udp: send: %w", transport.ErrClosed)
+		}
+		return nil, fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
+	}
+	if n > t.opts.MTU {
+		t.stats.MTUExceeded.Add(1)
+		return nil, &transport.MTUError{Size: n, MTU: t.opts.MTU}
+	}
+	dst, err := t.destination(to, nil)
+	if err != nil {
+		return nil, err
+	}
+	// A full queue is not flushed here (b must stay valid until it is
+	// filled): the next call that needs a new message flushes first.
+	b, _, err := t.queue.Reserve(dst, n)
+	if errors.Is(err, udpio.ErrQueueFull) {
+		t.Flush()
+		b, _, err = t.queue.Reserve(dst, n)
+	}
+	if err != nil {
+		t.stats.SendErrors.Add(1)
+		return nil, fmt.Errorf("udp: queue to %s: %w", to, err)
+	}
+	t.queuedBytes += uint64(n)
+	return b, nil
+}
+
 // Queue is Send deferred to the next Flush: datagrams queued in one burst
 // of work leave in one sendmmsg, a run to one address of one size as one
 // GSO message. Queue and Flush belong to one goroutine; Send may run

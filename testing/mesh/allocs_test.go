@@ -113,48 +113,54 @@ func mallocs() uint64 {
 func TestEstablishedPacketPathAllocatesNothing(t *testing.T) {
 	ch := newChain(t, 1000)
 	in, out := make([]byte, 0, 2048), make([]byte, 0, 2048)
-	const rounds = 200
+	const rounds, batches = 200, 5
 	// No collection during the count: one would empty the sync.Pools
 	// (noise's nonce buffers) and their refill would be counted, though
 	// in steady state it is amortised to nothing.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var egress, transit, local uint64
-	for i := range rounds + 10 {
-		ch.wire = ch.wire[:0]
-		m0 := mallocs()
-		ch.a.Core.SendIPv6(ch.now, ch.pkt)
-		m1 := mallocs()
-		if ch.wireTo != ch.b.Addr || len(ch.wire) == 0 {
-			t.Fatalf("A sent nothing to B")
+	// The count is process-wide, so a stray allocation elsewhere (the
+	// test runner, a timer) can land in a batch: a per-packet allocation
+	// shows in every batch, so the least of five batches is the figure.
+	best := [3]uint64{^uint64(0), ^uint64(0), ^uint64(0)}
+	for batch := range batches {
+		var got [3]uint64
+		for i := range rounds + 10 {
+			ch.wire = ch.wire[:0]
+			m0 := mallocs()
+			ch.a.Core.SendIPv6(ch.now, ch.pkt)
+			m1 := mallocs()
+			if ch.wireTo != ch.b.Addr || len(ch.wire) == 0 {
+				t.Fatalf("A sent nothing to B")
+			}
+			in = append(in[:0], ch.wire...)
+			ch.wire = ch.wire[:0]
+			m2 := mallocs()
+			ch.b.Core.HandlePacket(ch.now, 1, ch.a.Addr, in)
+			m3 := mallocs()
+			if ch.wireTo != ch.c.Addr || len(ch.wire) == 0 {
+				t.Fatalf("B forwarded nothing to C")
+			}
+			out = append(out[:0], ch.wire...)
+			before := ch.delivered
+			m4 := mallocs()
+			ch.c.Core.HandlePacket(ch.now, 1, ch.b.Addr, out)
+			m5 := mallocs()
+			if ch.delivered != before+1 {
+				t.Fatalf("C delivered nothing")
+			}
+			if batch > 0 || i >= 10 { // the first rounds may grow buffers once
+				got[0] += m1 - m0
+				got[1] += m3 - m2
+				got[2] += m5 - m4
+			}
 		}
-		in = append(in[:0], ch.wire...)
-		ch.wire = ch.wire[:0]
-		m2 := mallocs()
-		ch.b.Core.HandlePacket(ch.now, 1, ch.a.Addr, in)
-		m3 := mallocs()
-		if ch.wireTo != ch.c.Addr || len(ch.wire) == 0 {
-			t.Fatalf("B forwarded nothing to C")
-		}
-		out = append(out[:0], ch.wire...)
-		before := ch.delivered
-		m4 := mallocs()
-		ch.c.Core.HandlePacket(ch.now, 1, ch.b.Addr, out)
-		m5 := mallocs()
-		if ch.delivered != before+1 {
-			t.Fatalf("C delivered nothing")
-		}
-		if i >= 10 { // the first rounds may grow buffers once
-			egress += m1 - m0
-			transit += m3 - m2
-			local += m5 - m4
+		for k := range got {
+			best[k] = min(best[k], got[k])
 		}
 	}
-	for _, s := range []struct {
-		name string
-		n    uint64
-	}{{"TUN egress at A", egress}, {"transit at B", transit}, {"local delivery at C", local}} {
-		if s.n != 0 {
-			t.Errorf("%s: %.2f allocations per packet", s.name, float64(s.n)/rounds)
+	for k, name := range []string{"TUN egress at A", "transit at B", "local delivery at C"} {
+		if best[k] != 0 {
+			t.Errorf("%s: %.2f allocations per packet", name, float64(best[k])/(rounds+10))
 		}
 	}
 }
