@@ -51,8 +51,10 @@ type StatusData struct {
 	// LinkLayer counts what the link layer did and refused (msg1 rate
 	// limiting, decrypt failures, unknown indices, …).
 	LinkLayer peer.Stats `json:"link_layer"`
-	// ReceiveQueueDrops counts packets dropped because the event loop's
-	// receive queue (node.buffers.packet_channel) was full.
+	// ReceiveQueueDrops counts received packets refused because the event
+	// loop had stopped. A full receive queue (node.buffers.packet_channel)
+	// holds the transport's reader back instead, so overload shows as the
+	// transport's kernel_drops.
 	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
 }
 

@@ -111,6 +111,9 @@ type Node struct {
 	rx       chan transport.Packet
 	requests chan request
 	rxDrops  atomic.Uint64
+	// stopped is closed when the event loop has returned: readers blocked
+	// on a full queue give up then.
+	stopped chan struct{}
 
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
@@ -171,6 +174,7 @@ func New(o Options) (*Node, error) {
 		opts: o, log: o.Log, id: o.Identity,
 		transports:  map[transport.ID]transport.Transport{},
 		rx:          make(chan transport.Packet, o.QueueSize),
+		stopped:     make(chan struct{}),
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
@@ -260,6 +264,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.flushSends()
 	n.publish(now)
 	n.loop(ctx)
+	close(n.stopped)
 	n.shutdown()
 	n.bg.Wait()
 	return nil
@@ -384,12 +389,23 @@ func (n *Node) closeTransports() {
 	}
 }
 
-// deliver is the transports' non-blocking hand-off into the loop.
+// deliver is the transports' hand-off into the loop. A full queue
+// blocks the reader until the loop takes the packet, so a burst (a GRO
+// run of 64 datagrams, many in a row) waits in the kernel's socket
+// buffer instead of being dropped here: overload then shows as the
+// transport's kernel_drops, and TCP inside the mesh sees delay where it
+// would have seen loss. Once the loop has stopped, packets are refused
+// and counted.
 func (n *Node) deliver(p transport.Packet) bool {
 	select {
 	case n.rx <- p:
 		return true
 	default:
+	}
+	select {
+	case n.rx <- p:
+		return true
+	case <-n.stopped:
 		n.rxDrops.Add(1)
 		return false
 	}

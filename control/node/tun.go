@@ -54,9 +54,11 @@ func (n *Node) runTUN(dev tun.Device) error {
 					pkt = new([]byte)
 				}
 				*pkt = append((*pkt)[:0], bufs[i][tunOffset:tunOffset+sizes[i]]...)
+				// Blocking when the loop is behind pushes back into the
+				// device queue (and TCP's own pacing) instead of dropping.
 				select {
 				case n.tunIn <- pkt:
-				default:
+				case <-n.stopped:
 					n.tunDrops.Add(1)
 					n.tunBufs.Put(pkt)
 				}
