@@ -306,3 +306,7 @@ func npubParam(command string, raw json.RawMessage) (string, identity.PublicKey,
 	}
 	return npub, pk, nil
 }
+
+// DisplayName is how the show_* commands name a node: its alias, or the
+// start of its npub.
+func DisplayName(alias, npub string) string { return displayName(alias, npub) }
