@@ -132,10 +132,10 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 	}
 	for _, g := range []struct {
 		fam, prefix, src string
-		v            any
-		dst          **flatFamily
-		labels       []string
-		rename       map[string]string
+		v                any
+		dst              **flatFamily
+		labels           []string
+		rename           map[string]string
 	}{
 		{"link", "fips_link_", "show_status link_layer", peer.Stats{}, &c.link, nil, nil},
 		{"routing", "fips_routing_limits_", "show_routing limits", route.LimitStats{}, &c.routing, nil, nil},
