@@ -29,7 +29,6 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
-
 // TestDashboardQueriesUseExportedNames: every query of every panel of the
 // shipped Grafana dashboard (and its variables) names only metrics the
 // endpoint exports, and parses as PromQL (promtool check rules).
