@@ -17,6 +17,7 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	fipsdns "github.com/fips-go/fips/control/dns"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/metrics"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
@@ -181,6 +182,13 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		<-reloadDone
 	}()
 
+	// The Prometheus endpoint (metrics.listen) reads the published
+	// snapshot; like DNS, a bind failure leaves the mesh running.
+	if cfg.Metrics.Listen != "" {
+		stopMetrics := startMetrics(ctx, cfg, n, log)
+		defer stopMetrics()
+	}
+
 	srvDone := make(chan error, 1)
 	srvCtx, stopSrv := context.WithCancel(context.Background())
 	if srv != nil {
@@ -194,6 +202,35 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		log.Warn("control socket", "error", err)
 	}
 	return runErr
+}
+
+// startMetrics serves /metrics on metrics.listen until the returned stop
+// is called (or ctx ends); stop waits for the server to shut down.
+func startMetrics(ctx context.Context, cfg *config.Config, n *node.Node, log *slog.Logger) (stop func()) {
+	reg, _, err := metrics.NewRegistry(n, metrics.Options{MaxPeerLabels: int(cfg.Metrics.MaxPeerLabels),
+		Info: metrics.Info{Version: Version, Npub: n.Identity().Npub(), NodeAddr: n.Identity().NodeAddr().String()}})
+	if err != nil {
+		log.Error("metrics endpoint unavailable", "error", err)
+		return func() {}
+	}
+	srv, err := metrics.Listen(cfg.Metrics.Listen, metrics.Handler(reg, log), log)
+	if err != nil {
+		log.Error("metrics endpoint unavailable", "addr", cfg.Metrics.Listen, "error", err)
+		return func() {}
+	}
+	log.Info("metrics endpoint listening", "addr", srv.Addr().String(), "path", "/metrics")
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(mctx); err != nil {
+			log.Warn("metrics endpoint", "error", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 func loadConfig(path string) (*config.Config, []string, []config.Warning, error) {

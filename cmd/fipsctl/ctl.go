@@ -21,6 +21,8 @@ import (
 var showTargets = []string{
 	"status", "peers", "links", "tree", "sessions", "bloom", "mmp", "cache",
 	"connections", "transports", "routing", "identity-cache", "native-flows",
+	// fips-go: upstream's fipsctl leaves this one to fipstop.
+	"listening-sockets",
 }
 
 func defaultHostsFile() string {

@@ -19,6 +19,8 @@ type Config struct {
 	// Gateway is read by fips-gateway (Linux only); nil when the file has no
 	// gateway section. Upstream parses it only on Linux, and so do we.
 	Gateway *GatewayConfig `yaml:"gateway"`
+	// Metrics is metrics.* (fips-go addition): the Prometheus endpoint.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	// src maps a dotted key path to where the loaders found it, so
 	// validation can cite file and line.
@@ -30,9 +32,10 @@ type Config struct {
 // shipped fips.yaml enables UDP and TCP.
 func Default() *Config {
 	return &Config{
-		Node: defaultNodeConfig(),
-		TUN:  defaultTUNConfig(),
-		DNS:  defaultDNSConfig(),
+		Node:    defaultNodeConfig(),
+		TUN:     defaultTUNConfig(),
+		DNS:     defaultDNSConfig(),
+		Metrics: defaultMetricsConfig(),
 	}
 }
 
@@ -564,4 +567,26 @@ type DNSConfig struct {
 
 func defaultDNSConfig() DNSConfig {
 	return DNSConfig{Enabled: true, BindAddr: "::1", Port: 5354, TTL: 300}
+}
+
+// MetricsConfig is metrics.* (fips-go addition; upstream has no metrics
+// endpoint).
+type MetricsConfig struct {
+	// Listen is the ip:port of the HTTP server answering GET /metrics in
+	// Prometheus text format; "" (the default) serves nothing.
+	Listen string `yaml:"listen" fips:"optional"`
+	// MaxPeerLabels caps the peers that get their own per-peer series
+	// (label peer=<node_addr>); the rest are summed under peer="_other"
+	// and counted.
+	MaxPeerLabels uint `yaml:"max_peer_labels" fips:"optional"`
+}
+
+// DefaultMaxPeerLabels is metrics.max_peer_labels's default.
+const DefaultMaxPeerLabels = 64
+
+// MaxPeerLabelsLimit is metrics.max_peer_labels's ceiling.
+const MaxPeerLabelsLimit = 4096
+
+func defaultMetricsConfig() MetricsConfig {
+	return MetricsConfig{MaxPeerLabels: DefaultMaxPeerLabels}
 }

@@ -124,6 +124,8 @@ var upstreamDefaults = []struct {
 	{"dns.port", uint16(5354)},
 	{"dns.ttl", uint32(300)},
 	{"gateway", nil},
+	{"metrics.listen", ""},
+	{"metrics.max_peer_labels", uint(64)},
 }
 
 // TestDefaults checks every default, both from Default() and from an empty

@@ -250,6 +250,11 @@ func (c *Config) checkRanges() []*Error {
 	r.uint("dns.port", uint64(c.DNS.Port), 1, math.MaxUint16, "")
 	r.uint("dns.ttl", uint64(c.DNS.TTL), 0, weekSecs, s)
 
+	if c.Metrics.Listen != "" {
+		r.hostPort("metrics.listen", c.Metrics.Listen, true, false)
+	}
+	r.uint("metrics.max_peer_labels", uint64(c.Metrics.MaxPeerLabels), 0, MaxPeerLabelsLimit, "(0 = no per-peer series)")
+
 	c.checkTransportRanges(r)
 	c.checkPeers(r)
 	return r.errs

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/listening"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
@@ -27,6 +28,10 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("show_transports", func(context.Context, json.RawMessage) (any, error) { return n.showTransports(), nil })
 	r.Register("show_connections", func(context.Context, json.RawMessage) (any, error) { return n.showConnections(), nil })
 	r.Register("show_acl", func(context.Context, json.RawMessage) (any, error) { return n.showACL(), nil })
+	// Host facts only (/proc, nft): answered off the loop, like upstream.
+	r.Register("show_listening_sockets", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return listening.Show(ctx, n.id.IPv6()), nil
+	})
 	r.Register("connect", n.apiConnect)
 	r.Register("disconnect", n.apiDisconnect)
 	n.registerMesh(r)
@@ -308,3 +313,7 @@ func npubParam(command string, raw json.RawMessage) (string, identity.PublicKey,
 	}
 	return npub, pk, nil
 }
+
+// DisplayName is how the show_* commands name a node: its alias, or the
+// start of its npub.
+func DisplayName(alias, npub string) string { return displayName(alias, npub) }

@@ -88,8 +88,11 @@ type CongestionJSON struct {
 	KernelDropEvents uint64 `json:"kernel_drop_events"` // ticks on which a transport's kernel drops grew
 }
 
-func (n *Node) showMetrics() MetricsJSON {
-	s := n.Snapshot()
+func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.Snapshot()) }
+
+// MetricsOf is show_metrics computed from a published snapshot (the
+// Prometheus collector reads the same families this way).
+func MetricsOf(s *Snapshot) MetricsJSON {
 	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: s.RouteStats.Errors,
 		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents},

@@ -1,0 +1,478 @@
+// Package metrics exports a node's state in the Prometheus text format
+// (fips-go addition: upstream has no metrics endpoint). A Collector reads
+// the node's published snapshot at scrape time, the same data the
+// read-only show_* control commands answer from, so a scrape never waits
+// on the event loop.
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fips-go/fips/control/node"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// Source is what the collector reads: the node's published snapshot
+// (*node.Node satisfies it). Snapshot may return nil before the first
+// publication.
+type Source interface {
+	Snapshot() *node.Snapshot
+}
+
+// Info identifies the node in fips_node_info.
+type Info struct {
+	Version  string
+	Npub     string
+	NodeAddr string
+}
+
+// Options configure a Collector.
+type Options struct {
+	// MaxPeerLabels caps the peers with their own series (metrics.max_peer_labels);
+	// the rest are summed under peer="_other". Negative means 0.
+	MaxPeerLabels int
+	Info          Info
+}
+
+// OtherPeer is the peer label value of the series that sum the peers
+// beyond the label cap.
+const OtherPeer = "_other"
+
+// Def describes one exported metric family (docs/metrics.md is rendered
+// from these).
+type Def struct {
+	Name   string
+	Type   string // counter or gauge
+	Unit   string
+	Labels []string
+	Help   string
+	Source string // the control command and JSON field it mirrors
+}
+
+// flatFamily is a group of counters read from one flat JSON object.
+type flatFamily struct {
+	keys  []string
+	descs map[string]*prometheus.Desc
+	gauge map[string]bool
+}
+
+// Collector is a prometheus.Collector over a node's snapshot. It is safe
+// for concurrent scrapes.
+type Collector struct {
+	src  Source
+	max  int
+	info Info
+	defs []Def
+
+	metricsFams map[string]*flatFamily // show_metrics family -> members
+	famOrder    []string
+	link        *flatFamily
+	routing     *flatFamily
+	transport   *flatFamily
+	d           map[string]*prometheus.Desc
+
+	mu       sync.Mutex
+	labelled map[string]bool // node_addr -> has its own series
+	refused  uint64          // peer samples folded into _other, over all scrapes
+}
+
+// Labels of the per-transport series.
+func transportLabels() []string { return []string{"transport_id", "type", "name"} }
+
+// transportRename gives show_transports counters unit-suffixed names.
+func transportRename() map[string]string {
+	return map[string]string{"packets_sent": "sent_packets", "packets_recv": "received_packets",
+		"bytes_sent": "sent_bytes", "bytes_recv": "received_bytes"}
+}
+
+// metricsRename renames the show_metrics members whose names break the
+// Prometheus conventions, by family: "is_us" reads as microseconds.
+func metricsRename() map[string]map[string]string {
+	return map[string]map[string]string{"lookup": {"req_target_is_us": "req_target_is_self"}}
+}
+
+// NewCollector builds the collector; it fails if a counter of a show_*
+// object has no help text (a programming error caught by the tests).
+func NewCollector(src Source, o Options) (*Collector, error) {
+	c := &Collector{src: src, max: max(0, o.MaxPeerLabels), info: o.Info, metricsFams: map[string]*flatFamily{},
+		d: map[string]*prometheus.Desc{}, labelled: map[string]bool{}}
+	help := counterHelp()
+	used := map[string]bool{}
+
+	// show_metrics: every family but the legacy alias "discovery".
+	fams, err := flatten(node.MetricsJSON{})
+	if err != nil {
+		return nil, err
+	}
+	for _, fam := range sortedKeys(fams) {
+		if fam == "discovery" {
+			continue
+		}
+		members, ok := fams[fam].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("metrics: show_metrics.%s is not an object", fam)
+		}
+		f, err := c.flatFamily(fam, "fips_"+fam+"_", members, nil, metricsRename()[fam], help, used, "show_metrics "+fam)
+		if err != nil {
+			return nil, err
+		}
+		c.metricsFams[fam] = f
+		c.famOrder = append(c.famOrder, fam)
+	}
+	for _, g := range []struct {
+		fam, prefix, src string
+		v                any
+		dst              **flatFamily
+		labels           []string
+		rename           map[string]string
+	}{
+		{"link", "fips_link_", "show_status link_layer", peer.Stats{}, &c.link, nil, nil},
+		{"routing", "fips_routing_limits_", "show_routing limits", route.LimitStats{}, &c.routing, nil, nil},
+		{"transport", "fips_transport_", "show_transports stats", transport.Stats{}, &c.transport, transportLabels(), transportRename()},
+	} {
+		m, err := flatten(g.v)
+		if err != nil {
+			return nil, err
+		}
+		f, err := c.flatFamily(g.fam, g.prefix, m, g.labels, g.rename, help, used, g.src)
+		if err != nil {
+			return nil, err
+		}
+		*g.dst = f
+	}
+	for k := range help {
+		if !used[k] {
+			return nil, fmt.Errorf("metrics: help text for %s, which no show_* object has", k)
+		}
+	}
+
+	peerL := []string{"peer"}
+	for _, g := range []struct {
+		name, typ, unit, help, src string
+		labels                     []string
+	}{
+		{"fips_node_info", "gauge", "", "Always 1; labels identify the node and its software version.", "show_status version, npub, node_addr", []string{"version", "npub", "node_addr"}},
+		{"fips_node_state", "gauge", "", "1 for the node's current lifecycle state (created, starting, running, degraded, draining, stopping, stopped).", "show_status state", []string{"state"}},
+		{"fips_node_start_time_seconds", "gauge", "seconds", "When the node started, in seconds since the Unix epoch.", "show_status uptime_secs", nil},
+		{"fips_peers", "gauge", "peers", "Active (authenticated) peers.", "show_status peer_count", nil},
+		{"fips_connections", "gauge", "connections", "Link handshakes in progress.", "show_status connection_count", nil},
+		{"fips_sessions", "gauge", "sessions", "End-to-end sessions in the session table.", "show_status session_count", nil},
+		{"fips_tree_depth", "gauge", "hops", "This node's depth in the spanning tree (0 at the root).", "show_tree depth", nil},
+		{"fips_tree_is_root", "gauge", "", "1 when this node is the root of its spanning tree.", "show_tree is_root", nil},
+		{"fips_tree_peers", "gauge", "peers", "Peers with an accepted tree declaration.", "show_tree peer_tree_count", nil},
+		{"fips_mesh_estimated_nodes", "gauge", "nodes", "Estimated number of nodes in the mesh (absent until an estimate exists).", "show_status estimated_mesh_size", nil},
+		{"fips_coord_cache_entries", "gauge", "entries", "Entries in the coordinate cache (expired ones not yet purged included).", "show_routing coord_cache_entries", nil},
+		{"fips_identity_cache_entries", "gauge", "entries", "Keys in the identity cache.", "show_identity_cache count", nil},
+		{"fips_identity_cache_max_entries", "gauge", "entries", "Capacity of the identity cache (node.cache.identity_size).", "show_identity_cache max_entries", nil},
+		{"fips_pending_lookups", "gauge", "lookups", "Lookups in flight.", "show_routing pending_lookups", nil},
+		{"fips_receive_queue_drops_total", "counter", "packets", "Packets dropped because the event loop's receive queue (node.buffers.packet_channel) was full.", "show_status receive_queue_drops", nil},
+		{"fips_link_messages_received_total", "counter", "messages", "Authenticated link messages received, by message type.", "node link-message dispatch", []string{"type"}},
+		{"fips_link_messages_rejected_total", "counter", "messages", "Link messages refused, by reason (tree_*, bloom_* or the message type).", "node link-message dispatch", []string{"reason"}},
+		{"fips_tun_up", "gauge", "", "1 when the IPv6 adapter's TUN device is active.", "show_status tun_state", []string{"tun_name"}},
+		{"fips_transport_up", "gauge", "", "1 when the transport is up.", "show_transports state", transportLabels()},
+		{"fips_transport_mtu_bytes", "gauge", "bytes", "The transport's MTU.", "show_transports mtu", transportLabels()},
+		{"fips_peer_info", "gauge", "", "Always 1 for a labelled peer; labels name it and its link.", "show_peers display_name, npub, transport_type, direction", []string{"peer", "name", "npub", "transport_type", "direction"}},
+		{"fips_peer_sent_bytes_total", "counter", "bytes", "Bytes sent to the peer over its link since it came up (peer=\"_other\": sum over unlabelled peers).", "show_peers stats.bytes_sent", peerL},
+		{"fips_peer_received_bytes_total", "counter", "bytes", "Bytes received from the peer over its link since it came up (peer=\"_other\": sum over unlabelled peers).", "show_peers stats.bytes_recv", peerL},
+		{"fips_peer_sent_packets_total", "counter", "packets", "Packets sent to the peer since its link came up (peer=\"_other\": sum over unlabelled peers).", "show_peers stats.packets_sent", peerL},
+		{"fips_peer_received_packets_total", "counter", "packets", "Packets received from the peer since its link came up (peer=\"_other\": sum over unlabelled peers).", "show_peers stats.packets_recv", peerL},
+		{"fips_peer_goodput_bytes_per_second", "gauge", "bytes per second", "Smoothed forward goodput of the link (peer=\"_other\": sum over unlabelled peers).", "show_mmp peers[].goodput_bps", peerL},
+		{"fips_peer_srtt_seconds", "gauge", "seconds", "Smoothed round-trip time of the link (absent until measured).", "show_mmp peers[].srtt_ms", peerL},
+		{"fips_peer_loss_ratio", "gauge", "ratio", "Link loss rate, 0 to 1.", "show_mmp peers[].loss_rate", peerL},
+		{"fips_peer_jitter_seconds", "gauge", "seconds", "Interarrival jitter measured on the peer's frames.", "show_mmp peers[].jitter_us", peerL},
+		{"fips_peer_etx", "gauge", "transmissions", "Expected transmission count of the link (1 = lossless).", "show_mmp peers[].etx", peerL},
+		{"fips_peer_delivery_forward_ratio", "gauge", "ratio", "Fraction of our frames the peer reports delivered.", "show_mmp peers[].delivery_ratio_forward", peerL},
+		{"fips_peer_delivery_reverse_ratio", "gauge", "ratio", "Fraction of the peer's frames we received.", "show_mmp peers[].delivery_ratio_reverse", peerL},
+		{"fips_peer_connected_seconds", "gauge", "seconds", "Time since the peer authenticated.", "show_peers authenticated_at_ms", peerL},
+		{"fips_peer_tree_depth", "gauge", "hops", "The peer's depth in the spanning tree (absent without a tree position).", "show_peers tree_depth", peerL},
+		{"fips_peer_tree_parent", "gauge", "", "1 when the peer is this node's tree parent.", "show_peers is_parent", peerL},
+		{"fips_metrics_unlabelled_peers", "gauge", "peers", "Active peers without their own series at the last scrape (over metrics.max_peer_labels), summed under peer=\"_other\".", "metrics.max_peer_labels", nil},
+		{"fips_metrics_peer_labels_refused_total", "counter", "peer samples", "Peer samples folded into peer=\"_other\" because metrics.max_peer_labels was reached, summed over scrapes.", "metrics.max_peer_labels", nil},
+	} {
+		c.d[g.name] = prometheus.NewDesc(g.name, g.help+unitSuffix(g.unit), g.labels, nil)
+		c.defs = append(c.defs, Def{Name: g.name, Type: g.typ, Unit: g.unit, Labels: g.labels, Help: g.help, Source: g.src})
+	}
+	sort.Slice(c.defs, func(i, j int) bool { return c.defs[i].Name < c.defs[j].Name })
+	return c, nil
+}
+
+func unitSuffix(unit string) string {
+	if unit == "" {
+		return ""
+	}
+	return " Unit: " + unit + "."
+}
+
+func (c *Collector) flatFamily(fam, prefix string, members map[string]any, labels []string, rename map[string]string,
+	help map[string]string, used map[string]bool, src string) (*flatFamily, error) {
+	f := &flatFamily{descs: map[string]*prometheus.Desc{}, gauge: map[string]bool{}}
+	for _, k := range sortedKeys(members) {
+		if _, nested := members[k].(map[string]any); nested {
+			return nil, fmt.Errorf("metrics: %s.%s is not a flat counter", fam, k)
+		}
+		hk := fam + "." + k
+		h, ok := help[hk]
+		if !ok {
+			return nil, fmt.Errorf("metrics: no help text for %s", hk)
+		}
+		used[hk] = true
+		base := k
+		if r, ok := rename[k]; ok {
+			base = r
+		}
+		name, typ := prefix+base+"_total", "counter"
+		if fam == "transport" && k == "connections_active" {
+			name, typ = prefix+base, "gauge"
+			f.gauge[k] = true
+		}
+		unit := "events"
+		switch {
+		case strings.HasSuffix(base, "_bytes"):
+			unit = "bytes"
+		case strings.HasSuffix(base, "_packets"), fam == "ipv6", k == "packets_in":
+			unit = "packets"
+		case typ == "gauge":
+			unit = "connections"
+		}
+		f.keys = append(f.keys, k)
+		f.descs[k] = prometheus.NewDesc(name, h+unitSuffix(unit), labels, nil)
+		c.defs = append(c.defs, Def{Name: name, Type: typ, Unit: unit, Labels: labels, Help: h, Source: src + "." + k})
+	}
+	return f, nil
+}
+
+// Defs lists every metric family the collector exports, by name.
+func (c *Collector) Defs() []Def { return slices.Clone(c.defs) }
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, fam := range c.famOrder {
+		for _, d := range c.metricsFams[fam].descs {
+			ch <- d
+		}
+	}
+	for _, f := range []*flatFamily{c.link, c.routing, c.transport} {
+		for _, d := range f.descs {
+			ch <- d
+		}
+	}
+	for _, d := range c.d {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: one read of the published
+// snapshot, nothing on the event loop.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.CounterValue, v, labels...)
+	}
+	gauge("fips_node_info", 1, c.info.Version, c.info.Npub, c.info.NodeAddr)
+	s := c.src.Snapshot()
+	if s == nil {
+		return
+	}
+	gauge("fips_node_state", 1, string(s.State))
+	if !s.Started.IsZero() {
+		gauge("fips_node_start_time_seconds", float64(s.Started.UnixNano())/1e9)
+	}
+	gauge("fips_peers", float64(len(s.Peers)))
+	connecting := 0
+	for _, cn := range s.Connections {
+		if !cn.Rekey {
+			connecting++
+		}
+	}
+	gauge("fips_connections", float64(connecting))
+	gauge("fips_sessions", float64(s.Sessions))
+	gauge("fips_tree_depth", float64(s.Tree.Depth))
+	gauge("fips_tree_is_root", b2f(s.Tree.IsRoot))
+	gauge("fips_tree_peers", float64(s.Tree.PeerTreeCount))
+	if s.MeshSize != nil {
+		gauge("fips_mesh_estimated_nodes", float64(*s.MeshSize))
+	}
+	gauge("fips_coord_cache_entries", float64(s.Routing.CoordCacheEntries))
+	gauge("fips_identity_cache_entries", float64(s.IDCacheLen))
+	gauge("fips_identity_cache_max_entries", float64(s.IDCacheMax))
+	gauge("fips_pending_lookups", float64(len(s.Routing.PendingLookups)))
+	counter("fips_receive_queue_drops_total", float64(s.RxDrops))
+	for _, k := range sortedKeys(s.LinkMsgs) {
+		counter("fips_link_messages_received_total", float64(s.LinkMsgs[k]), k)
+	}
+	for _, k := range sortedKeys(s.Rejected) {
+		counter("fips_link_messages_rejected_total", float64(s.Rejected[k]), k)
+	}
+	if s.TunState != "disabled" {
+		gauge("fips_tun_up", b2f(s.TunState == "active"), s.TunName)
+	}
+
+	if fams, err := flatten(node.MetricsOf(s)); err == nil {
+		for _, fam := range c.famOrder {
+			if m, ok := fams[fam].(map[string]any); ok {
+				c.metricsFams[fam].emit(ch, m)
+			}
+		}
+	}
+	if m, err := flatten(s.PeerStats); err == nil {
+		c.link.emit(ch, m)
+	}
+	if m, err := flatten(s.RouteStats.Limits); err == nil {
+		c.routing.emit(ch, m)
+	}
+	for _, t := range s.Transports {
+		labels := []string{strconv.FormatUint(uint64(t.ID), 10), t.Type, t.Name}
+		gauge("fips_transport_up", b2f(t.State == transport.StateUp), labels...)
+		gauge("fips_transport_mtu_bytes", float64(t.MTU), labels...)
+		if m, err := flatten(t.Stats); err == nil {
+			c.transport.emit(ch, m, labels...)
+		}
+	}
+	c.collectPeers(s, gauge, counter)
+}
+
+func (c *Collector) collectPeers(s *node.Snapshot, gauge, counter func(string, float64, ...string)) {
+	own, others := c.assignLabels(s.Peers)
+	var sum struct{ bs, br, ps, pr, goodput float64 }
+	for _, p := range others {
+		sum.bs += float64(p.Stats.BytesSent)
+		sum.br += float64(p.Stats.BytesRecv)
+		sum.ps += float64(p.Stats.PacketsSent)
+		sum.pr += float64(p.Stats.PacketsRecv)
+		sum.goodput += p.MMP.GoodputBps
+	}
+	for _, p := range own {
+		id := p.NodeAddr
+		gauge("fips_peer_info", 1, id, node.DisplayName(p.Alias, p.Npub), p.Npub, p.TransportType, string(p.Direction))
+		counter("fips_peer_sent_bytes_total", float64(p.Stats.BytesSent), id)
+		counter("fips_peer_received_bytes_total", float64(p.Stats.BytesRecv), id)
+		counter("fips_peer_sent_packets_total", float64(p.Stats.PacketsSent), id)
+		counter("fips_peer_received_packets_total", float64(p.Stats.PacketsRecv), id)
+		m := p.MMP
+		gauge("fips_peer_goodput_bytes_per_second", m.GoodputBps, id)
+		if m.SRTTMs != nil {
+			gauge("fips_peer_srtt_seconds", *m.SRTTMs/1e3, id)
+		}
+		gauge("fips_peer_loss_ratio", m.LossRate, id)
+		gauge("fips_peer_jitter_seconds", float64(m.JitterUs)/1e6, id)
+		gauge("fips_peer_etx", m.ETX, id)
+		gauge("fips_peer_delivery_forward_ratio", m.DeliveryRatioForward, id)
+		gauge("fips_peer_delivery_reverse_ratio", m.DeliveryRatioReverse, id)
+		if !p.Since.IsZero() {
+			gauge("fips_peer_connected_seconds", max(0, s.At.Sub(p.Since).Seconds()), id)
+		}
+		if p.TreeView.HasTreePosition {
+			gauge("fips_peer_tree_depth", float64(p.TreeView.Depth), id)
+		}
+		gauge("fips_peer_tree_parent", b2f(p.TreeView.IsParent), id)
+	}
+	if len(others) > 0 {
+		counter("fips_peer_sent_bytes_total", sum.bs, OtherPeer)
+		counter("fips_peer_received_bytes_total", sum.br, OtherPeer)
+		counter("fips_peer_sent_packets_total", sum.ps, OtherPeer)
+		counter("fips_peer_received_packets_total", sum.pr, OtherPeer)
+		gauge("fips_peer_goodput_bytes_per_second", sum.goodput, OtherPeer)
+	}
+	c.mu.Lock()
+	refused := c.refused
+	c.mu.Unlock()
+	gauge("fips_metrics_unlabelled_peers", float64(len(others)))
+	counter("fips_metrics_peer_labels_refused_total", float64(refused))
+}
+
+// assignLabels splits the peers into those with their own series and the
+// rest. A peer keeps its label while it stays up, so its series do not
+// move to another peer; freed slots go to waiting peers in address order.
+func (c *Collector) assignLabels(peers []node.PeerView) (own, others []node.PeerView) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	present := make(map[string]bool, len(peers))
+	for _, p := range peers {
+		present[p.NodeAddr] = true
+	}
+	for a := range c.labelled {
+		if !present[a] {
+			delete(c.labelled, a)
+		}
+	}
+	for _, p := range peers { // snapshot peers are in address order
+		if !c.labelled[p.NodeAddr] && len(c.labelled) < c.max {
+			c.labelled[p.NodeAddr] = true
+		}
+		if c.labelled[p.NodeAddr] {
+			own = append(own, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	c.refused += uint64(len(others))
+	return own, others
+}
+
+func (f *flatFamily) emit(ch chan<- prometheus.Metric, m map[string]any, labels ...string) {
+	for _, k := range f.keys {
+		v, ok := number(m[k])
+		if !ok {
+			continue
+		}
+		vt := prometheus.CounterValue
+		if f.gauge[k] {
+			vt = prometheus.GaugeValue
+		}
+		ch <- prometheus.MustNewConstMetric(f.descs[k], vt, v, labels...)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}
+
+// flatten renders v as show_* does (encoding/json) and decodes it back
+// into maps, numbers kept exact as json.Number.
+func flatten(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: encode %T: %w", v, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("metrics: decode %T: %w", v, err)
+	}
+	return m, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
