@@ -40,7 +40,7 @@ type RoutingJSON struct {
 	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
 	PendingTunDestinations int                      `json:"pending_tun_destinations"`
 	PendingTunPackets      int                      `json:"pending_tun_packets"`
-	Retries                []any                    `json:"retries"`
+	Retries                []RetryJSON              `json:"retries"`
 	Discovery              route.LookupStats        `json:"discovery"`
 	ErrorSignals           route.ErrorStats         `json:"error_signals"`
 	Congestion             route.CongestionStats    `json:"congestion"`
@@ -55,9 +55,32 @@ func (n *Node) showRouting() RoutingJSON {
 		r.DisplayName = s.displayName(r.Target)
 		rows[i] = r
 	}
-	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: []any{},
+	retries := make([]RetryJSON, 0, len(s.Retries))
+	for _, r := range s.Retries {
+		j := RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: s.displayName(r.NodeAddr), NodeAddr: r.NodeAddr.String(),
+			ResolvedAddr: r.Addr, RetryAfterMs: msSince(r.NextDial), RetryCount: uint32(r.Retries)}
+		if r.Err != nil {
+			j.LastError = r.Err.Error()
+		}
+		retries = append(retries, j)
+	}
+	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: retries,
 		Discovery: s.Routing.Lookup, ErrorSignals: s.RouteStats.Errors, Congestion: s.RouteStats.Congestion,
 		Limits: s.RouteStats.Limits, PendingLookups: rows}
+}
+
+// RetryJSON is one show_routing retries entry: upstream's keys, plus
+// fips-go's resolved_addr (the address the last attempt dialled, a host
+// name's answer; "" before any) and last_error (why the last attempt could
+// not dial, omitted when it could).
+type RetryJSON struct {
+	AutoReconnect bool   `json:"auto_reconnect"`
+	DisplayName   string `json:"display_name"`
+	LastError     string `json:"last_error,omitempty"`
+	NodeAddr      string `json:"node_addr"`
+	ResolvedAddr  string `json:"resolved_addr"`
+	RetryAfterMs  uint64 `json:"retry_after_ms"`
+	RetryCount    uint32 `json:"retry_count"`
 }
 
 // MetricsJSON is show_metrics: upstream's counter families.

@@ -83,6 +83,9 @@ type Options struct {
 	IdentityCacheSize int
 	// TUN enables the IPv6 adapter on a TUN device (tun.enabled).
 	TUN TUNOptions
+	// Resolve, when set, replaces the transports' ResolveAddr for static
+	// peers' addresses (tests inject names that resolve only later).
+	Resolve func(ctx context.Context, t transport.Transport, addr string) (transport.Addr, error)
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -138,8 +141,12 @@ type Node struct {
 	tunCleanup     func()       // undoes what openTUN set up beyond the device (Linux: the policy rule)
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
-	// driver); Run waits for them before it returns.
+	// driver, static-peer resolutions); Run waits for them before it
+	// returns.
 	bg sync.WaitGroup
+	// runCtx is Run's context once running (static-peer resolutions end
+	// with it); set before the loop starts, read on the loop.
+	runCtx context.Context
 }
 
 type request struct {
@@ -253,9 +260,10 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.opts.TUN.Enabled {
 		n.startTUN()
 	}
+	n.runCtx = ctx
 	now := time.Now()
 	for _, sp := range n.opts.StaticPeers {
-		n.addStatic(ctx, now, sp)
+		n.addStatic(now, sp)
 	}
 	n.flushSends()
 	n.publish(now)

@@ -43,6 +43,8 @@ type Snapshot struct {
 	IPv6                         IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
+	// Retries are the configured peers waiting for a redial.
+	Retries []peer.RetryInfo
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
 }
@@ -144,6 +146,12 @@ func (n *Node) publish(now time.Time) {
 		s.Peers = append(s.Peers, v)
 	})
 	sort.Slice(s.Peers, func(i, j int) bool { return s.Peers[i].NodeAddr < s.Peers[j].NodeAddr })
+	n.peers.Retries(func(r peer.RetryInfo) {
+		s.Retries = append(s.Retries, r)
+		if _, ok := s.Names[r.NodeAddr]; !ok {
+			s.Names[r.NodeAddr] = nameInfo{npub: n.staticNpub(r.NodeAddr), alias: r.Alias}
+		}
+	})
 	n.peers.Connections(func(c peer.Connection) { s.Connections = append(s.Connections, c) })
 	sort.Slice(s.Connections, func(i, j int) bool { return s.Connections[i].LinkID < s.Connections[j].LinkID })
 	for _, id := range n.order {
