@@ -60,6 +60,11 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			RecvBufSize: config.DefaultSocketBufferSize, SendBufSize: config.DefaultSocketBufferSize, AcceptConnections: true}
 	} else {
 		log.Info("configuration loaded", "files", loaded)
+		// Settings upstream accepts that probably do not do what was
+		// meant, and peers skipped for an unusable npub.
+		for _, w := range cfg.Lint() {
+			log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
+		}
 	}
 
 	id, source, err := resolveIdentity(cfg, loaded, noConfig, log)
@@ -76,10 +81,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if len(transports) == 0 {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
-	statics, err := staticPeers(cfg)
-	if err != nil {
-		return err
-	}
+	statics := staticPeers(cfg)
 	keyDir := config.KeyDir(loaded)
 	if noConfig {
 		keyDir = config.SystemConfigDir()
@@ -342,15 +344,17 @@ func instSuffix(name string) string {
 	return "." + name
 }
 
-func staticPeers(cfg *config.Config) ([]node.StaticPeer, error) {
+func staticPeers(cfg *config.Config) []node.StaticPeer {
 	var out []node.StaticPeer
-	for i, p := range cfg.Peers {
+	for _, p := range cfg.Peers {
 		if !p.IsAutoConnect() {
 			continue
 		}
 		pk, err := identity.DecodeNpub(p.Npub)
 		if err != nil {
-			return nil, fmt.Errorf("peers[%d].npub: %w", i, err)
+			// Skipped, as upstream does; Lint has said so with the
+			// file and line.
+			continue
 		}
 		sp := node.StaticPeer{PublicKey: pk, AutoReconnect: p.AutoReconnect}
 		if p.Alias != nil {
@@ -361,7 +365,7 @@ func staticPeers(cfg *config.Config) ([]node.StaticPeer, error) {
 		}
 		out = append(out, sp)
 	}
-	return out, nil
+	return out
 }
 
 func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, bool) {
