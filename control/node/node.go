@@ -86,6 +86,9 @@ type Options struct {
 	// Resolve, when set, replaces the transports' ResolveAddr for static
 	// peers' addresses (tests inject names that resolve only later).
 	Resolve func(ctx context.Context, t transport.Transport, addr string) (transport.Addr, error)
+	// HostName names a node from the hosts file (/etc/fips/hosts), for
+	// display names; nil: no hosts file. It is called from any goroutine.
+	HostName func(identity.NodeAddr) (string, bool)
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -147,6 +150,10 @@ type Node struct {
 	// runCtx is Run's context once running (static-peer resolutions end
 	// with it); set before the loop starts, read on the loop.
 	runCtx context.Context
+	// aliases and staticNpubs are the configured peers' aliases and
+	// npubs by address (display names); fixed after New.
+	aliases     map[identity.NodeAddr]string
+	staticNpubs map[identity.NodeAddr]string
 }
 
 type request struct {
@@ -182,6 +189,14 @@ func New(o Options) (*Node, error) {
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 		tunIn: make(chan *[]byte, o.QueueSize), tunState: "disabled",
+	}
+	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
+	for _, sp := range o.StaticPeers {
+		a := sp.PublicKey.NodeAddr()
+		n.staticNpubs[a] = sp.PublicKey.Npub()
+		if sp.Alias != "" {
+			n.aliases[a] = sp.Alias
+		}
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {

@@ -132,12 +132,3 @@ func (n *Node) resolveAddr(ctx context.Context, t transport.Transport, s string)
 	return t.ResolveAddr(ctx, s)
 }
 
-// staticNpub is a configured peer's npub, "" for an address not configured.
-func (n *Node) staticNpub(na identity.NodeAddr) string {
-	for _, sp := range n.opts.StaticPeers {
-		if sp.PublicKey.NodeAddr() == na {
-			return sp.PublicKey.Npub()
-		}
-	}
-	return ""
-}
