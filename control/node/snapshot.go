@@ -114,7 +114,7 @@ func (n *Node) publish(now time.Time) {
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
-		TunName:        "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
+		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}

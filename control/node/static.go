@@ -131,4 +131,3 @@ func (n *Node) resolveAddr(ctx context.Context, t transport.Transport, s string)
 	}
 	return t.ResolveAddr(ctx, s)
 }
-
