@@ -109,8 +109,9 @@ func (n *Node) showRouting() RoutingJSON {
 		Congestion: s.congestion(), Limits: s.RouteStats.Limits, PendingLookups: rows}
 }
 
-// MetricsJSON is show_metrics: upstream's counter families (but native:
-// fips-go has no native API yet), plus fips-go's session and ipv6.
+// MetricsJSON is show_metrics: upstream's counter families, plus fips-go's
+// session and ipv6. native is upstream's native-API family: fips-go has no
+// native API yet, so its counters stay 0.
 type MetricsJSON struct {
 	Forwarding route.ForwardingStats `json:"forwarding"`
 	Lookup     route.LookupStats     `json:"lookup"`
@@ -119,8 +120,30 @@ type MetricsJSON struct {
 	Bloom      bloom.Stats           `json:"bloom"`
 	Congestion CongestionJSON        `json:"congestion"`
 	Errors     ErrorSignalsJSON      `json:"errors"`
+	Native     NativeStatsJSON       `json:"native"`
 	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
 	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
+}
+
+// NativeStatsJSON is upstream's native datagram API counter family.
+type NativeStatsJSON struct {
+	DropArrivalQueueFull   uint64 `json:"drop_arrival_queue_full"`
+	DropBacklogFull        uint64 `json:"drop_backlog_full"`
+	DropFlowQueueFull      uint64 `json:"drop_flow_queue_full"`
+	DropListenerGone       uint64 `json:"drop_listener_gone"`
+	DropListenerNotReading uint64 `json:"drop_listener_not_reading"`
+	DropNoPort             uint64 `json:"drop_no_port"`
+	DropOversize           uint64 `json:"drop_oversize"`
+	DropPendingQueueFull   uint64 `json:"drop_pending_queue_full"`
+	DropTooManyFlows       uint64 `json:"drop_too_many_flows"`
+	FlowsAccepted          uint64 `json:"flows_accepted"`
+	FlowsClosed            uint64 `json:"flows_closed"`
+	FlowsExpired           uint64 `json:"flows_expired"`
+	FlowsOpened            uint64 `json:"flows_opened"`
+	ReceivedBytes          uint64 `json:"received_bytes"`
+	ReceivedDatagrams      uint64 `json:"received_datagrams"`
+	SentBytes              uint64 `json:"sent_bytes"`
+	SentDatagrams          uint64 `json:"sent_datagrams"`
 }
 
 // SessionMetricsJSON is what the node counts about its own sessions.
@@ -348,14 +371,24 @@ type SessionJSON struct {
 
 func (n *Node) sessionsJSON() map[string]any {
 	c := n.core
-	rows := c.sess.Snapshot()
+	return n.sessionRows(c.sess.Snapshot(), func(a identity.NodeAddr) (mmp.Snapshot, bool) {
+		if sm := c.smmp[a]; sm != nil {
+			return sm.link.Snapshot(), true
+		}
+		return mmp.Snapshot{}, false
+	})
+}
+
+// sessionRows renders show_sessions from the session table's rows and
+// each session's metrics.
+func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.NodeAddr) (mmp.Snapshot, bool)) map[string]any {
 	out := make([]SessionJSON, 0, len(rows))
 	for _, r := range rows {
 		row := SessionJSON{SnapshotEntry: r}
 		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
 			row.DisplayName = n.displayName(a, r.Npub)
-			if sm := c.smmp[a]; sm != nil {
-				row.MMP = mmpObject(sm.link.Snapshot(), "sqi", false, true)
+			if m, ok := metrics(a); ok {
+				row.MMP = mmpObject(m, "sqi", false, true)
 			}
 		}
 		out = append(out, row)
