@@ -82,13 +82,12 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
 	statics := staticPeers(cfg)
-	keyDir := config.KeyDir(loaded)
-	if noConfig {
-		keyDir = config.SystemConfigDir()
-	}
 	// Names resolve through the hosts file first, then peers' aliases: for
 	// the ACL files and the .fips DNS responder alike.
-	hosts := fipsdns.OpenHostsFile(filepath.Join(keyDir, "hosts"), log)
+	// hosts and the ACL files live in upstream's fixed directory, not next
+	// to the configuration; only the key file does (resolveIdentity).
+	etc := config.EtcDir()
+	hosts := fipsdns.OpenHostsFile(filepath.Join(etc, "hosts"), log)
 	peerAliases := aliasResolver(statics)
 	names := func(name string) (identity.PublicKey, bool) {
 		if pk, ok := hosts.Lookup(name); ok {
@@ -96,7 +95,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		}
 		return peerAliases(name)
 	}
-	acl := &peer.ACL{AllowFile: filepath.Join(keyDir, "peers.allow"), DenyFile: filepath.Join(keyDir, "peers.deny"),
+	acl := &peer.ACL{AllowFile: filepath.Join(etc, "peers.allow"), DenyFile: filepath.Join(etc, "peers.deny"),
 		Aliases: names}
 	acl.Reload(log)
 
@@ -120,6 +119,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
+		HostName:          hosts.NameOf,
 	})
 	if err != nil {
 		return err
