@@ -180,7 +180,7 @@ func shapeNode(t *testing.T) (*Node, identity.NodeAddr) {
 	now := time.Unix(1_700_000_000, 0)
 	est := 4.0
 	s := &Snapshot{At: now, State: StateRunning, Names: map[identity.NodeAddr]nameInfo{a: {npub: pk.Npub(), alias: "test-us01"}},
-		Peers: []PeerView{{Addr: a, NodeAddr: a.String(), Npub: pk.Npub(), Alias: "test-us01", MMP: fullMMP(false)}},
+		Peers:      []PeerView{{Addr: a, NodeAddr: a.String(), Npub: pk.Npub(), Alias: "test-us01", MMP: fullMMP(false)}},
 		SessionMMP: []SessionMMPView{{Remote: a, Npub: pk.Npub(), MMP: fullMMP(true)}},
 		Bloom: bloom.Snapshot{OwnNodeAddr: id.NodeAddr(), LeafDependents: []identity.NodeAddr{a}, LeafDependentCount: 1,
 			PeerFilters:     []bloom.PeerFilterRow{{Peer: a, HasFilter: true, FilterSequence: 3, Filter: &bloom.PeerFilterInfo{EstimatedCount: &est, SetBits: 37, FillRatio: 1}}},
