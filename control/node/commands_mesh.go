@@ -340,6 +340,15 @@ func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any 
 		o["smoothed_etx"] = ctl.Float(*m.SmoothedETX)
 	}
 	if !layer {
+		if session { // what fips-go's show_sessions mmp always carried beside upstream's keys
+			for k, v := range map[string]*string{"rtt_trend": m.RTTTrend, "loss_trend": m.LossTrend, "goodput_trend": m.GoodputTrend,
+				"jitter_trend": m.JitterTrend, "etx_trend": m.ETXTrend} {
+				if v != nil {
+					o[k] = *v
+				}
+			}
+			o["spin_bit_role"], o["ecn_ce_count"], o["jitter_us"], o["stats"] = m.SpinBitRole, m.ECNCECount, m.JitterUs, m.Stats
+		}
 		return o
 	}
 	trend := func(key string, t *string) {
