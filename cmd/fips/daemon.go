@@ -61,6 +61,11 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			RecvBufSize: config.DefaultSocketBufferSize, SendBufSize: config.DefaultSocketBufferSize, AcceptConnections: true}
 	} else {
 		log.Info("configuration loaded", "files", loaded)
+		// Settings upstream accepts that probably do not do what was
+		// meant, and peers skipped for an unusable npub.
+		for _, w := range cfg.Lint() {
+			log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
+		}
 	}
 
 	id, source, err := resolveIdentity(cfg, loaded, noConfig, log)
@@ -77,17 +82,13 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if len(transports) == 0 {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
-	statics, err := staticPeers(cfg)
-	if err != nil {
-		return err
-	}
-	keyDir := config.KeyDir(loaded)
-	if noConfig {
-		keyDir = config.SystemConfigDir()
-	}
+	statics := staticPeers(cfg)
 	// Names resolve through the hosts file first, then peers' aliases: for
 	// the ACL files and the .fips DNS responder alike.
-	hosts := fipsdns.OpenHostsFile(filepath.Join(keyDir, "hosts"), log)
+	// hosts and the ACL files live in upstream's fixed directory, not next
+	// to the configuration; only the key file does (resolveIdentity).
+	etc := config.EtcDir()
+	hosts := fipsdns.OpenHostsFile(filepath.Join(etc, "hosts"), log)
 	peerAliases := aliasResolver(statics)
 	names := func(name string) (identity.PublicKey, bool) {
 		if pk, ok := hosts.Lookup(name); ok {
@@ -95,7 +96,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		}
 		return peerAliases(name)
 	}
-	acl := &peer.ACL{AllowFile: filepath.Join(keyDir, "peers.allow"), DenyFile: filepath.Join(keyDir, "peers.deny"),
+	acl := &peer.ACL{AllowFile: filepath.Join(etc, "peers.allow"), DenyFile: filepath.Join(etc, "peers.deny"),
 		Aliases: names}
 	acl.Reload(log)
 
@@ -119,6 +120,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
+		HostName:          hosts.NameOf,
 	})
 	if err != nil {
 		return err
@@ -379,15 +381,17 @@ func instSuffix(name string) string {
 	return "." + name
 }
 
-func staticPeers(cfg *config.Config) ([]node.StaticPeer, error) {
+func staticPeers(cfg *config.Config) []node.StaticPeer {
 	var out []node.StaticPeer
-	for i, p := range cfg.Peers {
+	for _, p := range cfg.Peers {
 		if !p.IsAutoConnect() {
 			continue
 		}
 		pk, err := identity.DecodeNpub(p.Npub)
 		if err != nil {
-			return nil, fmt.Errorf("peers[%d].npub: %w", i, err)
+			// Skipped, as upstream does; Lint has said so with the
+			// file and line.
+			continue
 		}
 		sp := node.StaticPeer{PublicKey: pk, AutoReconnect: p.AutoReconnect}
 		if p.Alias != nil {
@@ -398,7 +402,7 @@ func staticPeers(cfg *config.Config) ([]node.StaticPeer, error) {
 		}
 		out = append(out, sp)
 	}
-	return out, nil
+	return out
 }
 
 func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, bool) {

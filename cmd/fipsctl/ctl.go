@@ -25,12 +25,7 @@ var showTargets = []string{
 	"listening-sockets",
 }
 
-func defaultHostsFile() string {
-	if runtime.GOOS == "windows" {
-		return `C:\ProgramData\fips\hosts`
-	}
-	return filepath.Join(config.SystemConfigDir(), "hosts")
-}
+func defaultHostsFile() string { return filepath.Join(config.EtcDir(), "hosts") }
 
 func runShow(e *env, args []string) error {
 	fs := newFlags(e, "show", strings.Join(showTargets, "|"))

@@ -70,6 +70,48 @@ func TestBadConfigs(t *testing.T) {
 	}
 }
 
+// TestWarnConfigs: every file of testdata/warn (first line "# warn:
+// KEY") loads and validates, and Lint reports exactly one warning, at the
+// key it names, saying the peer is skipped. A bad npub in peers[] used to
+// be in testdata/bad; upstream skips that peer and starts, and so do we.
+func TestWarnConfigs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "warn", "*.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("warn configs: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(string(data), "\n")
+			key, ok := strings.CutPrefix(first, "# warn: ")
+			if !ok {
+				t.Fatalf("first line %q is not # warn: KEY", first)
+			}
+			c, ws, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ws) != 0 {
+				t.Errorf("load warnings %v", ws)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			lint := c.Lint()
+			if len(lint) != 1 || lint[0].Key != key || lint[0].File != f || lint[0].Line == 0 ||
+				!strings.Contains(lint[0].Message, "this peer is skipped") {
+				t.Fatalf("lint %v, want one located warning at %s saying the peer is skipped", lint, key)
+			}
+			if c.Peers[0].ValidNpub() || !c.Peers[1].ValidNpub() {
+				t.Errorf("ValidNpub: %v %v, want false true", c.Peers[0].ValidNpub(), c.Peers[1].ValidNpub())
+			}
+		})
+	}
+}
+
 // TestUpstreamTestingValues: the values upstream's own test harnesses
 // write into fips.yaml (chaos scenario overrides, the rekey and interop
 // scripts, the native-API and static-topology configs) stay in range.

@@ -146,6 +146,23 @@ func SearchPaths() []string {
 
 // KeyDir is where fips.key and fips.pub live: the directory of the last
 // loaded file, or of the first search path when none was loaded.
+// EtcDirEnv names the environment variable that moves the directory of
+// the hosts, peers.allow and peers.deny files (fips-go's addition, for
+// tests and unprivileged runs; upstream's paths are fixed).
+const EtcDirEnv = "FIPS_ETC_DIR"
+
+// EtcDir is the directory of the hosts, peers.allow and peers.deny files,
+// as upstream resolves them: /etc/fips (macOS, FreeBSD /usr/local/etc/fips;
+// Windows C:\ProgramData\fips), whatever directory the configuration came
+// from; $FIPS_ETC_DIR when set. The key file alone lives next to the
+// configuration (KeyDir), as upstream keeps it.
+func EtcDir() string {
+	if d := os.Getenv(EtcDirEnv); d != "" {
+		return d
+	}
+	return etcDir
+}
+
 func KeyDir(loaded []string) string {
 	if len(loaded) > 0 {
 		return filepath.Dir(loaded[len(loaded)-1])

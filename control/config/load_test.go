@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -722,5 +723,19 @@ func TestLoadErrors(t *testing.T) {
 	// Comments only is an empty file.
 	if c, _ := mustLoad(t, "# nothing\n"); c.Node.Limits.MaxPeers != 128 {
 		t.Error("comment-only file")
+	}
+}
+
+// TestEtcDir: hosts and ACL files are read from upstream's fixed directory
+// unless FIPS_ETC_DIR moves them.
+func TestEtcDir(t *testing.T) {
+	t.Setenv(EtcDirEnv, "")
+	want := map[string]string{"linux": "/etc/fips", "darwin": "/usr/local/etc/fips", "freebsd": "/usr/local/etc/fips", "windows": `C:\ProgramData\fips`}[runtime.GOOS]
+	if want != "" && EtcDir() != want {
+		t.Errorf("EtcDir() = %q, want %q", EtcDir(), want)
+	}
+	t.Setenv(EtcDirEnv, "/tmp/x")
+	if EtcDir() != "/tmp/x" {
+		t.Errorf("EtcDir() = %q with %s set", EtcDir(), EtcDirEnv)
 	}
 }

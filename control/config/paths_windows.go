@@ -17,3 +17,7 @@ func SystemConfigDir() string {
 
 // LegacySystemConfigDir is empty: the Windows default never moved.
 func LegacySystemConfigDir() string { return "" }
+
+// etcDir holds hosts, peers.allow and peers.deny (upstream's hosts path; upstream's
+// ACL paths there are the Unix ones, which fips-go does not copy).
+const etcDir = `C:\ProgramData\fips`

@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fips-go/fips/control/identity"
+)
 
 // ConnectPolicy is peers[].connect_policy. Upstream parses all three but
 // acts only on auto_connect.
@@ -35,6 +39,13 @@ func (p *PeerConfig) applyDefaults() {
 
 // IsAutoConnect reports whether the peer is dialled at startup.
 func (p *PeerConfig) IsAutoConnect() bool { return p.ConnectPolicy == ConnectAuto }
+
+// ValidNpub reports whether Npub decodes to a key. A peer whose npub does
+// not is skipped (with a warning from Lint), as upstream skips it.
+func (p *PeerConfig) ValidNpub() bool {
+	_, err := identity.DecodeNpub(p.Npub)
+	return err == nil
+}
 
 // DefaultAddressPriority is peers[].addresses[].priority's default.
 const DefaultAddressPriority = 100

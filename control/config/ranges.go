@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/fips-go/fips/control/identity"
 )
 
 // fips-go addition: upstream accepts any value its Rust type can hold, and
@@ -123,8 +121,8 @@ func rangeText(lo, hi uint64, unit string) string {
 	return s
 }
 
-// checkRanges applies the range checks to every numeric key, every address
-// and every npub.
+// checkRanges applies the range checks to every numeric key and every
+// address.
 func (c *Config) checkRanges() []*Error {
 	r := &rangeChecker{c: c}
 	n := &c.Node
@@ -363,14 +361,12 @@ func knownTransportKinds() []string { return []string{"udp", "tcp", "ethernet", 
 
 func isKnownTransportKind(k string) bool { return slices.Contains(knownTransportKinds(), k) }
 
-// checkPeers refuses an unusable npub, an unknown transport type and a
-// malformed host:port address.
+// checkPeers refuses an unknown transport type and a malformed host:port
+// address. An unusable npub is not refused: upstream skips that peer and
+// starts, and so does fips-go, with a warning (Lint).
 func (c *Config) checkPeers(r *rangeChecker) {
 	for i, p := range c.Peers {
 		key := fmt.Sprintf("peers[%d]", i)
-		if _, err := identity.DecodeNpub(p.Npub); err != nil {
-			r.errs = append(r.errs, c.invalid(key+".npub", "`%s.npub` is %s, which is not a valid npub (npub1… bech32 of a 32-byte key)", key, strconv.Quote(p.Npub)))
-		}
 		for j, a := range p.Addresses {
 			akey := fmt.Sprintf("%s.addresses[%d]", key, j)
 			kind := a.Spec().Kind

@@ -235,6 +235,10 @@ func (c *Config) Lint() []Warning {
 	seen := make(map[string]int)
 	for i, p := range c.Peers {
 		key := fmt.Sprintf("peers[%d]", i)
+		if !p.ValidNpub() {
+			w(key+".npub", "%s is not a valid npub (npub1… bech32 of a 32-byte key); this peer is skipped", strconv.Quote(p.Npub))
+			continue
+		}
 		if j, dup := seen[p.Npub]; dup {
 			w(key+".npub", "same npub as peers[%d]; only one of them is used", j)
 		} else {

@@ -130,12 +130,40 @@ func Pretty(doc []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func writePretty(b *bytes.Buffer, v any, depth int) {
+// Canonical re-renders a JSON document compactly the way upstream's
+// serde_json writes a Value: object keys sorted, numbers normalised as
+// serde would re-serialise them (a float stays a float: 1.0), and only
+// '"', '\\' and control characters escaped in strings.
+func Canonical(doc []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	writeJSON(&b, v, -1)
+	return b.Bytes(), nil
+}
+
+func writePretty(b *bytes.Buffer, v any, depth int) { writeJSON(b, v, depth) }
+
+// writeJSON writes v pretty-printed from depth, or compactly when depth is
+// negative.
+func writeJSON(b *bytes.Buffer, v any, depth int) {
+	compact := depth < 0
 	indent := func(d int) {
+		if compact {
+			return
+		}
 		b.WriteByte('\n')
 		for range d {
 			b.WriteString("  ")
 		}
+	}
+	next := depth + 1
+	if compact {
+		next = -1
 	}
 	switch x := v.(type) {
 	case nil:
@@ -157,7 +185,7 @@ func writePretty(b *bytes.Buffer, v any, depth int) {
 				b.WriteByte(',')
 			}
 			indent(depth + 1)
-			writePretty(b, e, depth+1)
+			writeJSON(b, e, next)
 		}
 		indent(depth)
 		b.WriteByte(']')
@@ -178,8 +206,12 @@ func writePretty(b *bytes.Buffer, v any, depth int) {
 			}
 			indent(depth + 1)
 			writeJSONString(b, k)
-			b.WriteString(": ")
-			writePretty(b, x[k], depth+1)
+			if compact {
+				b.WriteByte(':')
+			} else {
+				b.WriteString(": ")
+			}
+			writeJSON(b, x[k], next)
 		}
 		indent(depth)
 		b.WriteByte('}')

@@ -53,9 +53,15 @@ type Response struct {
 	Message string          `json:"message,omitempty"`
 }
 
-// OK returns a success response whose data is v marshalled to JSON.
+// OK returns a success response whose data is v marshalled to JSON with
+// every object's keys sorted, as upstream's serde_json Values are (their
+// maps are BTreeMaps), whatever the field order of v's types.
 func OK(v any) (Response, error) {
 	b, err := marshal(v)
+	if err != nil {
+		return Response{}, err
+	}
+	b, err = Canonical(b)
 	if err != nil {
 		return Response{}, err
 	}

@@ -110,13 +110,15 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 	help := counterHelp()
 	used := map[string]bool{}
 
-	// show_metrics: every family but the legacy alias "discovery".
+	// show_metrics: every family but the legacy alias "discovery" and
+	// "native" (upstream's native-API counters, always 0 here: fips-go
+	// has no native API).
 	fams, err := flatten(node.MetricsJSON{})
 	if err != nil {
 		return nil, err
 	}
 	for _, fam := range sortedKeys(fams) {
-		if fam == "discovery" {
+		if fam == "discovery" || fam == "native" {
 			continue
 		}
 		members, ok := fams[fam].(map[string]any)
@@ -232,7 +234,7 @@ func (c *Collector) flatFamily(fam, prefix string, members map[string]any, label
 			base = r
 		}
 		name, typ := prefix+base+"_total", "counter"
-		if fam == "transport" && k == "connections_active" {
+		if fam == "transport" && (k == "connections_active" || k == "pool_inbound" || k == "pool_outbound") {
 			name, typ = prefix+base, "gauge"
 			f.gauge[k] = true
 		}

@@ -186,7 +186,7 @@ func TestShowMetricsFamiliesExported(t *testing.T) {
 	}
 	n := 0
 	for fam, members := range m {
-		if fam == "discovery" {
+		if fam == "discovery" || fam == "native" {
 			continue
 		}
 		for k, v := range members.(map[string]any) {

@@ -98,22 +98,12 @@ func (n *Node) showStatus() StatusData {
 	return d
 }
 
-func displayName(alias, npub string) string {
-	if alias != "" {
-		return alias
-	}
-	if len(npub) > 16 {
-		return npub[:16] + "…"
-	}
-	return npub
-}
-
 func (n *Node) showPeers() ctl.ShowPeers {
 	s := n.Snapshot()
 	out := make(ctl.List[ctl.PeerInfo], 0, len(s.Peers))
 	for _, p := range s.Peers {
 		info := ctl.PeerInfo{
-			NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub), IPv6Addr: p.IPv6,
+			NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: n.displayName(p.Addr, p.Npub), IPv6Addr: p.IPv6,
 			Connectivity: "connected", LinkID: p.LinkID, AuthenticatedAtMs: msSince(p.Since), LastSeenMs: msSince(p.LastRecv),
 			TransportAddr: p.TransportAddr, Direction: string(p.Direction), TransportType: p.TransportType,
 			Stats: ctl.TrafficStats{PacketsSent: p.Stats.PacketsSent, PacketsRecv: p.Stats.PacketsRecv,
@@ -165,7 +155,7 @@ func (n *Node) showTransports() ctl.ShowTransports {
 	out := make(ctl.List[ctl.TransportInfo], 0, len(s.Transports))
 	for _, t := range s.Transports {
 		out = append(out, ctl.TransportInfo{TransportID: uint32(t.ID), Type: t.Type, State: string(t.State),
-			MTU: uint16(t.MTU), Name: t.Name, LocalAddr: t.LocalAddr, Stats: t.Stats})
+			MTU: uint16(t.MTU), Name: t.Name, LocalAddr: t.LocalAddr, Stats: transportStats(t.Type, t.Stats)})
 	}
 	return ctl.ShowTransports{Transports: out}
 }
@@ -314,6 +304,44 @@ func npubParam(command string, raw json.RawMessage) (string, identity.PublicKey,
 	return npub, pk, nil
 }
 
-// DisplayName is how the show_* commands name a node: its alias, or the
-// start of its npub.
-func DisplayName(alias, npub string) string { return displayName(alias, npub) }
+// DisplayName is a peer's name for readers of a published snapshot (the
+// Prometheus collector): its alias, else upstream's short npub. The
+// show_* commands also consult the hosts file (Node.displayName).
+func DisplayName(alias, npub string) string {
+	if alias != "" {
+		return alias
+	}
+	return ShortNpub(npub)
+}
+
+// connectionlessStats are the counters of a transport without
+// connections (UDP): upstream's (packets, bytes, errors, mtu_exceeded,
+// kernel_drops) and fips-go's (the queue and framing drops, and the
+// connection counters every fips-go transport has, at 0).
+type connectionlessStats struct {
+	PacketsSent     uint64 `json:"packets_sent"`
+	PacketsRecv     uint64 `json:"packets_recv"`
+	BytesSent       uint64 `json:"bytes_sent"`
+	BytesRecv       uint64 `json:"bytes_recv"`
+	SendErrors      uint64 `json:"send_errors"`
+	RecvErrors      uint64 `json:"recv_errors"`
+	MTUExceeded     uint64 `json:"mtu_exceeded"`
+	DroppedQueue    uint64 `json:"dropped_queue_full"`
+	DroppedInvalid  uint64 `json:"dropped_invalid"`
+	KernelDrops     uint64 `json:"kernel_drops"`
+	ConnectionsUp   uint64 `json:"connections_active"`
+	ConnectsRefused uint64 `json:"connections_refused"`
+	ConnectFailures uint64 `json:"connect_failures"`
+}
+
+// transportStats is show_transports' stats object for a transport type:
+// TCP's has upstream's connection counters and pool gauges too.
+func transportStats(typ string, st transport.Stats) any {
+	if typ == "tcp" {
+		return st
+	}
+	return connectionlessStats{PacketsSent: st.PacketsSent, PacketsRecv: st.PacketsRecv, BytesSent: st.BytesSent,
+		BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, MTUExceeded: st.MTUExceeded,
+		DroppedQueue: st.DroppedQueue, DroppedInvalid: st.DroppedInvalid, KernelDrops: st.KernelDrops,
+		ConnectionsUp: st.ConnectionsUp, ConnectsRefused: st.ConnectsRefused, ConnectFailures: st.ConnectFailures}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/route"
@@ -13,7 +14,9 @@ import (
 	"github.com/fips-go/fips/control/tree"
 )
 
-// registerMesh installs the routing-layer commands.
+// registerMesh installs the routing-layer commands. Their responses have
+// upstream's keys and value types (floats as floats); fips-go's
+// additions are new keys beside them, never changes to upstream's.
 func (n *Node) registerMesh(r ctlRegistry) {
 	n.registerProbe(r)
 	r.Register("show_tree", func(context.Context, json.RawMessage) (any, error) { return n.showTree(), nil })
@@ -23,14 +26,14 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	// The cache tables can hold tens of thousands of entries: they are
 	// read on the event loop when asked for, not copied into every snapshot.
 	r.Register("show_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return n.Do(ctx, func(now time.Time) any { return n.core.route.CacheSnapshot(now) })
+		return n.Do(ctx, func(now time.Time) any { return n.cacheJSON(n.core.route.CacheSnapshot(now)) })
 	})
 	r.Register("show_mmp", func(context.Context, json.RawMessage) (any, error) { return n.showMMP(), nil })
 	r.Register("show_sessions", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return n.Do(ctx, func(now time.Time) any { return n.core.sessionsJSON() })
+		return n.Do(ctx, func(now time.Time) any { return n.sessionsJSON() })
 	})
 	r.Register("show_identity_cache", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return n.Do(ctx, func(now time.Time) any { return n.core.identityCacheJSON(now) })
+		return n.Do(ctx, func(now time.Time) any { return n.identityCacheJSON(now) })
 	})
 }
 
@@ -40,27 +43,75 @@ type RoutingJSON struct {
 	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
 	PendingTunDestinations int                      `json:"pending_tun_destinations"`
 	PendingTunPackets      int                      `json:"pending_tun_packets"`
-	Retries                []any                    `json:"retries"`
+	Retries                []RetryJSON              `json:"retries"`
 	Discovery              route.LookupStats        `json:"discovery"`
-	ErrorSignals           route.ErrorStats         `json:"error_signals"`
-	Congestion             route.CongestionStats    `json:"congestion"`
-	Limits                 route.LimitStats         `json:"limits"`
+	ErrorSignals           ErrorSignalsJSON         `json:"error_signals"`
+	Congestion             CongestionJSON           `json:"congestion"`
+	Limits                 route.LimitStats         `json:"limits"` // ours, not upstream's
 	PendingLookups         []route.PendingLookupRow `json:"pending_lookups"`
+}
+
+// RetryJSON is one show_routing retries entry: upstream's keys, plus
+// fips-go's resolved_addr (the address the last attempt dialled, a host
+// name's answer; "" before any) and last_error (why the last attempt could
+// not dial, omitted when it could).
+type RetryJSON struct {
+	AutoReconnect bool   `json:"auto_reconnect"`
+	DisplayName   string `json:"display_name"`
+	LastError     string `json:"last_error,omitempty"`
+	NodeAddr      string `json:"node_addr"`
+	ResolvedAddr  string `json:"resolved_addr"`
+	RetryAfterMs  uint64 `json:"retry_after_ms"`
+	RetryCount    uint32 `json:"retry_count"`
+}
+
+// ErrorSignalsJSON is upstream's error-signal family (show_routing's
+// error_signals, show_metrics' errors): what the lookups and the session
+// layer counted of routing error signals.
+type ErrorSignalsJSON struct {
+	CoordsRequired          uint64 `json:"coords_required"`
+	LookupRespMTUBelowFloor uint64 `json:"lookup_resp_mtu_below_floor"`
+	MTUExceeded             uint64 `json:"mtu_exceeded"`
+	MTUExceededBelowFloor   uint64 `json:"mtu_exceeded_below_floor"`
+	PathBroken              uint64 `json:"path_broken"`
+	PathMTUNotifBelowFloor  uint64 `json:"path_mtu_notif_below_floor"`
+	UnboundBroken           uint64 `json:"unbound_broken"`
+	UnboundCoords           uint64 `json:"unbound_coords"`
+	UnboundForged           uint64 `json:"unbound_forged"`
+	UnboundMTU              uint64 `json:"unbound_mtu"`
+}
+
+func errorSignals(r route.ErrorStats, s session.Stats) ErrorSignalsJSON {
+	return ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
+		MTUExceeded: s.MtuExceeded, MTUExceededBelowFloor: s.MtuExceededBelowFloor, PathBroken: s.PathBroken,
+		PathMTUNotifBelowFloor: s.PathMtuNotifBelowFloor, UnboundBroken: s.UnboundBroken, UnboundCoords: s.UnboundCoords,
+		UnboundForged: s.SignalsForged, UnboundMTU: s.UnboundMTU}
 }
 
 func (n *Node) showRouting() RoutingJSON {
 	s := n.Snapshot()
 	rows := make([]route.PendingLookupRow, len(s.Routing.PendingLookups))
 	for i, r := range s.Routing.PendingLookups {
-		r.DisplayName = s.displayName(r.Target)
+		r.DisplayName = n.nameIn(s, r.Target)
 		rows[i] = r
 	}
-	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: []any{},
-		Discovery: s.Routing.Lookup, ErrorSignals: s.RouteStats.Errors, Congestion: s.RouteStats.Congestion,
-		Limits: s.RouteStats.Limits, PendingLookups: rows}
+	retries := make([]RetryJSON, 0, len(s.Retries))
+	for _, r := range s.Retries {
+		j := RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: n.nameIn(s, r.NodeAddr), NodeAddr: r.NodeAddr.String(),
+			ResolvedAddr: r.Addr, RetryAfterMs: msSince(r.NextDial), RetryCount: uint32(r.Retries)}
+		if r.Err != nil {
+			j.LastError = r.Err.Error()
+		}
+		retries = append(retries, j)
+	}
+	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: retries,
+		Discovery: s.Routing.Lookup, ErrorSignals: errorSignals(s.RouteStats.Errors, s.SessStats),
+		Congestion: s.congestion(), Limits: s.RouteStats.Limits, PendingLookups: rows}
 }
 
-// MetricsJSON is show_metrics: upstream's counter families.
+// MetricsJSON is show_metrics: upstream's counter families, plus fips-go's
+// session and ipv6. native is upstream's native-API family: fips-go has no
+// native API yet, so its counters stay 0.
 type MetricsJSON struct {
 	Forwarding route.ForwardingStats `json:"forwarding"`
 	Lookup     route.LookupStats     `json:"lookup"`
@@ -68,9 +119,31 @@ type MetricsJSON struct {
 	Tree       tree.Stats            `json:"tree"`
 	Bloom      bloom.Stats           `json:"bloom"`
 	Congestion CongestionJSON        `json:"congestion"`
-	Errors     route.ErrorStats      `json:"errors"`
+	Errors     ErrorSignalsJSON      `json:"errors"`
+	Native     NativeStatsJSON       `json:"native"`
 	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
 	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
+}
+
+// NativeStatsJSON is upstream's native datagram API counter family.
+type NativeStatsJSON struct {
+	DropArrivalQueueFull   uint64 `json:"drop_arrival_queue_full"`
+	DropBacklogFull        uint64 `json:"drop_backlog_full"`
+	DropFlowQueueFull      uint64 `json:"drop_flow_queue_full"`
+	DropListenerGone       uint64 `json:"drop_listener_gone"`
+	DropListenerNotReading uint64 `json:"drop_listener_not_reading"`
+	DropNoPort             uint64 `json:"drop_no_port"`
+	DropOversize           uint64 `json:"drop_oversize"`
+	DropPendingQueueFull   uint64 `json:"drop_pending_queue_full"`
+	DropTooManyFlows       uint64 `json:"drop_too_many_flows"`
+	FlowsAccepted          uint64 `json:"flows_accepted"`
+	FlowsClosed            uint64 `json:"flows_closed"`
+	FlowsExpired           uint64 `json:"flows_expired"`
+	FlowsOpened            uint64 `json:"flows_opened"`
+	ReceivedBytes          uint64 `json:"received_bytes"`
+	ReceivedDatagrams      uint64 `json:"received_datagrams"`
+	SentBytes              uint64 `json:"sent_bytes"`
+	SentDatagrams          uint64 `json:"sent_datagrams"`
 }
 
 // SessionMetricsJSON is what the node counts about its own sessions.
@@ -88,14 +161,18 @@ type CongestionJSON struct {
 	KernelDropEvents uint64 `json:"kernel_drop_events"` // ticks on which a transport's kernel drops grew
 }
 
+func (s *Snapshot) congestion() CongestionJSON {
+	return CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
+}
+
 func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.Snapshot()) }
 
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
 func MetricsOf(s *Snapshot) MetricsJSON {
 	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
-		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: s.RouteStats.Errors,
-		Congestion: CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents},
+		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
+		Congestion: s.congestion(),
 		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups},
 		IPv6:       s.IPv6}
 }
@@ -117,17 +194,45 @@ type IdentityCacheEntry struct {
 	AgeMs       uint64            `json:"age_ms"`
 }
 
-func (c *Core) identityCacheJSON(now time.Time) IdentityCacheJSON {
+// liveNpub is the npub of an active peer or a session's remote (on the
+// loop), "" otherwise: the keys upstream's display names use.
+func (n *Node) liveNpub(a identity.NodeAddr) string {
+	if p := n.core.peers.Peer(a); p != nil {
+		return p.PublicKey.Npub()
+	}
+	if pk, ok := n.core.sess.RemoteKey(a); ok {
+		return pk.Npub()
+	}
+	return ""
+}
+
+func (n *Node) identityCacheJSON(now time.Time) IdentityCacheJSON {
+	c := n.core
 	out := IdentityCacheJSON{Entries: []IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
 	c.ids.each(func(e *idEntry) {
-		name := e.pk.Npub()
-		if p := c.peers.Peer(e.addr); p != nil && p.Alias != "" {
-			name = p.Alias
-		}
-		out.Entries = append(out.Entries, IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: displayName(name, e.pk.Npub()),
+		out.Entries = append(out.Entries, IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: n.displayName(e.addr, n.liveNpub(e.addr)),
 			IPv6Addr: e.addr.IPv6().String(), LastSeenMs: msSince(e.lastSeen), AgeMs: uint64(max(0, now.Sub(e.lastSeen).Milliseconds()))})
 	})
 	return out
+}
+
+// CacheJSON is show_cache: upstream's keys, fill_ratio a float.
+type CacheJSON struct {
+	AvgAgeMs     int64                  `json:"avg_age_ms"`
+	Count        int                    `json:"count"`
+	DefaultTTLMs int64                  `json:"default_ttl_ms"`
+	Entries      []route.CacheEntryView `json:"entries"`
+	Expired      int                    `json:"expired"`
+	FillRatio    ctl.Float              `json:"fill_ratio"`
+	MaxEntries   int                    `json:"max_entries"`
+}
+
+func (n *Node) cacheJSON(c route.CacheSnapshot) CacheJSON {
+	for i := range c.Entries {
+		c.Entries[i].DisplayName = n.displayName(c.Entries[i].NodeAddr, n.liveNpub(c.Entries[i].NodeAddr))
+	}
+	return CacheJSON{AvgAgeMs: c.AvgAgeMs, Count: c.Count, DefaultTTLMs: c.DefaultTTLMs, Entries: c.Entries,
+		Expired: c.Expired, FillRatio: ctl.Float(c.FillRatio), MaxEntries: c.MaxEntries}
 }
 
 // TreePeerJSON is one show_tree peer: the tree's view plus the node's
@@ -146,59 +251,156 @@ type TreeJSON struct {
 	Peers             []TreePeerJSON `json:"peers"`
 }
 
-func (s *Snapshot) displayName(a identity.NodeAddr) string {
-	if ni, ok := s.Names[a]; ok {
-		return displayName(ni.alias, ni.npub)
-	}
-	return a.Short()
-}
-
 func (n *Node) showTree() TreeJSON {
 	s := n.Snapshot()
-	out := TreeJSON{Snapshot: s.Tree, ParentDisplayName: s.displayName(s.Tree.Parent), Peers: []TreePeerJSON{}}
+	out := TreeJSON{Snapshot: s.Tree, ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []TreePeerJSON{}}
 	if ni, ok := s.Names[s.Tree.Root]; ok {
 		out.RootNpub = &ni.npub
 	}
 	for _, p := range s.Tree.Peers {
-		out.Peers = append(out.Peers, TreePeerJSON{PeerSnapshot: p, DisplayName: s.displayName(p.NodeAddr)})
+		out.Peers = append(out.Peers, TreePeerJSON{PeerSnapshot: p, DisplayName: n.nameIn(s, p.NodeAddr)})
 	}
 	return out
 }
 
-func (n *Node) showBloom() bloom.Snapshot {
+// BloomJSON is show_bloom. Each peer_filters entry carries its filter's
+// estimated_count, set_bits and fill_ratio beside the peer's keys, as
+// upstream's does, when a filter is held.
+type BloomJSON struct {
+	IsLeafOnly           bool                `json:"is_leaf_only"`
+	LeafDependentCount   int                 `json:"leaf_dependent_count"`
+	LeafDependents       []identity.NodeAddr `json:"leaf_dependents"`
+	OwnNodeAddr          identity.NodeAddr   `json:"own_node_addr"`
+	PeerFilters          []map[string]any    `json:"peer_filters"`
+	Sequence             uint64              `json:"sequence"`
+	Stats                bloom.Stats         `json:"stats"`
+	UptreeEstimatedCount *ctl.Float          `json:"uptree_estimated_count"`
+	UptreeFillRatio      *ctl.Float          `json:"uptree_fill_ratio"`
+}
+
+func floatPtr(p *float64) *ctl.Float {
+	if p == nil {
+		return nil
+	}
+	return ctl.FloatPtr(*p)
+}
+
+func (n *Node) showBloom() BloomJSON {
 	s := n.Snapshot()
 	b := s.Bloom
-	rows := make([]bloom.PeerFilterRow, len(b.PeerFilters))
-	for i, r := range b.PeerFilters {
-		r.DisplayName = s.displayName(r.Peer)
-		rows[i] = r
+	out := BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
+		OwnNodeAddr: b.OwnNodeAddr, PeerFilters: make([]map[string]any, 0, len(b.PeerFilters)), Sequence: b.Sequence,
+		Stats: b.Stats, UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
+	if out.LeafDependents == nil {
+		out.LeafDependents = []identity.NodeAddr{}
 	}
-	b.PeerFilters = rows
-	return b
+	for _, r := range b.PeerFilters {
+		pf := map[string]any{"peer": r.Peer, "display_name": n.nameIn(s, r.Peer), "has_filter": r.HasFilter,
+			"filter_sequence": r.FilterSequence}
+		if f := r.Filter; f != nil {
+			pf["estimated_count"] = floatPtr(f.EstimatedCount)
+			pf["set_bits"] = f.SetBits
+			pf["fill_ratio"] = ctl.Float(f.FillRatio)
+		}
+		out.PeerFilters = append(out.PeerFilters, pf)
+	}
+	return out
+}
+
+// mmpObject renders link or session metrics as upstream's mmp objects:
+// show_peers' and show_sessions' "mmp" (upstream's keys only, quality
+// under qkey: lqi or sqi) or, with layer set, show_mmp's link_layer /
+// session_layer (with trends, spin-bit role, ECN count; path_mtu for a
+// session). fips-go's jitter_us and report counters follow in the layer
+// objects.
+func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any {
+	o := map[string]any{"loss_rate": ctl.Float(m.LossRate), "etx": ctl.Float(m.ETX)}
+	if !layer || !session {
+		o["goodput_bps"] = ctl.Float(m.GoodputBps)
+		o["delivery_ratio_forward"] = ctl.Float(m.DeliveryRatioForward)
+		o["delivery_ratio_reverse"] = ctl.Float(m.DeliveryRatioReverse)
+	}
+	if !layer {
+		o["mode"] = m.Mode
+	}
+	if session {
+		var pmtu uint16
+		if m.PathMTU != nil {
+			pmtu = *m.PathMTU
+		}
+		o["path_mtu"] = pmtu
+	}
+	if m.SRTTMs != nil {
+		o["srtt_ms"] = ctl.Float(*m.SRTTMs)
+		if m.Quality != nil {
+			o[qkey] = ctl.Float(*m.Quality)
+		}
+	}
+	if m.SmoothedLoss != nil {
+		o["smoothed_loss"] = ctl.Float(*m.SmoothedLoss)
+	}
+	if m.SmoothedETX != nil {
+		o["smoothed_etx"] = ctl.Float(*m.SmoothedETX)
+	}
+	if !layer {
+		if session { // what fips-go's show_sessions mmp always carried beside upstream's keys
+			for k, v := range map[string]*string{"rtt_trend": m.RTTTrend, "loss_trend": m.LossTrend, "goodput_trend": m.GoodputTrend,
+				"jitter_trend": m.JitterTrend, "etx_trend": m.ETXTrend} {
+				if v != nil {
+					o[k] = *v
+				}
+			}
+			o["spin_bit_role"], o["ecn_ce_count"], o["jitter_us"], o["stats"] = m.SpinBitRole, m.ECNCECount, m.JitterUs, m.Stats
+		}
+		return o
+	}
+	trend := func(key string, t *string) {
+		if t != nil {
+			o[key] = *t
+		}
+	}
+	trend("rtt_trend", m.RTTTrend)
+	trend("loss_trend", m.LossTrend)
+	if session {
+		trend("etx_trend", m.ETXTrend)
+	} else {
+		trend("goodput_trend", m.GoodputTrend)
+		trend("jitter_trend", m.JitterTrend)
+		o["spin_bit_role"] = m.SpinBitRole
+		o["ecn_ce_count"] = m.ECNCECount
+	}
+	o["jitter_us"] = m.JitterUs // ours
+	o["stats"] = m.Stats        // ours
+	return o
 }
 
 // SessionJSON is one show_sessions entry.
 type SessionJSON struct {
 	session.SnapshotEntry
-	DisplayName string        `json:"display_name"`
-	MMP         *mmp.Snapshot `json:"mmp,omitempty"`
+	DisplayName string         `json:"display_name"`
+	MMP         map[string]any `json:"mmp,omitempty"`
 }
 
-func (c *Core) sessionsJSON() map[string]any {
-	rows := c.sess.Snapshot()
+func (n *Node) sessionsJSON() map[string]any {
+	c := n.core
+	return n.sessionRows(c.sess.Snapshot(), func(a identity.NodeAddr) (mmp.Snapshot, bool) {
+		if sm := c.smmp[a]; sm != nil {
+			return sm.link.Snapshot(), true
+		}
+		return mmp.Snapshot{}, false
+	})
+}
+
+// sessionRows renders show_sessions from the session table's rows and
+// each session's metrics.
+func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.NodeAddr) (mmp.Snapshot, bool)) map[string]any {
 	out := make([]SessionJSON, 0, len(rows))
 	for _, r := range rows {
-		name := displayName("", r.Npub)
+		row := SessionJSON{SnapshotEntry: r}
 		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
-			if p := c.peers.Peer(a); p != nil && p.Alias != "" {
-				name = p.Alias
-			}
-		}
-		row := SessionJSON{SnapshotEntry: r, DisplayName: name}
-		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
-			if sm := c.smmp[a]; sm != nil {
-				snap := sm.link.Snapshot()
-				row.MMP = &snap
+			row.DisplayName = n.displayName(a, r.Npub)
+			if m, ok := metrics(a); ok {
+				row.MMP = mmpObject(m, "sqi", false, true)
 			}
 		}
 		out = append(out, row)
@@ -206,36 +408,35 @@ func (c *Core) sessionsJSON() map[string]any {
 	return map[string]any{"sessions": out}
 }
 
-// MMPPeerJSON is one show_mmp link row.
+// MMPPeerJSON is one show_mmp peers entry (link layer).
 type MMPPeerJSON struct {
-	NodeAddr    string `json:"node_addr"`
-	Npub        string `json:"npub"`
-	DisplayName string `json:"display_name"`
-	mmp.Snapshot
-	LQI *float64 `json:"lqi,omitempty"`
+	DisplayName string         `json:"display_name"`
+	LinkLayer   map[string]any `json:"link_layer"`
+	Mode        string         `json:"mode"`
+	Peer        string         `json:"peer"`
 }
 
-// MMPSessionJSON is one show_mmp session row.
+// MMPSessionJSON is one show_mmp sessions entry (session layer).
 type MMPSessionJSON struct {
-	RemoteAddr  string `json:"remote_addr"`
-	DisplayName string `json:"display_name"`
-	mmp.Snapshot
-	SQI *float64 `json:"sqi,omitempty"`
+	DisplayName  string         `json:"display_name"`
+	Mode         string         `json:"mode"`
+	Remote       string         `json:"remote"`
+	SessionLayer map[string]any `json:"session_layer"`
 }
 
 // showMMP is show_mmp: link metrics per peer, end-to-end metrics per
-// session.
+// session, in upstream's nesting.
 func (n *Node) showMMP() map[string]any {
 	s := n.Snapshot()
 	peers := make([]MMPPeerJSON, 0, len(s.Peers))
 	for _, p := range s.Peers {
-		peers = append(peers, MMPPeerJSON{NodeAddr: p.NodeAddr, Npub: p.Npub, DisplayName: displayName(p.Alias, p.Npub),
-			Snapshot: p.MMP, LQI: p.MMP.Quality})
+		peers = append(peers, MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,
+			LinkLayer: mmpObject(p.MMP, "lqi", true, false)})
 	}
 	sessions := make([]MMPSessionJSON, 0, len(s.SessionMMP))
 	for _, v := range s.SessionMMP {
-		sessions = append(sessions, MMPSessionJSON{RemoteAddr: v.Remote.String(), DisplayName: s.displayName(v.Remote),
-			Snapshot: v.MMP, SQI: v.MMP.Quality})
+		sessions = append(sessions, MMPSessionJSON{Remote: v.Remote.String(), DisplayName: n.displayName(v.Remote, v.Npub),
+			Mode: v.MMP.Mode, SessionLayer: mmpObject(v.MMP, "sqi", true, true)})
 	}
 	return map[string]any{"peers": peers, "sessions": sessions}
 }

@@ -83,6 +83,12 @@ type Options struct {
 	IdentityCacheSize int
 	// TUN enables the IPv6 adapter on a TUN device (tun.enabled).
 	TUN TUNOptions
+	// Resolve, when set, replaces the transports' ResolveAddr for static
+	// peers' addresses (tests inject names that resolve only later).
+	Resolve func(ctx context.Context, t transport.Transport, addr string) (transport.Addr, error)
+	// HostName names a node from the hosts file (/etc/fips/hosts), for
+	// display names; nil: no hosts file. It is called from any goroutine.
+	HostName func(identity.NodeAddr) (string, bool)
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -141,8 +147,16 @@ type Node struct {
 	tunCleanup     func()       // undoes what openTUN set up beyond the device (Linux: the policy rule)
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
-	// driver); Run waits for them before it returns.
+	// driver, static-peer resolutions); Run waits for them before it
+	// returns.
 	bg sync.WaitGroup
+	// runCtx is Run's context once running (static-peer resolutions end
+	// with it); set before the loop starts, read on the loop.
+	runCtx context.Context
+	// aliases and staticNpubs are the configured peers' aliases and
+	// npubs by address (display names); fixed after New.
+	aliases     map[identity.NodeAddr]string
+	staticNpubs map[identity.NodeAddr]string
 }
 
 type request struct {
@@ -179,6 +193,14 @@ func New(o Options) (*Node, error) {
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 		tunIn: make(chan *[]byte, o.QueueSize), tunState: "disabled",
+	}
+	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
+	for _, sp := range o.StaticPeers {
+		a := sp.PublicKey.NodeAddr()
+		n.staticNpubs[a] = sp.PublicKey.Npub()
+		if sp.Alias != "" {
+			n.aliases[a] = sp.Alias
+		}
 	}
 	for _, t := range o.Transports {
 		if _, dup := n.transports[t.ID()]; dup {
@@ -257,9 +279,10 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.opts.TUN.Enabled {
 		n.startTUN()
 	}
+	n.runCtx = ctx
 	now := time.Now()
 	for _, sp := range n.opts.StaticPeers {
-		n.addStatic(ctx, now, sp)
+		n.addStatic(now, sp)
 	}
 	n.flushSends()
 	n.publish(now)

@@ -297,23 +297,13 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 		"display_name": j.rep.Target.DisplayName, "budget_ms": uint64(budget / time.Millisecond)}, drive, nil
 }
 
-// probeName is a peer's alias when it is a peer with one, else the short
-// npub.
+// probeName is the target's display name, as upstream's probe names it
+// (peer_display_name), with the key the probe resolved.
 func (n *Node) probeName(a identity.NodeAddr, npub string) string {
-	if p := n.peers.Peer(a); p != nil {
-		if npub == "" {
-			npub = p.PublicKey.Npub()
-		}
-		return displayName(p.Alias, npub)
-	}
 	if npub == "" {
-		if pk, ok := n.core.ids.Lookup(a); ok {
-			npub = pk.Npub()
-		} else {
-			return a.Short()
-		}
+		npub = n.liveNpub(a)
 	}
-	return displayName("", npub)
+	return n.displayName(a, npub)
 }
 
 func probeID(raw json.RawMessage) (uint64, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 )
 
@@ -43,6 +44,10 @@ type Snapshot struct {
 	IPv6                         IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
+	// SessStats are the session layer's counters.
+	SessStats session.Stats
+	// Retries are the configured peers waiting for a redial.
+	Retries []peer.RetryInfo
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
 }
@@ -53,6 +58,7 @@ type nameInfo struct {
 
 // PeerView is one active peer.
 type PeerView struct {
+	Addr            identity.NodeAddr
 	NodeAddr        string
 	Npub            string
 	Alias           string
@@ -107,14 +113,18 @@ func (n *Node) publish(now time.Time) {
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
-		NoRouteLookups: c.noRouteLookups,
-		TunName:        "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
+		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
+		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}
 	s.IPv6.ReadQueueDrops, s.IPv6.WriteErrors = n.tunDrops.Load(), n.tunWriteErrors
 	for _, a := range sortedAddrs(c.smmp) {
-		s.SessionMMP = append(s.SessionMMP, SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()})
+		v := SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()}
+		if pk, ok := c.sess.RemoteKey(a); ok {
+			v.Npub = pk.Npub()
+		}
+		s.SessionMMP = append(s.SessionMMP, v)
 	}
 	parent, hasParent := c.tree.Parent()
 	s.Bloom = c.bloom.Snapshot(parent, !hasParent)
@@ -127,7 +137,7 @@ func (n *Node) publish(now time.Time) {
 	}
 	n.peers.Peers(func(p *peer.Peer) {
 		v := PeerView{
-			NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
+			Addr: p.NodeAddr, NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
 			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
 			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv,
 			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats,
@@ -144,6 +154,12 @@ func (n *Node) publish(now time.Time) {
 		s.Peers = append(s.Peers, v)
 	})
 	sort.Slice(s.Peers, func(i, j int) bool { return s.Peers[i].NodeAddr < s.Peers[j].NodeAddr })
+	n.peers.Retries(func(r peer.RetryInfo) {
+		s.Retries = append(s.Retries, r)
+		if _, ok := s.Names[r.NodeAddr]; !ok {
+			s.Names[r.NodeAddr] = nameInfo{npub: n.staticNpubs[r.NodeAddr], alias: r.Alias}
+		}
+	})
 	n.peers.Connections(func(c peer.Connection) { s.Connections = append(s.Connections, c) })
 	sort.Slice(s.Connections, func(i, j int) bool { return s.Connections[i].LinkID < s.Connections[j].LinkID })
 	for _, id := range n.order {
@@ -164,6 +180,7 @@ func (n *Node) publish(now time.Time) {
 // SessionMMPView is one session's metrics.
 type SessionMMPView struct {
 	Remote identity.NodeAddr
+	Npub   string // "" until the remote's key is known
 	MMP    mmp.Snapshot
 }
 

@@ -2,16 +2,19 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
 )
 
-// resolveTimeout bounds one address resolution at startup or connect.
+// resolveTimeout bounds one address resolution at a dial or connect.
 const resolveTimeout = 5 * time.Second
 
 // transportFor picks the transport a peer address names: "udp" is the
@@ -33,34 +36,98 @@ func (n *Node) transportFor(sel string) (transport.Transport, error) {
 	return nil, fmt.Errorf("no %s transport configured", typ)
 }
 
-// resolve turns configured addresses into dial candidates, best priority
-// first. Unresolvable ones are logged and skipped.
-func (n *Node) resolve(ctx context.Context, addrs []PeerAddress) []peer.Candidate {
+// targets turns configured addresses into what the link layer resolves
+// at each dial attempt, best priority first. Addresses naming no
+// transport are logged and skipped.
+func (n *Node) targets(addrs []PeerAddress) []peer.StaticAddress {
 	sorted := append([]PeerAddress(nil), addrs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Priority < sorted[j].Priority })
-	var out []peer.Candidate
+	var out []peer.StaticAddress
 	for _, a := range sorted {
 		t, err := n.transportFor(a.Transport)
 		if err != nil {
 			n.log.Warn("skipping peer address", "addr", a.Addr, "transport", a.Transport, "error", err)
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-		ta, err := t.ResolveAddr(rctx, a.Addr)
-		cancel()
-		if err != nil {
-			n.log.Warn("cannot resolve peer address", "addr", a.Addr, "transport", a.Transport, "error", err)
-			continue
-		}
-		out = append(out, peer.Candidate{Transport: t.ID(), Addr: ta})
+		out = append(out, peer.StaticAddress{Transport: t.ID(), Addr: a.Addr})
 	}
 	return out
 }
 
-func (n *Node) addStatic(ctx context.Context, now time.Time, sp StaticPeer) {
-	cands := n.resolve(ctx, sp.Addresses)
-	if len(cands) == 0 {
+func (n *Node) addStatic(now time.Time, sp StaticPeer) {
+	targets := n.targets(sp.Addresses)
+	if len(targets) == 0 {
 		n.log.Warn("configured peer has no usable address", "npub", sp.PublicKey.Npub(), "alias", sp.Alias)
 	}
-	n.peers.AddStatic(now, peer.StaticPeer{PublicKey: sp.PublicKey, Alias: sp.Alias, Addresses: cands, AutoReconnect: sp.AutoReconnect})
+	n.peers.AddStatic(now, peer.StaticPeer{PublicKey: sp.PublicKey, Alias: sp.Alias, Targets: targets, AutoReconnect: sp.AutoReconnect})
+}
+
+// ResolveStatic implements peer.StaticResolver: a static peer's addresses
+// are resolved at every dial attempt, so a host name that did not resolve
+// at startup, or now resolves elsewhere, is dialled where it is now.
+// Numeric addresses are answered at once; anything naming a host is looked
+// up off the loop and handed back with StaticResolved.
+func (n *Node) ResolveStatic(na identity.NodeAddr, targets []peer.StaticAddress) (peer.Resolution, bool) {
+	numeric := true
+	for _, t := range targets {
+		if _, err := netip.ParseAddrPort(t.Addr); err != nil {
+			numeric = false
+			break
+		}
+	}
+	ctx := n.runCtx
+	if numeric || ctx == nil {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return n.resolveTargets(ctx, targets), true
+	}
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		res := n.resolveTargets(ctx, targets)
+		// Gone with the loop: the answer has no one to dial.
+		_, _ = n.Do(ctx, func(now time.Time) any {
+			n.peers.StaticResolved(now, na, res)
+			return nil
+		})
+	}()
+	return peer.Resolution{}, false
+}
+
+// resolveTargets resolves each target on its transport (each bounded by
+// resolveTimeout), keeping the order; a destination no packet can reach
+// counts as unresolved.
+func (n *Node) resolveTargets(ctx context.Context, targets []peer.StaticAddress) peer.Resolution {
+	var res peer.Resolution
+	var errs []error
+	for _, tg := range targets {
+		t := n.transports[tg.Transport]
+		if t == nil {
+			errs = append(errs, fmt.Errorf("%s: no transport %d", tg.Addr, tg.Transport))
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		a, err := n.resolveAddr(rctx, t, tg.Addr)
+		cancel()
+		if err == nil {
+			err = transport.CheckDestination(a.IP)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolve %s: %w", tg.Addr, err))
+			continue
+		}
+		res.Candidates = append(res.Candidates, peer.Candidate{Transport: t.ID(), Addr: a})
+	}
+	res.Err = errors.Join(errs...)
+	return res
+}
+
+// resolveAddr is the transport's ResolveAddr unless Options.Resolve
+// replaces it.
+func (n *Node) resolveAddr(ctx context.Context, t transport.Transport, s string) (transport.Addr, error) {
+	if n.opts.Resolve != nil {
+		return n.opts.Resolve(ctx, t, s)
+	}
+	return t.ResolveAddr(ctx, s)
 }

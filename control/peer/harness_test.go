@@ -29,6 +29,9 @@ type simNet struct {
 	cut map[[2]transport.Addr]bool
 	// dropHook sees every packet the network drops.
 	dropHook func(simPkt)
+	// names is the network's name service: "host:port" → address, for
+	// static peers configured by name.
+	names map[string]transport.Addr
 }
 
 type simPkt struct {
@@ -48,6 +51,10 @@ type simNode struct {
 	// connections it was asked to close, and addresses it was told carry
 	// an authenticated link
 	closed, authed []transport.Addr
+	// resolves counts ResolveStatic calls; deferResolve makes it answer
+	// later (the test calls StaticResolved), as the node's DNS lookups do.
+	resolves     int
+	deferResolve bool
 	// what Upper saw
 	up, down []identity.NodeAddr
 	downWhy  []string
@@ -62,7 +69,7 @@ type upperMsg struct {
 
 func newSimNet(t *testing.T, seed uint64) *simNet {
 	return &simNet{t: t, now: time.Unix(1_700_000_000, 0), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		nodes: map[transport.Addr]*simNode{}, cut: map[[2]transport.Addr]bool{}}
+		nodes: map[transport.Addr]*simNode{}, cut: map[[2]transport.Addr]bool{}, names: map[string]transport.Addr{}}
 }
 
 func simAddr(i int) transport.Addr {
@@ -112,6 +119,27 @@ func (s *simNode) AcceptConnections(transport.ID) bool              { return s.a
 func (s *simNode) CloseConnection(_ transport.ID, a transport.Addr) { s.closed = append(s.closed, a) }
 func (s *simNode) LinkAuthenticated(_ transport.ID, a transport.Addr) {
 	s.authed = append(s.authed, a)
+}
+
+// ResolveStatic implements StaticResolver from the network's names.
+func (s *simNode) ResolveStatic(_ identity.NodeAddr, targets []StaticAddress) (Resolution, bool) {
+	s.resolves++
+	if s.deferResolve {
+		return Resolution{}, false
+	}
+	return s.net.resolve(targets), true
+}
+
+func (n *simNet) resolve(targets []StaticAddress) Resolution {
+	var res Resolution
+	for _, tg := range targets {
+		if a, ok := n.names[tg.Addr]; ok {
+			res.Candidates = append(res.Candidates, Candidate{Transport: tg.Transport, Addr: a})
+		} else {
+			res.Err = fmt.Errorf("lookup %s: no such host", tg.Addr)
+		}
+	}
+	return res
 }
 
 // Upper

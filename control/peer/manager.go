@@ -66,10 +66,38 @@ type Upper interface {
 
 // StaticPeer is a configured peer the node keeps connected.
 type StaticPeer struct {
-	PublicKey     identity.PublicKey
-	Alias         string
-	Addresses     []Candidate // in preference order
+	PublicKey identity.PublicKey
+	Alias     string
+	// Addresses are dial candidates already resolved, in preference
+	// order. Targets, when set, replace them: configured addresses
+	// resolved again at every dial attempt (a host name's answer may
+	// change, or exist only later), through the Env's StaticResolver.
+	Addresses     []Candidate
+	Targets       []StaticAddress
 	AutoReconnect bool
+}
+
+// StaticAddress is one configured address of a static peer, as written
+// ("host:port"), on the transport its selector names.
+type StaticAddress struct {
+	Transport transport.ID
+	Addr      string
+}
+
+// Resolution is the outcome of resolving a static peer's Targets: the
+// candidates that resolved, in the Targets' order, and why the others did
+// not (nil when all did).
+type Resolution struct {
+	Candidates []Candidate
+	Err        error
+}
+
+// StaticResolver is an optional Env method that resolves a static peer's
+// Targets for one dial attempt. It answers at once (done true) or later,
+// by calling Manager.StaticResolved on the Manager's goroutine; the
+// Manager asks again only after an answer.
+type StaticResolver interface {
+	ResolveStatic(na identity.NodeAddr, targets []StaticAddress) (res Resolution, done bool)
 }
 
 // Candidate is one transport address to dial a peer at.
@@ -147,6 +175,11 @@ type staticState struct {
 	nextDial  time.Time
 	candidate int  // next address to try
 	pending   bool // a retry is scheduled
+	resolving bool // a resolution of cfg.Targets is under way
+	// lastAddr is the address last dialled, lastErr why the last attempt
+	// could not dial (resolution or dial failure), for the retry state.
+	lastAddr string
+	lastErr  error
 }
 
 // New makes a Manager. rnd may be nil (crypto/rand).

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -26,14 +27,94 @@ func (m *Manager) StaticPeers(f func(StaticPeer)) {
 }
 
 func (m *Manager) dialStatic(now time.Time, st *staticState) {
-	if len(st.cfg.Addresses) == 0 {
+	if len(st.cfg.Targets) > 0 {
+		r, ok := m.env.(StaticResolver)
+		if !ok {
+			st.lastErr = errNoResolver
+			m.log.Warn("cannot resolve configured peer addresses", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", st.lastErr)
+			return
+		}
+		if st.resolving {
+			return
+		}
+		st.resolving = true
+		if res, done := r.ResolveStatic(st.nodeAddr, st.cfg.Targets); done {
+			m.staticResolved(now, st, res)
+		}
 		return
 	}
-	c := st.cfg.Addresses[st.candidate%len(st.cfg.Addresses)]
+	m.dialCandidates(now, st, st.cfg.Addresses, nil)
+}
+
+var errNoResolver = errors.New("no resolver for configured addresses")
+
+// StaticResolved delivers a resolution ResolveStatic answered later, and
+// dials (or schedules the retry) as the answer allows.
+func (m *Manager) StaticResolved(now time.Time, na identity.NodeAddr, res Resolution) {
+	if st := m.static[na]; st != nil && st.resolving {
+		m.staticResolved(now, st, res)
+	}
+}
+
+func (m *Manager) staticResolved(now time.Time, st *staticState, res Resolution) {
+	st.resolving = false
+	if _, active := m.peers[st.nodeAddr]; active {
+		return // it dialled us meanwhile
+	}
+	m.dialCandidates(now, st, res.Candidates, res.Err)
+}
+
+// dialCandidates dials the next of cands (they rotate across attempts);
+// with none, or when the dial fails, the attempt counts as failed and the
+// retry is scheduled on the usual backoff.
+func (m *Manager) dialCandidates(now time.Time, st *staticState, cands []Candidate, resolveErr error) {
+	if len(cands) == 0 {
+		if resolveErr == nil && len(st.cfg.Targets) == 0 {
+			return // nothing configured to dial: nothing to retry
+		}
+		st.lastErr = resolveErr
+		m.log.Warn("configured peer has no usable address", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", resolveErr)
+		m.scheduleRetry(now, st.nodeAddr, true)
+		return
+	}
+	if resolveErr != nil {
+		m.log.Debug("some configured peer addresses did not resolve", "peer", st.nodeAddr.Short(), "error", resolveErr)
+	}
+	c := cands[st.candidate%len(cands)]
 	st.candidate++
+	st.lastAddr, st.lastErr = c.Addr.String(), nil
 	if err := m.Dial(now, st.cfg.PublicKey, c); err != nil {
+		st.lastErr = err
 		m.log.Warn("cannot dial configured peer", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", err)
 		m.scheduleRetry(now, st.nodeAddr, true)
+	}
+}
+
+// RetryInfo is one configured peer's retry state (show_routing.retries).
+type RetryInfo struct {
+	NodeAddr      identity.NodeAddr
+	Alias         string
+	Retries       int
+	NextDial      time.Time
+	AutoReconnect bool
+	// Addr is the address last dialled (a host name's resolved address),
+	// Err why the last attempt could not dial; "" and nil when unknown.
+	Addr string
+	Err  error
+}
+
+// Retries calls f for each configured peer with a retry scheduled, in
+// node-address order.
+func (m *Manager) Retries(f func(RetryInfo)) {
+	for _, st := range sortedValues(m.static, func(a, b *staticState) int { return a.nodeAddr.Compare(b.nodeAddr) }) {
+		if !st.pending {
+			continue
+		}
+		if _, active := m.peers[st.nodeAddr]; active {
+			continue
+		}
+		f(RetryInfo{NodeAddr: st.nodeAddr, Alias: st.cfg.Alias, Retries: st.retries, NextDial: st.nextDial,
+			AutoReconnect: st.cfg.AutoReconnect, Addr: st.lastAddr, Err: st.lastErr})
 	}
 }
 

@@ -841,15 +841,21 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 		}
 		dest, mtu = m.DestAddr, m.MTU
 	}
-	switch t.signalVerdict(src, dest) {
-	case forged:
-		t.stats.SignalsForged++
+	switch v := t.signalVerdict(src, dest); v {
+	case forged, unbound:
+		if v == forged {
+			t.stats.SignalsForged++
+		}
 		t.stats.SignalsUnbound++
 		t.stats.UnknownSession++
-		return
-	case unbound:
-		t.stats.SignalsUnbound++
-		t.stats.UnknownSession++
+		switch typ { // upstream's error_signals.unbound_*, forged ones included
+		case wire.SignalCoordsRequired:
+			t.stats.UnboundCoords++
+		case wire.SignalPathBroken:
+			t.stats.UnboundBroken++
+		case wire.SignalMtuExceeded:
+			t.stats.UnboundMTU++
+		}
 		return
 	}
 	e := t.sessions[dest]
@@ -1093,6 +1099,16 @@ func (t *Table) info(e *entry) Info {
 	}
 }
 
+// RemoteKey is the key of dest's session remote, known once the session
+// has authenticated it (not for a responder before msg3).
+func (t *Table) RemoteKey(dest identity.NodeAddr) (identity.PublicKey, bool) {
+	e := t.sessions[dest]
+	if e == nil || e.remote.NodeAddr() != dest {
+		return identity.PublicKey{}, false
+	}
+	return e.remote, true
+}
+
 // Session returns dest's session state.
 func (t *Table) Session(dest identity.NodeAddr) (Info, bool) {
 	e := t.sessions[dest]
@@ -1199,8 +1215,11 @@ type Stats struct {
 	CoordsRequired, PathBroken            uint64
 	MtuExceeded, MtuExceededBelowFloor    uint64
 	SignalsForged, SignalsUnbound         uint64
-	CoordsWarmupResponses                 uint64
-	PathMtuNotifBelowFloor                uint64
+	// UnboundCoords, UnboundBroken and UnboundMTU split SignalsUnbound by
+	// signal type (CoordsRequired, PathBroken, MtuExceeded).
+	UnboundCoords, UnboundBroken, UnboundMTU uint64
+	CoordsWarmupResponses                    uint64
+	PathMtuNotifBelowFloor                   uint64
 }
 
 // Stats returns a copy of the counters.

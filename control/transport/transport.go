@@ -152,6 +152,17 @@ type Stats struct {
 	ConnectionsUp   uint64 `json:"connections_active"`  // connection-oriented only
 	ConnectsRefused uint64 `json:"connections_refused"` // inbound over the cap, or accept off
 	ConnectFailures uint64 `json:"connect_failures"`    // outbound dials that failed
+	// Upstream's TCP counters: outbound connections made, inbound ones
+	// admitted and refused (over max_inbound_connections), outbound dials
+	// that timed out or were refused, and the connections open now by
+	// direction.
+	ConnectionsEstablished uint64 `json:"connections_established"`
+	ConnectionsAccepted    uint64 `json:"connections_accepted"`
+	ConnectionsRejected    uint64 `json:"connections_rejected"`
+	ConnectTimeouts        uint64 `json:"connect_timeouts"`
+	ConnectRefused         uint64 `json:"connect_refused"`
+	PoolInbound            uint64 `json:"pool_inbound"`
+	PoolOutbound           uint64 `json:"pool_outbound"`
 }
 
 // MTUError reports a send larger than the transport allows.
@@ -184,6 +195,12 @@ type Counters struct {
 	ConnectionsUp                atomic.Int64
 	ConnectsRefused              atomic.Uint64
 	ConnectFailures              atomic.Uint64
+	ConnectionsEstablished       atomic.Uint64
+	ConnectionsAccepted          atomic.Uint64
+	ConnectionsRejected          atomic.Uint64
+	ConnectTimeouts              atomic.Uint64
+	ConnectRefused               atomic.Uint64
+	PoolInbound, PoolOutbound    atomic.Int64
 }
 
 // Snapshot reads every counter.
@@ -196,6 +213,10 @@ func (c *Counters) Snapshot() Stats {
 		DroppedInvalid: c.DroppedInvalid.Load(), KernelDrops: c.KernelDrops.Load(),
 		ConnectionsUp:   uint64(max(0, c.ConnectionsUp.Load())),
 		ConnectsRefused: c.ConnectsRefused.Load(), ConnectFailures: c.ConnectFailures.Load(),
+		ConnectionsEstablished: c.ConnectionsEstablished.Load(), ConnectionsAccepted: c.ConnectionsAccepted.Load(),
+		ConnectionsRejected: c.ConnectionsRejected.Load(), ConnectTimeouts: c.ConnectTimeouts.Load(),
+		ConnectRefused: c.ConnectRefused.Load(),
+		PoolInbound:    uint64(max(0, c.PoolInbound.Load())), PoolOutbound: uint64(max(0, c.PoolOutbound.Load())),
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fips-go/fips/control/transport"
@@ -402,6 +403,13 @@ func (t *Transport) dialAndRun(c *conn) {
 	if err != nil {
 		if c.ctx.Err() == nil { // not aborted by CloseConnection or Close
 			t.stats.ConnectFailures.Add(1)
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+				t.stats.ConnectTimeouts.Add(1)
+			case errors.Is(err, syscall.ECONNREFUSED):
+				t.stats.ConnectRefused.Add(1)
+			}
 			t.log.Debug("TCP connect failed", "remote_addr", c.addr.String(), "err", err)
 		}
 		t.teardown(c)
@@ -416,6 +424,8 @@ func (t *Transport) dialAndRun(c *conn) {
 	}
 	c.nc, c.mtu = nc, mtu
 	t.stats.ConnectionsUp.Add(1)
+	t.stats.ConnectionsEstablished.Add(1)
+	t.stats.PoolOutbound.Add(1)
 	t.wg.Add(1)
 	t.mu.Unlock()
 	t.log.Debug("TCP connection established", "remote_addr", c.addr.String(), "link_mtu", mtu)
@@ -491,6 +501,7 @@ func (t *Transport) admit(nc net.Conn) {
 	t.mu.RUnlock()
 	if full {
 		t.stats.ConnectsRefused.Add(1)
+		t.stats.ConnectionsRejected.Add(1)
 		t.log.Debug("refusing inbound TCP connection: max_inbound_connections reached",
 			"remote_addr", addr.String(), "max", t.opts.MaxInboundConnections)
 		nc.Close()
@@ -510,6 +521,8 @@ func (t *Transport) admit(nc net.Conn) {
 	t.conns[addr] = c
 	t.inbound++
 	t.stats.ConnectionsUp.Add(1)
+	t.stats.ConnectionsAccepted.Add(1)
+	t.stats.PoolInbound.Add(1)
 	t.wg.Add(2)
 	if t.unauthTimeout > 0 {
 		c.authTimer = time.AfterFunc(t.unauthTimeout, func() { t.expireUnauthenticated(c) })
@@ -684,6 +697,11 @@ func (t *Transport) teardown(c *conn) {
 	nc := c.nc
 	if nc != nil {
 		t.stats.ConnectionsUp.Add(-1)
+		if c.inbound {
+			t.stats.PoolInbound.Add(-1)
+		} else {
+			t.stats.PoolOutbound.Add(-1)
+		}
 	}
 	t.mu.Unlock()
 

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 )
@@ -124,6 +125,9 @@ func (d *Daemon) Start() {
 		d.t.Fatal(err)
 	}
 	cmd := exec.Command(d.bin.Fips, "-c", d.Config)
+	// hosts and peers.allow/deny are read from the daemon's directory,
+	// not the machine's /etc/fips.
+	cmd.Env = append(os.Environ(), config.EtcDirEnv+"="+d.Dir)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -100,15 +100,14 @@ func TestProbeAcrossALine(t *testing.T) {
 	if _, ok := WaitFor(30*time.Second, func() bool {
 		var b struct {
 			PeerFilters []struct {
-				Filter *struct {
-					EstimatedCount *float64 `json:"estimated_count"`
-				} `json:"filter"`
+				HasFilter      bool     `json:"has_filter"`
+				EstimatedCount *float64 `json:"estimated_count"`
 			} `json:"peer_filters"`
 		}
-		if a.Call("show_bloom", nil, &b) != nil || len(b.PeerFilters) != 1 || b.PeerFilters[0].Filter == nil {
+		if a.Call("show_bloom", nil, &b) != nil || len(b.PeerFilters) != 1 || !b.PeerFilters[0].HasFilter {
 			return false
 		}
-		est := b.PeerFilters[0].Filter.EstimatedCount
+		est := b.PeerFilters[0].EstimatedCount
 		return est != nil && *est >= float64(n-1)-0.5
 	}); !ok {
 		t.Fatalf("A's filter from B never covered the line\n%s", a.Logs())

@@ -127,18 +127,17 @@ func demo(ctx context.Context, r *netns.Runner) error {
 	for _, n := range m.Nodes() {
 		var v struct {
 			PeerFilters []struct {
-				Peer   string `json:"peer"`
-				Filter *struct {
-					EstimatedCount *float64 `json:"estimated_count"`
-				} `json:"filter"`
+				Peer           string   `json:"peer"`
+				HasFilter      bool     `json:"has_filter"`
+				EstimatedCount *float64 `json:"estimated_count"`
 			} `json:"peer_filters"`
 		}
 		fipsctlJSON(r, m, n.Name, &v, "show", "bloom")
 		var parts []string
 		for _, f := range v.PeerFilters {
 			est := "?"
-			if f.Filter != nil && f.Filter.EstimatedCount != nil {
-				est = fmt.Sprintf("~%.0f", *f.Filter.EstimatedCount)
+			if f.EstimatedCount != nil {
+				est = fmt.Sprintf("~%.0f", *f.EstimatedCount)
 			}
 			parts = append(parts, fmt.Sprintf("via %s %s nodes", nameOf(m, f.Peer), est))
 		}
@@ -305,15 +304,16 @@ func printSessions(m *netns.Mesh, sessions, mmp []byte) {
 	}
 	fmt.Println("    fipsctl show mmp, end-to-end session metrics (on a):")
 	for _, e := range v.Sessions {
-		who, _ := e["remote_addr"].(string)
-		if who == "" {
-			who, _ = e["node_addr"].(string)
-		}
+		who, _ := e["remote"].(string)
+		layer, _ := e["session_layer"].(map[string]any)
 		var parts []string
-		for _, k := range []string{"srtt_ms", "loss_rate", "etx", "path_mtu", "mode"} {
-			if x, ok := e[k]; ok && x != nil {
+		for _, k := range []string{"srtt_ms", "loss_rate", "etx", "path_mtu"} {
+			if x, ok := layer[k]; ok && x != nil {
 				parts = append(parts, fmt.Sprintf("%s %v", k, x))
 			}
+		}
+		if mode, ok := e["mode"].(string); ok {
+			parts = append(parts, "mode "+mode)
 		}
 		fmt.Printf("      -> %s  %s\n", nameOf(m, who), strings.Join(parts, ", "))
 	}

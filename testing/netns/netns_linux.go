@@ -496,9 +496,8 @@ func (m *Mesh) Converged() (bool, string) {
 		}
 		var b struct {
 			PeerFilters []struct {
-				Filter *struct {
-					EstimatedCount *float64 `json:"estimated_count"`
-				} `json:"filter"`
+				HasFilter      bool     `json:"has_filter"`
+				EstimatedCount *float64 `json:"estimated_count"`
 			} `json:"peer_filters"`
 		}
 		if err := n.Call("show_bloom", nil, &b); err != nil {
@@ -506,8 +505,8 @@ func (m *Mesh) Converged() (bool, string) {
 		}
 		sum := 0.0
 		for _, f := range b.PeerFilters {
-			if f.Filter != nil && f.Filter.EstimatedCount != nil {
-				sum += *f.Filter.EstimatedCount
+			if f.EstimatedCount != nil {
+				sum += *f.EstimatedCount
 			}
 		}
 		if sum < float64(len(nodes)-1)-0.5 {
