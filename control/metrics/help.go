@@ -210,5 +210,6 @@ func counterHelp() map[string]string {
 		"transport.connect_refused":         "Outbound dials the remote refused (TCP).",
 		"transport.pool_inbound":            "Inbound connections open now (TCP).",
 		"transport.pool_outbound":           "Outbound connections open now (TCP).",
+		"transport.unauthenticated_closed":  "Inbound connections closed because no link authenticated on them in time (TCP).",
 	}
 }

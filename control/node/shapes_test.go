@@ -85,7 +85,7 @@ var fipsGoAdditions = map[string][]string{
 	"show_sessions": {".data.sessions[].mmp.rtt_trend", ".data.sessions[].mmp.loss_trend", ".data.sessions[].mmp.goodput_trend",
 		".data.sessions[].mmp.jitter_trend", ".data.sessions[].mmp.etx_trend", ".data.sessions[].mmp.spin_bit_role",
 		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats"},
-	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops"},
+	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed"},
 }
 
 func isAddition(cmd, p string) bool {

@@ -163,6 +163,9 @@ type Stats struct {
 	ConnectRefused         uint64 `json:"connect_refused"`
 	PoolInbound            uint64 `json:"pool_inbound"`
 	PoolOutbound           uint64 `json:"pool_outbound"`
+	// UnauthenticatedClosed (fips-go) counts inbound connections closed
+	// because no link authenticated on them within the deadline.
+	UnauthenticatedClosed uint64 `json:"unauthenticated_closed"`
 }
 
 // MTUError reports a send larger than the transport allows.

@@ -271,7 +271,11 @@ func (t *Transport) State() transport.State {
 func (t *Transport) AcceptConnections() bool { return t.opts.BindAddr != "" }
 
 // Stats implements transport.Transport.
-func (t *Transport) Stats() transport.Stats { return t.stats.Snapshot() }
+func (t *Transport) Stats() transport.Stats {
+	s := t.stats.Snapshot()
+	s.UnauthenticatedClosed = t.unauthClosed.Load()
+	return s
+}
 
 // Start opens the listener, if any, and accepts until ctx ends or Close.
 // A failed Start may be retried.

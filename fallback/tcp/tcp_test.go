@@ -782,7 +782,7 @@ func TestIdleInboundConnectionsFreed(t *testing.T) {
 	for range idle {
 		b.nextDown(t)
 	}
-	if got := b.UnauthenticatedClosed(); got != 7 {
+	if got := b.UnauthenticatedClosed(); got != 7 || b.Stats().UnauthenticatedClosed != 7 {
 		t.Errorf("closed as unauthenticated %d, want 7", got)
 	}
 	// The slots are free again, and the authenticated one still works.
