@@ -178,7 +178,8 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_identity_cache_entries", "gauge", "entries", "Keys in the identity cache.", "show_identity_cache count", nil},
 		{"fips_identity_cache_max_entries", "gauge", "entries", "Capacity of the identity cache (node.cache.identity_size).", "show_identity_cache max_entries", nil},
 		{"fips_pending_lookups", "gauge", "lookups", "Lookups in flight.", "show_routing pending_lookups", nil},
-		{"fips_receive_queue_drops_total", "counter", "packets", "Packets dropped because the event loop's receive queue (node.buffers.packet_channel) was full.", "show_status receive_queue_drops", nil},
+		{"fips_receive_queue_drops_total", "counter", "packets", "Received packets refused because the event loop had stopped (a full receive queue holds the reader back instead).", "show_status receive_queue_drops", nil},
+		{"fips_receive_queue_aqm_drops_total", "counter", "packets", "Established frames dropped by CoDel on the receive path (a standing queue above 5 ms for 100 ms).", "show_status receive_queue_aqm_drops", nil},
 		{"fips_link_messages_received_total", "counter", "messages", "Authenticated link messages received, by message type.", "node link-message dispatch", []string{"type"}},
 		{"fips_link_messages_rejected_total", "counter", "messages", "Link messages refused, by reason (tree_*, bloom_* or the message type).", "node link-message dispatch", []string{"reason"}},
 		{"fips_tun_up", "gauge", "", "1 when the IPv6 adapter's TUN device is active.", "show_status tun_state", []string{"tun_name"}},
@@ -312,6 +313,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("fips_identity_cache_max_entries", float64(s.IDCacheMax))
 	gauge("fips_pending_lookups", float64(len(s.Routing.PendingLookups)))
 	counter("fips_receive_queue_drops_total", float64(s.RxDrops))
+	counter("fips_receive_queue_aqm_drops_total", float64(s.AQMDrops))
 	for _, k := range sortedKeys(s.LinkMsgs) {
 		counter("fips_link_messages_received_total", float64(s.LinkMsgs[k]), k)
 	}

@@ -61,6 +61,10 @@ type StatusData struct {
 	// holds the transport's reader back instead, so overload shows as the
 	// transport's kernel_drops.
 	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
+	// ReceiveQueueAQMDrops counts established frames dropped because they
+	// had waited longer than CoDel's target for longer than its interval
+	// (a standing queue at a node that cannot keep up).
+	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
 }
 
 func (n *Node) showStatus() StatusData {
@@ -77,7 +81,7 @@ func (n *Node) showStatus() StatusData {
 		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version,
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops}
+	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

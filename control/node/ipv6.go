@@ -44,8 +44,12 @@ type IPv6Stats struct {
 	// the lookup of their destination failed.
 	LookupUnreachable uint64 `json:"lookup_unreachable"`
 	// Device side, counted by the node.
-	ReadQueueDrops uint64 `json:"read_queue_drops"` // read from the device, loop queue full
-	WriteErrors    uint64 `json:"write_errors"`     // writes to the device that failed
+	ReadQueueDrops uint64 `json:"read_queue_drops"` // read from the device after the loop stopped
+	// ReadQueueAQMDrops: read from the device and dropped by CoDel (they
+	// waited for the loop over 5 ms, for over 100 ms): the sender's TCP
+	// backs off instead of filling the queue.
+	ReadQueueAQMDrops uint64 `json:"read_queue_aqm_drops"`
+	WriteErrors       uint64 `json:"write_errors"` // writes to the device that failed
 }
 
 // EnableIPv6 turns the port-256 service on; packets for the device go to w.

@@ -21,6 +21,7 @@ import (
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -120,6 +121,8 @@ type Node struct {
 	// stopped is closed when the event loop has returned: readers blocked
 	// on a full queue give up then.
 	stopped chan struct{}
+	// aqm bounds the receive path's queueing delay (loop-owned).
+	aqm *codel
 
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
@@ -139,7 +142,8 @@ type Node struct {
 	tun            tun.Device
 	tunName        string
 	tunState       string // disabled|configured|active|failed
-	tunIn          chan *[]byte
+	tunIn          chan tunPacket
+	tunAQM         *codel    // the TUN read path's queueing delay (loop-owned)
 	tunBufs        sync.Pool // *[]byte packet buffers between the TUN reader and the loop
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
@@ -186,13 +190,13 @@ func New(o Options) (*Node, error) {
 	}
 	n := &Node{
 		opts: o, log: o.Log, id: o.Identity,
-		transports:  map[transport.ID]transport.Transport{},
-		rx:          make(chan transport.Packet, o.QueueSize),
-		stopped:     make(chan struct{}),
+		transports: map[transport.ID]transport.Transport{},
+		rx:         make(chan transport.Packet, o.QueueSize),
+		stopped:    make(chan struct{}), aqm: newCodel(),
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
-		tunIn: make(chan *[]byte, o.QueueSize), tunState: "disabled",
+		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: newCodel(), tunState: "disabled",
 	}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
@@ -302,15 +306,13 @@ func (n *Node) loop(ctx context.Context) {
 			return
 		case p := <-n.rx:
 			now := time.Now()
-			n.core.HandlePacket(now, p.Transport, p.From, p.Data)
-			p.Buf.Release() // HandlePacket retains nothing of Data
+			n.receive(now, p)
 			// Drain what is queued before republishing: one snapshot per
 			// burst, not per packet.
 			for more := true; more; {
 				select {
 				case p := <-n.rx:
-					n.core.HandlePacket(now, p.Transport, p.From, p.Data)
-					p.Buf.Release()
+					n.receive(now, p)
 				default:
 					more = false
 				}
@@ -318,16 +320,14 @@ func (n *Node) loop(ctx context.Context) {
 			n.publishIfChanged(now)
 		case p := <-n.tunIn:
 			now := time.Now()
-			n.core.SendIPv6(now, *p)
-			n.tunBufs.Put(p) // SendIPv6 does not retain the packet
+			n.sendIPv6(now, p)
 			// A TUN read hands over a burst (one offloaded super-packet
 			// split in many): take what is queued, so its datagrams leave
 			// in one flush.
 			for more := true; more; {
 				select {
 				case p := <-n.tunIn:
-					n.core.SendIPv6(now, *p)
-					n.tunBufs.Put(p)
+					n.sendIPv6(now, p)
 				default:
 					more = false
 				}
@@ -346,6 +346,29 @@ func (n *Node) loop(ctx context.Context) {
 			n.tunFlush()
 		}
 	}
+}
+
+// receive hands one packet to the core, unless queue management drops
+// it: only established frames (data and link control alike, as a router
+// drops), never handshakes.
+func (n *Node) receive(now time.Time, p transport.Packet) {
+	if p.Arrived != 0 && len(p.Data) > 0 && p.Data[0]&0x0f == wire.FMPPhaseEstablished &&
+		n.aqm.drop(now, now.Sub(time.Unix(0, p.Arrived))) {
+		p.Buf.Release()
+		return
+	}
+	n.core.HandlePacket(now, p.Transport, p.From, p.Data)
+	p.Buf.Release() // HandlePacket retains nothing of Data
+}
+
+// sendIPv6 sends one packet read from the TUN device, unless queue
+// management drops it: the sender's own standing queue (the loop behind
+// the device) is bounded like a relay's, so the local TCP backs off.
+func (n *Node) sendIPv6(now time.Time, p tunPacket) {
+	if !n.tunAQM.drop(now, now.Sub(time.Unix(0, p.read))) {
+		n.core.SendIPv6(now, *p.b)
+	}
+	n.tunBufs.Put(p.b) // SendIPv6 does not retain the packet
 }
 
 // flushSends sends what the burst queued on batching transports.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"time"
 
 	"golang.zx2c4.com/wireguard/tun"
 )
@@ -47,6 +48,7 @@ func (n *Node) runTUN(dev tun.Device) error {
 		sizes := make([]int, batch)
 		for {
 			cnt, err := dev.Read(bufs, sizes, tunOffset)
+			read := time.Now().UnixNano()
 			for i := range cnt {
 				// Pooled copies: the loop returns each after SendIPv6.
 				pkt, _ := n.tunBufs.Get().(*[]byte)
@@ -57,7 +59,7 @@ func (n *Node) runTUN(dev tun.Device) error {
 				// Blocking when the loop is behind pushes back into the
 				// device queue (and TCP's own pacing) instead of dropping.
 				select {
-				case n.tunIn <- pkt:
+				case n.tunIn <- tunPacket{b: pkt, read: read}:
 				case <-n.stopped:
 					n.tunDrops.Add(1)
 					n.tunBufs.Put(pkt)
@@ -72,6 +74,13 @@ func (n *Node) runTUN(dev tun.Device) error {
 		}
 	}()
 	return nil
+}
+
+// tunPacket is a packet read from the device and when it was read (Unix
+// ns), for the loop's queue management.
+type tunPacket struct {
+	b    *[]byte
+	read int64
 }
 
 // tunWriteBatch bounds the packets held for one device write (each has

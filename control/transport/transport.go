@@ -43,6 +43,10 @@ type Packet struct {
 	From      Addr
 	Data      []byte
 	Buf       *Buffer // nil: Data is garbage-collected as usual
+	// Arrived is when the kernel received it (Unix ns), 0 when the
+	// transport cannot tell: the node's queue management measures
+	// queueing delay from it.
+	Arrived int64
 }
 
 // Buffer is a pooled receive buffer: transports that pool them hand one

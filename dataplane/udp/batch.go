@@ -26,6 +26,10 @@ type Message struct {
 	Segment int
 	// Trunc reports a received datagram larger than Buf (cut off).
 	Trunc bool
+	// Stamp is when the kernel received the message (Unix nanoseconds,
+	// SO_TIMESTAMPNS), 0 when unknown: the receiver can tell how long a
+	// packet waited in the socket buffer and its own queues.
+	Stamp int64
 }
 
 // Split calls f for every datagram in a received message.

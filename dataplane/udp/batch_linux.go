@@ -14,8 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// oobSize holds a UDP_GRO and an SO_RXQ_OVFL control message.
-var oobSize = unix.CmsgSpace(4) * 2
+// oobSize holds a UDP_GRO, an SO_RXQ_OVFL and an SCM_TIMESTAMPNS control
+// message.
+var oobSize = unix.CmsgSpace(4)*2 + unix.CmsgSpace(sizeofTimespec)
 
 // Conn is batched I/O on one UDP socket. ReadBatch belongs to one
 // goroutine and WriteBatch to one (they may be different).
@@ -96,6 +97,8 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 		if unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil {
 			conn.gro = true
 		}
+		// Arrival times for queueing-delay control; without them Stamp is 0.
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 	}); err != nil {
 		return nil, fmt.Errorf("udp: %w", err)
 	}
@@ -146,9 +149,8 @@ func (c *Conn) ReadBatch(ms []Message) (n int, drops uint64, err error) {
 		m.N = int(h.Len)
 		m.Trunc = h.Hdr.Flags&unix.MSG_TRUNC != 0
 		m.Addr = sockaddrToAddrPort(&s.names[i])
-		m.Segment = 0
-		seg, ovfl, haveOvfl := parseCmsgs(s.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)])
-		m.Segment = seg
+		seg, ovfl, haveOvfl, stamp := parseCmsgs(s.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)])
+		m.Segment, m.Stamp = seg, stamp
 		if haveOvfl {
 			drops += uint64(ovfl - c.lastOvfl) // a wrapping u32
 			c.lastOvfl = ovfl
@@ -266,6 +268,17 @@ func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
+// sizeofTimespec is struct timespec's size: two native longs.
+const sizeofTimespec = int(unsafe.Sizeof(unix.Timespec{}))
+
+// timespecNano reads a struct timespec (native longs) as Unix ns.
+func timespecNano(b []byte) int64 {
+	if sizeofTimespec == 16 {
+		return int64(binary.NativeEndian.Uint64(b))*1e9 + int64(binary.NativeEndian.Uint64(b[8:]))
+	}
+	return int64(int32(binary.NativeEndian.Uint32(b)))*1e9 + int64(int32(binary.NativeEndian.Uint32(b[4:])))
+}
+
 func putSegmentCmsg(b []byte, size uint16) {
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 	h.Level = unix.IPPROTO_UDP
@@ -274,9 +287,10 @@ func putSegmentCmsg(b []byte, size uint16) {
 	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], size)
 }
 
-// parseCmsgs finds the UDP_GRO segment size and the SO_RXQ_OVFL counter
-// in a received control buffer, without allocating.
-func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool) {
+// parseCmsgs finds the UDP_GRO segment size, the SO_RXQ_OVFL counter and
+// the SCM_TIMESTAMPNS arrival time (Unix ns, 0 if absent) in a received
+// control buffer, without allocating.
+func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool, stamp int64) {
 	hdr := unix.CmsgLen(0)
 	for len(b) >= hdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
@@ -289,6 +303,8 @@ func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool) {
 			segment = int(binary.NativeEndian.Uint32(b[hdr:]))
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && l >= hdr+4:
 			ovfl, haveOvfl = binary.NativeEndian.Uint32(b[hdr:]), true
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= hdr+sizeofTimespec:
+			stamp = timespecNano(b[hdr:])
 		}
 		next := unix.CmsgSpace(l - hdr)
 		if next > len(b) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -54,6 +55,11 @@ func receive(t *testing.T, c *Conn, raw *net.UDPConn, want int) [][]byte {
 		for i := range n {
 			if ms[i].Trunc {
 				t.Fatalf("message %d truncated", i)
+			}
+			if runtime.GOOS == "linux" {
+				if age := time.Since(time.Unix(0, ms[i].Stamp)); ms[i].Stamp == 0 || age < 0 || age > 10*time.Second {
+					t.Fatalf("message %d: kernel arrival stamp %d (%v ago)", i, ms[i].Stamp, age)
+				}
 			}
 			ms[i].Split(func(b []byte) { got = append(got, bytes.Clone(b)) })
 		}

@@ -18,9 +18,16 @@ func cmsg(level, typ int32, v uint32) []byte {
 
 func TestParseCmsgs(t *testing.T) {
 	b := append(cmsg(unix.IPPROTO_UDP, unix.UDP_GRO, 1200), cmsg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 7)...)
-	seg, ovfl, ok := parseCmsgs(b)
-	if seg != 1200 || ovfl != 7 || !ok {
-		t.Fatalf("parseCmsgs = %d %d %v", seg, ovfl, ok)
+	ts := make([]byte, unix.CmsgSpace(sizeofTimespec))
+	th := (*unix.Cmsghdr)(unsafePointer(ts))
+	th.Level, th.Type = unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS
+	th.SetLen(unix.CmsgLen(sizeofTimespec))
+	spec := unix.NsecToTimespec(1_700_000_000_123_456_789)
+	*(*unix.Timespec)(unsafePointer(ts[unix.CmsgLen(0):])) = spec
+	b = append(b, ts...)
+	seg, ovfl, ok, stamp := parseCmsgs(b)
+	if seg != 1200 || ovfl != 7 || !ok || stamp != 1_700_000_000_123_456_789 {
+		t.Fatalf("parseCmsgs = %d %d %v %d", seg, ovfl, ok, stamp)
 	}
 	ovfl7 := cmsg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 0xdeadbeef)
 	// An IPV6_PKTINFO (20 bytes of data) before the counter.
@@ -45,8 +52,8 @@ func TestParseCmsgs(t *testing.T) {
 		"truncated":   {ovfl7[:unix.CmsgLen(0)+2], 0, false},
 		"cut header":  {ovfl7[:5], 0, false},
 	} {
-		seg, got, ok := parseCmsgs(tc.b)
-		if got != tc.want || ok != tc.ok || seg != 0 {
+		seg, got, ok, stamp := parseCmsgs(tc.b)
+		if got != tc.want || ok != tc.ok || seg != 0 || stamp != 0 {
 			t.Errorf("%s: got segment %d, counter %#x %v", name, seg, got, ok)
 		}
 	}

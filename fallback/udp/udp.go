@@ -307,7 +307,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 	for i := range ms {
 		ms[i].Buf = make([]byte, size)
 	}
-	handle := func(from netip.AddrPort, b []byte) {
+	handle := func(from netip.AddrPort, b []byte, arrived int64) {
 		t.stats.PacketsRecv.Add(1)
 		t.stats.BytesRecv.Add(uint64(len(b)))
 		if len(b) > limit {
@@ -325,7 +325,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 		pb := t.bufs.Get()
 		data := pb.B[:len(b)]
 		copy(data, b)
-		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb}) {
+		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb, Arrived: arrived}) {
 			t.stats.DroppedQueue.Add(1)
 			pb.Release()
 		}
@@ -363,7 +363,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 				t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
 				continue
 			}
-			m.Split(func(b []byte) { handle(from, b) })
+			m.Split(func(b []byte) { handle(from, b, m.Stamp) })
 		}
 	}
 }
