@@ -16,8 +16,9 @@ import (
 // CAP_BPF+CAP_NET_ADMIN) and fail, not skip, when that is not possible.
 
 const (
-	xdpDrop = 1
-	xdpPass = 2
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
 
 	portA = 2121
 	portB = 9999
@@ -87,7 +88,7 @@ func run(t *testing.T, obj *Objects, frame []byte, want Reason) {
 		t.Fatalf("Program.Run: %v", err)
 	}
 	out := opts.DataOut
-	action := map[Verdict]uint32{VerdictPass: xdpPass, VerdictDrop: xdpDrop}[want.Verdict()]
+	action := map[Verdict]uint32{VerdictPass: xdpPass, VerdictDrop: xdpDrop, VerdictRedirect: xdpRedirect}[want.Verdict()]
 	if ret != action {
 		t.Errorf("action %d, want %d (%s/%s)", ret, action, want.Verdict(), want)
 	}
@@ -188,8 +189,9 @@ func TestVerdicts(t *testing.T) {
 	for _, r := range Reasons() {
 		switch r {
 		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError:
-			// TestDisabled and TestTokenBucket; LinkXSK needs a bound AF_XDP
-			// socket; RateLimitError needs the kernel to refuse an LRU insert.
+			// TestDisabled, TestTokenBucket and TestRedirectToXSK (it needs
+			// a bound AF_XDP socket); RateLimitError needs the kernel to
+			// refuse an LRU insert, which a test cannot provoke.
 		default:
 			if !seen[r] {
 				t.Errorf("no case for reason %s", r)
