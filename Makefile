@@ -62,8 +62,12 @@ fuzz:
 	  then echo "ok   $$0 $$1 $$(grep -o "execs: [0-9]*" $$log | tail -1)"; \
 	  else echo "FAIL $$0 $$1 (see $$log)"; exit 255; fi'
 
-## generate: regenerate generated code (bpf2go objects, when present).
+## generate: regenerate generated code: bpf/xdp_bpfel.{go,o} from
+## bpf/xdp_fips.c with clang (apt-get install clang llvm libbpf-dev), then
+## bpf/sources.sha256, which TestObjectsFresh checks. Commit the objects.
 generate:
+	@command -v clang >/dev/null 2>&1 && command -v llvm-strip >/dev/null 2>&1 || \
+	  { echo "make generate needs clang and llvm-strip: apt-get install -y clang llvm libbpf-dev"; exit 1; }
 	$(GO) generate ./...
 
 clean:

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/btcsuite/btcd/btcec/v2 v2.3.4
 	github.com/btcsuite/btcd/btcutil v1.1.6
+	github.com/cilium/ebpf v0.22.0
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1
 	github.com/flynn/noise v1.1.0
 	github.com/miekg/dns v1.1.73
@@ -31,3 +32,5 @@ require (
 	golang.zx2c4.com/wintun v0.0.0-20230126152724-0fa3db229ce2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+tool github.com/cilium/ebpf/cmd/bpf2go

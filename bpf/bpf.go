@@ -1,0 +1,196 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrNotSupported: no XDP on this operating system.
+	ErrNotSupported = errors.New("bpf: XDP is supported on Linux only")
+	// ErrLinksFull: the links map holds its maximum number of indices.
+	ErrLinksFull = errors.New("bpf: links map full")
+	// ErrUnknownLink: RemoveLink of an index that is not in the map.
+	ErrUnknownLink = errors.New("bpf: receiver index not in links map")
+)
+
+// Map capacities and limits, the same as in xdp_fips.c.
+const (
+	MaxPorts          = 4     // UDP ports in the config map
+	DefaultMaxLinks   = 65536 // links entries unless Options.MaxLinks says less
+	DefaultMaxSources = 16384 // ratelimit LRU entries unless Options.MaxSources says less
+	MaxSlots          = 64    // xsks entries: worker/queue slots a link can name
+	ProgramName       = "xdp_fips"
+)
+
+// Verdict is what xdp_fips did with a frame (C enum fips_verdict).
+type Verdict uint32
+
+// Verdicts, in the order of enum fips_verdict.
+const (
+	VerdictPass Verdict = iota
+	VerdictDrop
+	VerdictRedirect
+	verdictMax
+)
+
+var verdictNames = [...]string{"pass", "drop", "redirect"}
+
+// Verdicts lists every verdict.
+func Verdicts() []Verdict { return []Verdict{VerdictPass, VerdictDrop, VerdictRedirect} }
+
+func (v Verdict) String() string {
+	if v < verdictMax {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", uint32(v))
+}
+
+// Reason says why (C enum fips_reason). Each reason has one verdict.
+type Reason uint32
+
+// Reasons, in the order of enum fips_reason.
+const (
+	ReasonDisabled       Reason = iota // pass: config not enabled
+	ReasonNotIP                        // pass: EtherType neither IPv4 nor IPv6
+	ReasonShort                        // pass: frame ends inside a header
+	ReasonMalformed                    // pass: bad IP version/IHL or UDP length
+	ReasonIPFragment                   // pass: IPv4 fragment
+	ReasonIPv6Ext                      // pass: IPv6 extension header
+	ReasonNotUDP                       // pass: another transport
+	ReasonOtherPort                    // pass: UDP, not a FIPS port
+	ReasonFMPShort                     // drop: payload shorter than the FMP prefix
+	ReasonBadVersion                   // drop: FMP version not 0
+	ReasonBadPhase                     // drop: phase not 0, 1, 2
+	ReasonBadLength                    // drop: length or payload_len wrong for the phase
+	ReasonBadFlags                     // drop: flags on a handshake packet
+	ReasonUnknownIndex                 // drop: receiver index not in links
+	ReasonLinkKernel                   // pass: known link, no XSK bound to its slot
+	ReasonLinkXSK                      // redirect: known link into its XSK
+	ReasonHandshake                    // pass: msg1/msg2 within the token bucket
+	ReasonRateLimited                  // drop: msg1/msg2 over the token bucket
+	ReasonRateLimitError               // pass: the bucket could not be stored
+	reasonMax
+)
+
+var reasonNames = [...]string{
+	"disabled", "not_ip", "short", "malformed", "ip_fragment", "ipv6_ext",
+	"not_udp", "other_port", "fmp_short", "bad_version", "bad_phase",
+	"bad_length", "bad_flags", "unknown_index", "link_kernel", "link_xsk",
+	"handshake", "rate_limited", "ratelimit_error",
+}
+
+var reasonVerdicts = [...]Verdict{
+	VerdictPass, VerdictPass, VerdictPass, VerdictPass, VerdictPass, VerdictPass,
+	VerdictPass, VerdictPass, VerdictDrop, VerdictDrop, VerdictDrop,
+	VerdictDrop, VerdictDrop, VerdictDrop, VerdictPass, VerdictRedirect,
+	VerdictPass, VerdictDrop, VerdictPass,
+}
+
+// Reasons lists every reason.
+func Reasons() []Reason {
+	r := make([]Reason, reasonMax)
+	for i := range r {
+		r[i] = Reason(i)
+	}
+	return r
+}
+
+func (r Reason) String() string {
+	if r < reasonMax {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint32(r))
+}
+
+// Verdict is the verdict the program gives with this reason.
+func (r Reason) Verdict() Verdict {
+	if r < reasonMax {
+		return reasonVerdicts[r]
+	}
+	return verdictMax
+}
+
+// Counters are packets and bytes (whole frames, Ethernet header included).
+type Counters struct {
+	Packets uint64
+	Bytes   uint64
+}
+
+// Stats are the counters summed over CPUs. Every (verdict, reason) pair the
+// program can produce is present, zero or not.
+type Stats map[Verdict]map[Reason]Counters
+
+// AttachMode is how the program is attached to an interface.
+type AttachMode int
+
+// Attach modes. AttachAuto tries native, then generic.
+const (
+	AttachAuto AttachMode = iota
+	AttachNative
+	AttachGeneric
+)
+
+func (m AttachMode) String() string {
+	switch m {
+	case AttachAuto:
+		return "auto"
+	case AttachNative:
+		return "native"
+	case AttachGeneric:
+		return "generic"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseAttachMode reads "auto", "native" or "generic".
+func ParseAttachMode(s string) (AttachMode, error) {
+	for _, m := range []AttachMode{AttachAuto, AttachNative, AttachGeneric} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("bpf: attach mode %q: want auto, native or generic", s)
+}
+
+// Options for Load.
+type Options struct {
+	// Interfaces are attached at Load in Mode, unless NoAttach.
+	Interfaces []int
+	Mode       AttachMode
+	// NoAttach loads program and maps without attaching them anywhere,
+	// so tests can run the program on crafted frames.
+	NoAttach bool
+	// MaxLinks and MaxSources cap the links and ratelimit maps; 0 or more
+	// than the default means the default.
+	MaxLinks   uint32
+	MaxSources uint32
+}
+
+// Attachment is the program on one interface.
+type Attachment struct {
+	Ifindex   int
+	Mode      AttachMode // native or generic, as attached
+	ProgramID uint32
+}
+
+// Occupancy is how full the bounded maps are, and what they refused.
+type Occupancy struct {
+	Links, LinksMax     uint32
+	LinksRefused        uint64 // AddLink calls refused because links was full
+	Sources, SourcesMax uint32 // ratelimit buckets; the LRU evicts, never refuses
+}
+
+// checkConfig validates SetConfig's arguments.
+func checkConfig(ports []uint16) error {
+	if len(ports) > MaxPorts {
+		return fmt.Errorf("bpf: %d ports, at most %d", len(ports), MaxPorts)
+	}
+	for _, p := range ports {
+		if p == 0 {
+			return errors.New("bpf: port 0")
+		}
+	}
+	return nil
+}

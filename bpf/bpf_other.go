@@ -1,0 +1,39 @@
+//go:build !linux
+
+package bpf
+
+// Objects is the loaded program and its maps; on this OS it cannot exist.
+type Objects struct{}
+
+// Load returns ErrNotSupported: XDP needs Linux.
+func Load(Options) (*Objects, error) { return nil, ErrNotSupported }
+
+// Attach returns ErrNotSupported.
+func (*Objects) Attach(int, AttachMode) (AttachMode, error) { return 0, ErrNotSupported }
+
+// Detach returns ErrNotSupported.
+func (*Objects) Detach(int) error { return ErrNotSupported }
+
+// Attachments returns nothing.
+func (*Objects) Attachments() []Attachment { return nil }
+
+// ProgramID returns ErrNotSupported.
+func (*Objects) ProgramID() (uint32, error) { return 0, ErrNotSupported }
+
+// SetConfig returns ErrNotSupported.
+func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupported }
+
+// AddLink returns ErrNotSupported.
+func (*Objects) AddLink(uint32, uint32) error { return ErrNotSupported }
+
+// RemoveLink returns ErrNotSupported.
+func (*Objects) RemoveLink(uint32) error { return ErrNotSupported }
+
+// Stats returns ErrNotSupported.
+func (*Objects) Stats() (Stats, error) { return nil, ErrNotSupported }
+
+// Occupancy returns ErrNotSupported.
+func (*Objects) Occupancy() (Occupancy, error) { return Occupancy{}, ErrNotSupported }
+
+// Close does nothing.
+func (*Objects) Close() error { return nil }

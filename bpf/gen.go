@@ -1,0 +1,8 @@
+package bpf
+
+// `make generate` (clang and llvm-strip from Debian: apt-get install clang
+// llvm libbpf-dev) compiles xdp_fips.c against headers/ only, then records
+// the hashes of sources and objects that TestObjectsFresh checks.
+//
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target bpfel -go-package bpf -type fips_verdict -type fips_reason -type fips_config -type fips_link -type fips_addr -type fips_bucket -type fips_counter xdp xdp_fips.c -- -I./headers -O2 -g -Wall -Werror
+//go:generate go run ./internal/srcsum/gensum xdp_bpfel.go xdp_bpfel.o

@@ -1,0 +1,336 @@
+//go:build ignore
+
+/*
+ * xdp_fips.c: XDP early verdicts for FIPS FMP over UDP.
+ *
+ * Ethernet -> IPv4 (any IHL) / IPv6 (no extension headers) -> UDP to one of
+ * the configured ports -> the FMP prefix. No cryptography runs here: the
+ * kernel has no ChaCha20-Poly1305 for BPF programs, so the program judges
+ * only what is in the clear (version, phase, flags, payload_len, receiver
+ * index) and leaves authentication to userspace.
+ *
+ * Every outcome is counted in `stats` at index verdict * REASON_MAX + reason.
+ */
+
+#include "common.h"
+#include "bpf_helpers.h"
+#include "bpf_endian.h"
+
+char __license[] SEC("license") = "Dual MIT/GPL";
+
+/* What the program did with a frame. */
+enum fips_verdict {
+	VERDICT_PASS,     /* XDP_PASS: the kernel stack and its UDP socket */
+	VERDICT_DROP,     /* XDP_DROP */
+	VERDICT_REDIRECT, /* XDP_REDIRECT into the xsks slot of the link */
+	VERDICT_MAX,
+};
+
+/* Why. Each reason belongs to exactly one verdict. */
+enum fips_reason {
+	REASON_DISABLED,        /* pass: config.enabled is 0 */
+	REASON_NOT_IP,          /* pass: EtherType neither IPv4 nor IPv6 (VLAN tags too) */
+	REASON_SHORT,           /* pass: frame ends inside the Ethernet, IP or UDP header */
+	REASON_MALFORMED,       /* pass: bad IP version/IHL, UDP length < 8 or beyond the frame */
+	REASON_IP_FRAGMENT,     /* pass: IPv4 fragment, no whole datagram to judge */
+	REASON_IPV6_EXT,        /* pass: IPv6 extension header before the transport */
+	REASON_NOT_UDP,         /* pass: another transport protocol */
+	REASON_OTHER_PORT,      /* pass: UDP to a port that is not FIPS */
+	REASON_FMP_SHORT,       /* drop: FIPS port, payload shorter than the 4-byte prefix */
+	REASON_BAD_VERSION,     /* drop: FMP version is not 0 */
+	REASON_BAD_PHASE,       /* drop: phase is not 0, 1 or 2 */
+	REASON_BAD_LENGTH,      /* drop: length or payload_len wrong for the phase */
+	REASON_BAD_FLAGS,       /* drop: handshake packet with non-zero flags */
+	REASON_UNKNOWN_INDEX,   /* drop: established frame, receiver index not in links */
+	REASON_LINK_KERNEL,     /* pass: established frame of a known link, no XSK bound to its slot */
+	REASON_LINK_XSK,        /* redirect: established frame of a known link into its XSK */
+	REASON_HANDSHAKE,       /* pass: msg1/msg2 within the source's token bucket */
+	REASON_RATE_LIMITED,    /* drop: msg1/msg2 over the source's token bucket */
+	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
+	REASON_MAX,
+};
+
+/* Keep both enums in the object's BTF for bpf2go -type and TestEnumsMatchC. */
+const enum fips_verdict *unused_fips_verdict __attribute__((unused));
+const enum fips_reason *unused_fips_reason __attribute__((unused));
+
+#define FIPS_MAX_PORTS 4
+
+/* The single entry of `config`, written by the control plane. */
+struct fips_config {
+	__u32 enabled;                /* 0: pass everything as REASON_DISABLED */
+	__u16 ports[FIPS_MAX_PORTS];  /* host order; 0 = unused slot */
+	__u32 rate;                   /* handshake packets per second per source */
+	__u32 burst;                  /* bucket depth in packets; 0 = no handshake limit */
+	__u64 clock_ns;               /* tests only: non-zero replaces bpf_ktime_get_ns */
+};
+
+/* Value of `links`: where the frames of one receiver index go. */
+struct fips_link {
+	__u32 slot;  /* xsks key of the worker/queue that owns the link */
+	__u32 flags; /* reserved, 0 */
+};
+
+/* Key of `ratelimit`: the source address, IPv4 as ::ffff:a.b.c.d. */
+struct fips_addr {
+	__u8 addr[16];
+};
+
+/* Value of `ratelimit`: a token bucket in nano-tokens (1e9 per packet). */
+struct fips_bucket {
+	__u64 last_ns;
+	__u64 tokens;
+};
+
+struct fips_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+#define NS_PER_TOKEN 1000000000ULL
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fips_config);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32); /* receiver index: chosen by this node, unique across its links */
+	__type(value, struct fips_link);
+} links SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct fips_addr);
+	__type(value, struct fips_bucket);
+} ratelimit SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VERDICT_MAX * REASON_MAX);
+	__type(key, __u32);
+	__type(value, struct fips_counter);
+} stats SEC(".maps");
+
+static __always_inline void count(struct xdp_md *ctx, enum fips_verdict v, enum fips_reason r)
+{
+	__u32 key = (__u32)v * REASON_MAX + (__u32)r;
+	struct fips_counter *c = bpf_map_lookup_elem(&stats, &key);
+
+	if (c) {
+		c->packets++;
+		c->bytes += ctx->data_end - ctx->data;
+	}
+}
+
+static __always_inline int pass(struct xdp_md *ctx, enum fips_reason r)
+{
+	count(ctx, VERDICT_PASS, r);
+	return XDP_PASS;
+}
+
+static __always_inline int drop(struct xdp_md *ctx, enum fips_reason r)
+{
+	count(ctx, VERDICT_DROP, r);
+	return XDP_DROP;
+}
+
+static __always_inline int fips_port(const struct fips_config *cfg, __u16 port)
+{
+	if (port == 0)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < FIPS_MAX_PORTS; i++)
+		if (cfg->ports[i] == port)
+			return 1;
+	return 0;
+}
+
+static __always_inline int ipv6_ext(__u8 nexthdr)
+{
+	switch (nexthdr) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_FRAGMENT:
+	case IPPROTO_AH:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_MH:
+	case 139: /* HIP */
+	case 140: /* Shim6 */
+	case 253: /* experimental */
+	case 254:
+		return 1;
+	}
+	return 0;
+}
+
+/* Token bucket per source: burst packets at once, rate per second after. */
+static __always_inline int handshake(struct xdp_md *ctx, const struct fips_config *cfg,
+				     const struct fips_addr *src)
+{
+	__u32 burst = cfg->burst;
+	__u32 rate = cfg->rate;
+	__u64 cap, now, tokens;
+	struct fips_bucket *b;
+
+	if (burst == 0)
+		return pass(ctx, REASON_HANDSHAKE);
+	now = cfg->clock_ns ? cfg->clock_ns : bpf_ktime_get_ns();
+	cap = (__u64)burst * NS_PER_TOKEN;
+
+	b = bpf_map_lookup_elem(&ratelimit, src);
+	if (!b) {
+		struct fips_bucket nb = { .last_ns = now, .tokens = cap - NS_PER_TOKEN };
+
+		if (bpf_map_update_elem(&ratelimit, src, &nb, BPF_ANY))
+			return pass(ctx, REASON_RATELIMIT_ERROR);
+		return pass(ctx, REASON_HANDSHAKE);
+	}
+
+	/* Concurrent CPUs may race on one bucket; the limit is then approximate. */
+	tokens = b->tokens;
+	if (tokens > cap)
+		tokens = cap;
+	if (now > b->last_ns) {
+		__u64 elapsed = now - b->last_ns;
+
+		if (rate) {
+			__u64 room = cap - tokens;
+
+			/* elapsed * rate cannot overflow: elapsed <= room / rate here. */
+			if (elapsed > room / rate)
+				tokens = cap;
+			else
+				tokens += elapsed * rate;
+		}
+		b->last_ns = now;
+	}
+	if (tokens < NS_PER_TOKEN) {
+		b->tokens = tokens;
+		return drop(ctx, REASON_RATE_LIMITED);
+	}
+	b->tokens = tokens - NS_PER_TOKEN;
+	return pass(ctx, REASON_HANDSHAKE);
+}
+
+SEC("xdp")
+int xdp_fips(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct fips_addr src = {};
+	struct fips_config *cfg;
+	struct ethhdr *eth = data;
+	struct udphdr *udp;
+	__u32 zero = 0, ulen, total;
+	__u16 plen;
+	__u8 *fmp;
+
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || !cfg->enabled)
+		return pass(ctx, REASON_DISABLED);
+
+	if ((void *)(eth + 1) > end)
+		return pass(ctx, REASON_SHORT);
+
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		__u32 hl;
+
+		if ((void *)(ip + 1) > end)
+			return pass(ctx, REASON_SHORT);
+		if ((ip->ver_ihl >> 4) != 4 || (ip->ver_ihl & 0xf) < 5)
+			return pass(ctx, REASON_MALFORMED);
+		hl = (ip->ver_ihl & 0xf) * 4;
+		if ((void *)ip + hl > end)
+			return pass(ctx, REASON_SHORT);
+		if (ip->frag_off & bpf_htons(IP_MF | IP_OFFMASK))
+			return pass(ctx, REASON_IP_FRAGMENT);
+		if (ip->protocol != IPPROTO_UDP)
+			return pass(ctx, REASON_NOT_UDP);
+		udp = (void *)ip + hl;
+		src.addr[10] = 0xff;
+		src.addr[11] = 0xff;
+		__builtin_memcpy(&src.addr[12], &ip->saddr, 4);
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > end)
+			return pass(ctx, REASON_SHORT);
+		if ((bpf_ntohl(ip6->ver_tc_flow) >> 28) != 6)
+			return pass(ctx, REASON_MALFORMED);
+		if (ip6->nexthdr != IPPROTO_UDP)
+			return pass(ctx, ipv6_ext(ip6->nexthdr) ? REASON_IPV6_EXT : REASON_NOT_UDP);
+		udp = (void *)(ip6 + 1);
+		__builtin_memcpy(src.addr, ip6->saddr, 16);
+	} else {
+		return pass(ctx, REASON_NOT_IP);
+	}
+
+	if ((void *)(udp + 1) > end)
+		return pass(ctx, REASON_SHORT);
+	if (!fips_port(cfg, bpf_ntohs(udp->dest)))
+		return pass(ctx, REASON_OTHER_PORT);
+	/* The UDP length, not the frame, bounds the payload: Ethernet pads. */
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < sizeof(*udp) || (void *)udp + ulen > end)
+		return pass(ctx, REASON_MALFORMED);
+	total = ulen - sizeof(*udp);
+	fmp = (void *)(udp + 1);
+	if (total < 4 || (void *)(fmp + 4) > end)
+		return drop(ctx, REASON_FMP_SHORT);
+
+	if ((fmp[0] >> 4) != 0)
+		return drop(ctx, REASON_BAD_VERSION);
+	plen = (__u16)fmp[2] | (__u16)fmp[3] << 8;
+
+	switch (fmp[0] & 0xf) {
+	case 0: { /* established: 16-byte header, ciphertext, 16-byte tag */
+		struct fips_link *l;
+		__u32 idx, slot;
+
+		if (total < 32 || plen != total - 32 || (void *)(fmp + 8) > end)
+			return drop(ctx, REASON_BAD_LENGTH);
+		idx = (__u32)fmp[4] | (__u32)fmp[5] << 8 | (__u32)fmp[6] << 16 | (__u32)fmp[7] << 24;
+		l = bpf_map_lookup_elem(&links, &idx);
+		if (!l)
+			return drop(ctx, REASON_UNKNOWN_INDEX);
+		slot = l->slot;
+		if (bpf_map_lookup_elem(&xsks, &slot)) {
+			long rc = bpf_redirect_map(&xsks, slot, XDP_PASS);
+
+			if (rc == XDP_REDIRECT) {
+				count(ctx, VERDICT_REDIRECT, REASON_LINK_XSK);
+				return XDP_REDIRECT;
+			}
+		}
+		return pass(ctx, REASON_LINK_KERNEL);
+	}
+	case 1: /* Noise IK msg1: 114 bytes, payload_len 110 */
+		if (total != 114 || plen != 110)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	case 2: /* Noise IK msg2: 69 bytes, payload_len 65 */
+		if (total != 69 || plen != 65)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	default:
+		return drop(ctx, REASON_BAD_PHASE);
+	}
+	if (fmp[1] != 0)
+		return drop(ctx, REASON_BAD_FLAGS);
+	return handshake(ctx, cfg, &src);
+}
