@@ -107,37 +107,11 @@ func exposition(t *testing.T, g prometheus.Gatherer) []byte {
 // value is the sample of name whose labels include want (nil: any).
 func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	t.Helper()
-	v, ok := lookup(fams, name, want)
+	v, ok := Sample(fams, name, want)
 	if !ok {
 		t.Fatalf("no sample %s%v", name, want)
 	}
 	return v
-}
-
-func lookup(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	mf := fams[name]
-	if mf == nil {
-		return 0, false
-	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		}
-	}
-	return 0, false
 }
 
 // PromtoolCheck runs `promtool check metrics` on text; the test fails,
@@ -253,7 +227,7 @@ func TestPeerLabelCap(t *testing.T) {
 	if got := value(t, fams, "fips_peer_sent_bytes_total", other); got != 12000 {
 		t.Errorf("_other sent bytes %v, want 12000", got)
 	}
-	if _, ok := lookup(fams, "fips_peer_srtt_seconds", other); ok {
+	if _, ok := Sample(fams, "fips_peer_srtt_seconds", other); ok {
 		t.Error("srtt summed over peers")
 	}
 	if got := value(t, fams, "fips_metrics_unlabelled_peers", nil); got != 3 {
@@ -268,7 +242,7 @@ func TestPeerLabelCap(t *testing.T) {
 	src.s.Store(&s2)
 	fams = gather(t, reg)
 	for i, want := range []bool{false, true, true, false, false} {
-		_, ok := lookup(fams, "fips_peer_info", map[string]string{"peer": fakePeer(i).NodeAddr})
+		_, ok := Sample(fams, "fips_peer_info", map[string]string{"peer": fakePeer(i).NodeAddr})
 		if ok != want {
 			t.Errorf("peer %d labelled %v, want %v", i, ok, want)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/fips-go/fips/control/metrics"
 	"github.com/fips-go/fips/testing/daemons"
 )
 
@@ -45,31 +46,7 @@ func scrapeNode(t *testing.T, m *Mesh, n *Node) scrape {
 // get is the value of name's sample whose labels include want; ok false
 // when there is none.
 func (s scrape) get(name string, want map[string]string) (float64, bool) {
-	mf := s.fams[name]
-	if mf == nil {
-		return 0, false
-	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-	}
-	return 0, false
+	return metrics.Sample(s.fams, name, want)
 }
 
 func (s scrape) must(t *testing.T, name string, want map[string]string) float64 {
