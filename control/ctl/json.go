@@ -119,10 +119,8 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 // normalised as serde would re-serialise them, and only '"', '\\' and
 // control characters escaped in strings.
 func Pretty(doc []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeNumbers(doc)
+	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
@@ -135,10 +133,8 @@ func Pretty(doc []byte) ([]byte, error) {
 // serde would re-serialise them (a float stays a float: 1.0), and only
 // '"', '\\' and control characters escaped in strings.
 func Canonical(doc []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeNumbers(doc)
+	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
@@ -236,4 +232,15 @@ func normalizeNumber(s string) string {
 		return s
 	}
 	return FormatFloat(f)
+}
+
+// decodeNumbers decodes a JSON document keeping numbers as written.
+func decodeNumbers(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
