@@ -28,6 +28,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfgPath, "config", "", "configuration file (long form)")
 	version := fs.Bool("V", false, "print version and exit")
 	fs.BoolVar(version, "version", false, "print version and exit (long form)")
+	var svc serviceFlags
+	fs.BoolVar(&svc.install, "install-service", false, "Windows: register fips as a service and exit")
+	fs.BoolVar(&svc.uninstall, "uninstall-service", false, "Windows: stop and remove the fips service and exit")
+	fs.BoolVar(&svc.run, "service", false, "Windows: run under the service control manager (used by the service)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: fips [-c FILE] [-V]")
@@ -45,6 +49,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "fips: unexpected argument %q\n", fs.Arg(0))
 		return 1
+	}
+	if svc.any() {
+		if err := serviceCommand(svc, cfgPath, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "fips: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
