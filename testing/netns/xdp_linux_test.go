@@ -100,8 +100,9 @@ func dataplaneOf(t *testing.T, n *Node) bpfView {
 }
 
 // floodScript sends datagrams to argv[1]:argv[2]: argv[3] of them, of
-// kind "garbage" (random bytes, random length 4..1400 but never a
-// handshake's 69 or 114, so each one is malformed or names no index) or
+// kind "garbage" (random length 4..1400 but never a handshake's 69 or
+// 114; half random bytes, half well-formed established frames with a
+// random receiver index, so each one is malformed or names no index) or
 // "msg1" (well-formed msg1-sized: version 0, phase 1, no flags,
 // payload_len 110, random rest). It prints how many it sent.
 const floodScript = `
@@ -121,6 +122,8 @@ for i in range(count):
             n = random.randrange(4, 1401)
         off = random.randrange(0, len(pool) - n)
         d = pool[off:off + n]
+        if i % 2 and n >= 32:
+            d = b"\x00\x00" + (n - 32).to_bytes(2, "little") + d[4:]
     try:
         s.sendto(d, (host, port))
         sent += 1
@@ -246,6 +249,9 @@ func TestXDPTransitChain(t *testing.T) {
 		after.packets("drop", "bad_version")-before.packets("drop", "bad_version"),
 		after.packets("drop", "bad_phase")-before.packets("drop", "bad_phase"),
 		after.packets("drop", "bad_length")-before.packets("drop", "bad_length"), recvDelta)
+	if after.packets("drop", "unknown_index") == before.packets("drop", "unknown_index") {
+		t.Error("no established frame with a random index was dropped as unknown_index")
+	}
 	if recvDelta >= 1000 {
 		t.Errorf("b's UDP transport received %d packets during a flood XDP should have dropped", recvDelta)
 	}
@@ -302,7 +308,7 @@ func TestXDPTransitChain(t *testing.T) {
 	}
 	var hb0 struct {
 		LinkLayer struct {
-			HeartbeatsRecv uint64 `json:"heartbeats_recv"`
+			HeartbeatsRecv uint64 `json:"heartbeats_received"`
 			Msg1Received   uint64 `json:"msg1_received"`
 		} `json:"link_layer"`
 	}
@@ -332,7 +338,7 @@ func TestXDPTransitChain(t *testing.T) {
 	for {
 		var hb struct {
 			LinkLayer struct {
-				HeartbeatsRecv uint64 `json:"heartbeats_recv"`
+				HeartbeatsRecv uint64 `json:"heartbeats_received"`
 			} `json:"link_layer"`
 		}
 		if err := b.Call("show_status", nil, &hb); err != nil {
