@@ -46,6 +46,7 @@ func commands() []command {
 		{"connect", "connect to a peer: connect PEER ADDRESS TRANSPORT", runConnect},
 		{"disconnect", "disconnect a peer: disconnect PEER", runDisconnect},
 		{"stats", "counter families: stats metrics", runStats},
+		{"bpf", "the XDP program's attachments, counters and maps: bpf stats [--json]", runBPF},
 		{"probe", "diagnose reachability of a mesh node: probe TARGET [--json] [--timeout S]", runProbe},
 	}
 }

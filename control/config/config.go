@@ -21,6 +21,8 @@ type Config struct {
 	Gateway *GatewayConfig `yaml:"gateway"`
 	// Metrics is metrics.* (fips-go addition): the Prometheus endpoint.
 	Metrics MetricsConfig `yaml:"metrics"`
+	// Dataplane is dataplane.* (fips-go addition): the kernel fast path.
+	Dataplane DataplaneConfig `yaml:"dataplane"`
 
 	// src maps a dotted key path to where the loaders found it, so
 	// validation can cite file and line.
@@ -32,10 +34,11 @@ type Config struct {
 // shipped fips.yaml enables UDP and TCP.
 func Default() *Config {
 	return &Config{
-		Node:    defaultNodeConfig(),
-		TUN:     defaultTUNConfig(),
-		DNS:     defaultDNSConfig(),
-		Metrics: defaultMetricsConfig(),
+		Node:      defaultNodeConfig(),
+		TUN:       defaultTUNConfig(),
+		DNS:       defaultDNSConfig(),
+		Metrics:   defaultMetricsConfig(),
+		Dataplane: defaultDataplaneConfig(),
 	}
 }
 
@@ -589,4 +592,29 @@ const MaxPeerLabelsLimit = 4096
 
 func defaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{MaxPeerLabels: DefaultMaxPeerLabels}
+}
+
+// Dataplane modes (dataplane.mode).
+const (
+	DataplaneAuto      = "auto"      // native XDP, else generic XDP, else userspace
+	DataplaneXDP       = "xdp"       // XDP or fail the start
+	DataplaneUserspace = "userspace" // never load BPF
+)
+
+// MaxXDPInterfaces bounds dataplane.xdp_interfaces.
+const MaxXDPInterfaces = 64
+
+// DataplaneConfig is dataplane.* (fips-go addition; upstream has no kernel
+// fast path).
+type DataplaneConfig struct {
+	// Mode is auto, xdp or userspace.
+	Mode string `yaml:"mode" fips:"optional"`
+	// XDPInterfaces names the interfaces the XDP program is attached to;
+	// empty: every interface carrying a UDP transport's bound address (for
+	// an unspecified address, every up non-loopback interface with one).
+	XDPInterfaces []string `yaml:"xdp_interfaces" fips:"optional"`
+}
+
+func defaultDataplaneConfig() DataplaneConfig {
+	return DataplaneConfig{Mode: DataplaneAuto}
 }

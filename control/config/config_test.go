@@ -126,6 +126,8 @@ var upstreamDefaults = []struct {
 	{"gateway", nil},
 	{"metrics.listen", ""},
 	{"metrics.max_peer_labels", uint(64)},
+	{"dataplane.mode", "auto"},
+	{"dataplane.xdp_interfaces", []string(nil)},
 }
 
 // TestDefaults checks every default, both from Default() and from an empty

@@ -252,6 +252,7 @@ func (c *Config) checkRanges() []*Error {
 		r.hostPort("metrics.listen", c.Metrics.Listen, true, false)
 	}
 	r.uint("metrics.max_peer_labels", uint64(c.Metrics.MaxPeerLabels), 0, MaxPeerLabelsLimit, "(0 = no per-peer series)")
+	r.dataplane(&c.Dataplane)
 
 	c.checkTransportRanges(r)
 	c.checkPeers(r)
@@ -380,5 +381,33 @@ func (c *Config) checkPeers(r *rangeChecker) {
 				r.hostPort(akey+".addr", a.Addr, false, false)
 			}
 		}
+	}
+}
+
+// dataplane checks dataplane.mode and dataplane.xdp_interfaces.
+func (r *rangeChecker) dataplane(d *DataplaneConfig) {
+	switch d.Mode {
+	case DataplaneAuto, DataplaneXDP, DataplaneUserspace:
+	default:
+		r.errs = append(r.errs, r.c.invalid("dataplane.mode", "`dataplane.mode` is %s, but must be auto, xdp or userspace", strconv.Quote(d.Mode)))
+	}
+	if len(d.XDPInterfaces) > MaxXDPInterfaces {
+		r.errs = append(r.errs, r.c.invalid("dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` names %d interfaces, at most %d", len(d.XDPInterfaces), MaxXDPInterfaces))
+		return
+	}
+	seen := map[string]bool{}
+	for _, name := range d.XDPInterfaces {
+		// IFNAMSIZ is 16 with the NUL: names are 1 to 15 bytes, no '/',
+		// no whitespace.
+		if seen[name] {
+			r.errs = append(r.errs, r.c.invalid("dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` names %s twice", strconv.Quote(name)))
+			return
+		}
+		// IFNAMSIZ is 16 with the NUL: names are 1 to 15 bytes.
+		if name == "" || len(name) > 15 || strings.ContainsAny(name, "/ \t\n:") {
+			r.errs = append(r.errs, r.c.invalid("dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` has %s, but each entry must be an interface name of 1 to 15 characters without '/', ':' or whitespace", strconv.Quote(name)))
+			return
+		}
+		seen[name] = true
 	}
 }

@@ -30,6 +30,12 @@ type Source interface {
 	Snapshot() *node.Snapshot
 }
 
+// BPFSource is optional on a Source: the XDP program's counters and maps,
+// read from the kernel at scrape time (*node.Node satisfies it).
+type BPFSource interface {
+	BPF() (node.BPFView, error)
+}
+
 // Info identifies the node in fips_node_info.
 type Info struct {
 	Version  string
@@ -200,6 +206,14 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_peer_connected_seconds", "gauge", "seconds", "Time since the peer authenticated.", "show_peers authenticated_at_ms", peerL},
 		{"fips_peer_tree_depth", "gauge", "hops", "The peer's depth in the spanning tree (absent without a tree position).", "show_peers tree_depth", peerL},
 		{"fips_peer_tree_parent", "gauge", "", "1 when the peer is this node's tree parent.", "show_peers is_parent", peerL},
+		{"fips_dataplane_mode", "gauge", "", "1 for the dataplane that runs (xdp or userspace; dataplane.mode auto falls back to userspace when XDP cannot attach).", "show_status dataplane.mode", []string{"mode"}},
+		{"fips_xdp_interface_info", "gauge", "", "Always 1 for an interface the XDP program is attached to; labels give the attach mode (native or generic) and program id.", "show_bpf interfaces", []string{"interface", "attach_mode", "program_id"}},
+		{"fips_xdp_packets_total", "counter", "packets", "Frames the XDP program judged, by verdict (pass, drop, redirect) and reason, summed over CPUs.", "show_bpf counters[].packets", []string{"verdict", "reason"}},
+		{"fips_xdp_bytes_total", "counter", "bytes", "Bytes of the frames the XDP program judged (Ethernet header included), by verdict and reason, summed over CPUs.", "show_bpf counters[].bytes", []string{"verdict", "reason"}},
+		{"fips_xdp_map_entries", "gauge", "entries", "Entries in the XDP program's bounded maps: links (receiver indices of this node's sessions) and ratelimit (per-source handshake buckets).", "show_bpf maps.links, maps.ratelimit_entries", []string{"map"}},
+		{"fips_xdp_map_max_entries", "gauge", "entries", "Capacity of the XDP program's bounded maps.", "show_bpf maps.links_max, maps.ratelimit_max", []string{"map"}},
+		{"fips_xdp_links_refused_total", "counter", "indices", "Receiver indices the links map refused because it was full (their frames are dropped in XDP).", "show_bpf maps.links_refused", nil},
+		{"fips_xdp_map_errors_total", "counter", "writes", "Link-map writes that failed.", "show_bpf maps.map_errors", nil},
 		{"fips_metrics_unlabelled_peers", "gauge", "peers", "Active peers without their own series at the last scrape (over metrics.max_peer_labels), summed under peer=\"_other\".", "metrics.max_peer_labels", nil},
 		{"fips_metrics_peer_labels_refused_total", "counter", "peer samples", "Peer samples folded into peer=\"_other\" because metrics.max_peer_labels was reached, summed over scrapes.", "metrics.max_peer_labels", nil},
 	} {
@@ -346,6 +360,37 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectPeers(s, gauge, counter)
+	c.collectBPF(s, gauge, counter)
+}
+
+// collectBPF reads the XDP program's counters from the kernel, when the
+// source has them; in userspace only fips_dataplane_mode is exported.
+func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, float64, ...string)) {
+	if s.Dataplane.Mode != "" {
+		gauge("fips_dataplane_mode", 1, s.Dataplane.Mode)
+	}
+	bs, ok := c.src.(BPFSource)
+	if !ok || s.Dataplane.Mode != node.DataplaneXDP {
+		return
+	}
+	v, err := bs.BPF()
+	if err != nil || v.Maps == nil {
+		return
+	}
+	for _, i := range v.Interfaces {
+		gauge("fips_xdp_interface_info", 1, i.Name, i.AttachMode, strconv.FormatUint(uint64(i.ProgramID), 10))
+	}
+	for _, ct := range v.Counters {
+		counter("fips_xdp_packets_total", float64(ct.Packets), ct.Verdict, ct.Reason)
+		counter("fips_xdp_bytes_total", float64(ct.Bytes), ct.Verdict, ct.Reason)
+	}
+	m := v.Maps
+	gauge("fips_xdp_map_entries", float64(m.Links), "links")
+	gauge("fips_xdp_map_entries", float64(m.Ratelimit), "ratelimit")
+	gauge("fips_xdp_map_max_entries", float64(m.LinksMax), "links")
+	gauge("fips_xdp_map_max_entries", float64(m.RatelimitMax), "ratelimit")
+	counter("fips_xdp_links_refused_total", float64(m.LinksRefused))
+	counter("fips_xdp_map_errors_total", float64(m.MapErrors))
 }
 
 func (c *Collector) collectPeers(s *node.Snapshot, gauge, counter func(string, float64, ...string)) {

@@ -32,6 +32,8 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("show_listening_sockets", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return listening.Show(ctx, n.id.IPv6()), nil
 	})
+	// The XDP maps are the kernel's: read off the loop.
+	r.Register("show_bpf", func(context.Context, json.RawMessage) (any, error) { return n.BPF() })
 	r.Register("connect", n.apiConnect)
 	r.Register("disconnect", n.apiDisconnect)
 	n.registerMesh(r)
@@ -65,6 +67,9 @@ type StatusData struct {
 	// had waited longer than CoDel's target for longer than its interval
 	// (a standing queue at a node that cannot keep up).
 	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
+	// Dataplane says which dataplane runs (xdp or userspace) and why, and
+	// where the XDP program is attached.
+	Dataplane DataplaneView `json:"dataplane"`
 }
 
 func (n *Node) showStatus() StatusData {
@@ -81,7 +86,7 @@ func (n *Node) showStatus() StatusData {
 		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version,
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops}
+	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

@@ -90,6 +90,8 @@ type Options struct {
 	// HostName names a node from the hosts file (/etc/fips/hosts), for
 	// display names; nil: no hosts file. It is called from any goroutine.
 	HostName func(identity.NodeAddr) (string, bool)
+	// Dataplane is dataplane.* (zero: userspace, no BPF).
+	Dataplane DataplaneOptions
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -161,6 +163,10 @@ type Node struct {
 	// npubs by address (display names); fixed after New.
 	aliases     map[identity.NodeAddr]string
 	staticNpubs map[identity.NodeAddr]string
+	// xdp is the XDP program once attached (nil in userspace); dataplane
+	// says which mode runs and why (set by Run before the loop starts).
+	xdp       atomic.Pointer[xdpPlane]
+	dataplane DataplaneView
 }
 
 type request struct {
@@ -198,6 +204,7 @@ func New(o Options) (*Node, error) {
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: newCodel(), tunState: "disabled",
 	}
+	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
 		a := sp.PublicKey.NodeAddr()
@@ -271,6 +278,13 @@ func (n *Node) Run(ctx context.Context) error {
 		n.publish(time.Now())
 		n.closeTransports()
 		return errors.New("no operational transports")
+	}
+	if err := n.startDataplane(); err != nil {
+		n.log.Error("dataplane failed to start", "error", err)
+		n.state.Store(StateFailed)
+		n.publish(time.Now())
+		n.closeTransports()
+		return err
 	}
 	if up < len(n.order) {
 		n.state.Store(StateDegraded)
@@ -416,6 +430,7 @@ func (n *Node) shutdown() {
 		n.log.Warn("transports did not close within the drain timeout", "timeout", n.opts.DrainTimeout)
 		<-done
 	}
+	n.stopDataplane()
 	if n.tun != nil {
 		if n.tunCleanup != nil {
 			n.tunCleanup()

@@ -51,6 +51,8 @@ type Snapshot struct {
 	Retries []peer.RetryInfo
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
+	// Dataplane is which dataplane runs and why.
+	Dataplane DataplaneView
 }
 
 type nameInfo struct {
@@ -115,7 +117,7 @@ func (n *Node) publish(now time.Time) {
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
-		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats()}
+		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane}
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}

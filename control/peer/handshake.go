@@ -339,7 +339,7 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
 	p.mmp.SetEpoch(now)
 	p.mmp.SetInitiator(dir == Outbound)
-	m.byIndex[linkKey{t, next.ourIndex}] = &indexEntry{peer: p, sess: p.cur}
+	m.setIndex(linkKey{t, next.ourIndex}, &indexEntry{peer: p, sess: p.cur})
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
 	if oldT != t || oldAddr != addr {
@@ -370,7 +370,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	}
 	m.peers[p.NodeAddr] = p
 	m.peerSetVersion++
-	m.byIndex[linkKey{t, ourIdx}] = &indexEntry{peer: p, sess: p.cur}
+	m.setIndex(linkKey{t, ourIdx}, &indexEntry{peer: p, sess: p.cur})
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
 	m.stats.PeersPromoted++
@@ -384,7 +384,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 // the drain window. The K bit toggles: it is a parity bit, not "new".
 func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	if p.prev != nil {
-		delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
+		m.delIndex(linkKey{p.Transport, p.prev.ourIndex})
 	}
 	p.prev = p.cur
 	p.prevDrainUntil = now.Add(m.cfg.DrainWindow)
@@ -393,7 +393,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	p.kbit = !p.kbit
 	next.kbit = p.kbit
 	p.cur = next
-	m.byIndex[linkKey{p.Transport, next.ourIndex}] = &indexEntry{peer: p, sess: next}
+	m.setIndex(linkKey{p.Transport, next.ourIndex}, &indexEntry{peer: p, sess: next})
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session
 	p.Stats.Rekeys++
 	m.stats.RekeyCutovers++
@@ -403,7 +403,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 func (m *Manager) unregisterSessions(p *Peer) {
 	for _, s := range []*linkSession{p.cur, p.prev} {
 		if s != nil {
-			delete(m.byIndex, linkKey{p.Transport, s.ourIndex})
+			m.delIndex(linkKey{p.Transport, s.ourIndex})
 		}
 	}
 	m.dropRekeyCandidates(p)

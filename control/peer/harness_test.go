@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -29,6 +30,11 @@ type simNet struct {
 	cut map[[2]transport.Addr]bool
 	// dropHook sees every packet the network drops.
 	dropHook func(simPkt)
+	// filter drops established frames whose receiver index the
+	// destination has not reported through IndexObserver, as xdp_fips
+	// does; filtered counts them.
+	filter   bool
+	filtered int
 	// names is the network's name service: "host:port" → address, for
 	// static peers configured by name.
 	names map[string]transport.Addr
@@ -59,6 +65,10 @@ type simNode struct {
 	up, down []identity.NodeAddr
 	downWhy  []string
 	msgs     []upperMsg
+	// indices are the receiver indices reported through IndexObserver;
+	// indexErrs what it was told out of order.
+	indices   map[uint32]bool
+	indexErrs []string
 }
 
 type upperMsg struct {
@@ -121,6 +131,24 @@ func (s *simNode) LinkAuthenticated(_ transport.ID, a transport.Addr) {
 	s.authed = append(s.authed, a)
 }
 
+// IndexAdded and IndexRemoved implement IndexObserver.
+func (s *simNode) IndexAdded(_ transport.ID, idx uint32) {
+	if s.indices == nil {
+		s.indices = map[uint32]bool{}
+	}
+	if s.indices[idx] {
+		s.indexErrs = append(s.indexErrs, fmt.Sprintf("index %#x added twice", idx))
+	}
+	s.indices[idx] = true
+}
+
+func (s *simNode) IndexRemoved(_ transport.ID, idx uint32) {
+	if !s.indices[idx] {
+		s.indexErrs = append(s.indexErrs, fmt.Sprintf("index %#x removed, never added", idx))
+	}
+	delete(s.indices, idx)
+}
+
 // ResolveStatic implements StaticResolver from the network's names.
 func (s *simNode) ResolveStatic(_ identity.NodeAddr, targets []StaticAddress) (Resolution, bool) {
 	s.resolves++
@@ -181,7 +209,13 @@ func (n *simNet) deliver() {
 			}
 			continue
 		}
-		if dst := n.nodes[p.to]; dst != nil {
+		dst := n.nodes[p.to]
+		if dst != nil && n.filter && len(p.data) >= wire.FMPPrefixSize+4 && p.data[0] == wire.FMPPhaseEstablished &&
+			!dst.indices[binary.LittleEndian.Uint32(p.data[4:8])] {
+			n.filtered++
+			continue
+		}
+		if dst != nil {
 			dst.m.HandlePacket(n.now, 1, p.from, p.data)
 		}
 	}

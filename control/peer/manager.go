@@ -50,6 +50,38 @@ func (m *Manager) authenticated(t transport.ID, to transport.Addr) {
 	}
 }
 
+// IndexObserver is an optional Env method set: the Manager reports each of
+// its receiver indices as it starts and stops opening established frames
+// on transport t — a link's index when it comes up, a rekey's new index
+// while the old one drains, an answered handshake's index awaiting its
+// first frame — so a kernel filter can drop frames whose index belongs to
+// no session before any socket read. Calls are made from the Manager's
+// goroutine; an index is reported added at most once until removed.
+type IndexObserver interface {
+	IndexAdded(t transport.ID, idx uint32)
+	IndexRemoved(t transport.ID, idx uint32)
+}
+
+// setIndex registers e under k and reports a new key to the observer.
+func (m *Manager) setIndex(k linkKey, e *indexEntry) {
+	_, had := m.byIndex[k]
+	m.byIndex[k] = e
+	if o, ok := m.env.(IndexObserver); ok && !had {
+		o.IndexAdded(k.t, k.idx)
+	}
+}
+
+// delIndex forgets k and reports it to the observer if it was registered.
+func (m *Manager) delIndex(k linkKey) {
+	if _, had := m.byIndex[k]; !had {
+		return
+	}
+	delete(m.byIndex, k)
+	if o, ok := m.env.(IndexObserver); ok {
+		o.IndexRemoved(k.t, k.idx)
+	}
+}
+
 // Upper receives what the link layer does not consume itself.
 type Upper interface {
 	// PeerUp: a peer became active, was replaced after a restart, or had

@@ -202,7 +202,7 @@ func (m *Manager) Tick(now time.Time) {
 	m.expireUnproven(now)
 	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
 		if p.prev != nil && !now.Before(p.prevDrainUntil) {
-			delete(m.byIndex, linkKey{p.Transport, p.prev.ourIndex})
+			m.delIndex(linkKey{p.Transport, p.prev.ourIndex})
 			p.prev = nil
 		}
 		// Dead after link_dead_timeout of silence, unless a rekey msg1

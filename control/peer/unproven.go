@@ -76,11 +76,16 @@ func (m *Manager) addUnproven(u *unproven) {
 	k := linkKey{u.t, u.sess.ourIndex}
 	m.unproven[k] = u
 	m.unprovenByHash[u.msg1Hash] = u
-	m.byIndex[k] = &indexEntry{cand: u, sess: u.sess}
+	m.setIndex(k, &indexEntry{cand: u, sess: u.sess})
 }
 
 // dropUnproven forgets u and its receiver index.
-func (m *Manager) dropUnproven(u *unproven) {
+func (m *Manager) dropUnproven(u *unproven) { m.dropUnprovenKeeping(u, false) }
+
+// dropUnprovenKeeping is dropUnproven that, with keepIndex, leaves u's
+// receiver index registered: prove hands it straight to the session it
+// promotes, and a kernel filter must not see it vanish in between.
+func (m *Manager) dropUnprovenKeeping(u *unproven, keepIndex bool) {
 	k := linkKey{u.t, u.sess.ourIndex}
 	if m.unproven[k] != u {
 		return
@@ -89,8 +94,8 @@ func (m *Manager) dropUnproven(u *unproven) {
 	if m.unprovenByHash[u.msg1Hash] == u {
 		delete(m.unprovenByHash, u.msg1Hash)
 	}
-	if e := m.byIndex[k]; e != nil && e.cand == u {
-		delete(m.byIndex, k)
+	if e := m.byIndex[k]; e != nil && e.cand == u && !keepIndex {
+		m.delIndex(k)
 	}
 	if p := u.rekeyOf; p != nil {
 		for i, c := range p.rekeyCands {
@@ -146,7 +151,15 @@ func (m *Manager) expireUnproven(now time.Time) {
 // returns the peer the frame belongs to, or nil when the handshake lost
 // (the frame is then dropped).
 func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transport.Addr) *Peer {
-	m.dropUnproven(u)
+	// The index stays registered for the session it becomes; if the
+	// handshake loses, release drops it.
+	k := linkKey{u.t, u.sess.ourIndex}
+	m.dropUnprovenKeeping(u, true)
+	defer func() {
+		if e := m.byIndex[k]; e != nil && e.cand == u {
+			m.delIndex(k)
+		}
+	}()
 	m.rememberMsg1(u.msg1Hash)
 	m.stats.HandshakesProven++
 	if d := m.acl.Check(u.pk); !d.Allowed {

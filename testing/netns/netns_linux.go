@@ -101,6 +101,9 @@ type Node struct {
 	Config string
 	Socket string
 	ID     *identity.Identity
+	// ExtraConfig is YAML appended to this node's fips.yaml only (after
+	// Options.ExtraConfig); set it before Start.
+	ExtraConfig string
 
 	links  []*Link
 	cmd    *exec.Cmd
@@ -308,7 +311,7 @@ func (n *Node) config() string {
 		v6 = fmt.Sprintf("tun: { enabled: true, name: fips0, mtu: %d }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n", mtu)
 	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
-		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p, n.m.opts.ExtraConfig)
+		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p, n.m.opts.ExtraConfig+n.ExtraConfig)
 }
 
 // Start writes every node's config and starts its daemon in its namespace.

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestPrintBPF: the human table names the mode, each interface with its
+// attach mode and program, every counter and the map occupancy.
+func TestPrintBPF(t *testing.T) {
+	raw := `{"mode":"xdp","configured":"auto","reason":"dataplane.mode is auto: xdp_fips attached to veth0:native",
+	"interfaces":[{"name":"veth0","ifindex":7,"attach_mode":"native","program_id":42}],"program_id":42,
+	"counters":[{"verdict":"drop","reason":"unknown_index","packets":100000,"bytes":6400000},
+	{"verdict":"pass","reason":"link_kernel","packets":12,"bytes":1500}],
+	"maps":{"links":2,"links_max":65536,"links_refused":0,"ratelimit_entries":1,"ratelimit_max":16384,"map_errors":0}}`
+	var s bpfStats
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := printBPF(&b, &s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"dataplane: xdp (dataplane.mode auto)",
+		"veth0      7        native  42",
+		"drop     unknown_index  100000   6400000",
+		"maps: links 2/65536 (refused 0), ratelimit 1/16384, link map write errors 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// userspace: no tables, still says why.
+	var u bpfStats
+	if err := json.Unmarshal([]byte(`{"mode":"userspace","configured":"userspace","reason":"dataplane.mode is userspace: no BPF loaded","interfaces":[],"program_id":0,"counters":[],"maps":null}`), &u); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	if err := printBPF(&b, &u); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != "dataplane: userspace (dataplane.mode userspace)\ndataplane.mode is userspace: no BPF loaded\n" {
+		t.Errorf("userspace output %q", got)
+	}
+}
+
+// TestBPFUsage: anything but `bpf stats [--json]` is a usage error.
+func TestBPFUsage(t *testing.T) {
+	for _, args := range [][]string{{}, {"show"}, {"stats", "extra"}} {
+		if err := runBPF(&env{}, args); err == nil {
+			t.Errorf("%v accepted", args)
+		} else if _, ok := err.(usageError); !ok {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}

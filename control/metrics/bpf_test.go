@@ -1,0 +1,65 @@
+package metrics
+
+import (
+	"testing"
+
+	"github.com/fips-go/fips/control/node"
+)
+
+// bpfSource is a fakeSource whose node runs the XDP program.
+type bpfSource struct {
+	fakeSource
+	v node.BPFView
+}
+
+func (b *bpfSource) BPF() (node.BPFView, error) { return b.v, nil }
+
+// TestXDPMetrics: in xdp mode a scrape reads the program's counters per
+// verdict and reason, its attachments and map occupancy; in userspace only
+// the mode is exported.
+func TestXDPMetrics(t *testing.T) {
+	s := fullSnapshot(1)
+	s.Dataplane = node.DataplaneView{Mode: node.DataplaneXDP, Configured: node.DataplaneAuto,
+		Interfaces: []node.XDPInterface{{Name: "veth0", Ifindex: 3, AttachMode: "native", ProgramID: 77}}}
+	src := &bpfSource{v: node.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
+		Counters: []node.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
+			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000}},
+		Maps: &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1}}}
+	src.s.Store(s)
+	reg, _, err := NewRegistry(src, Options{Info: Info{Version: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := gather(t, reg)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"fips_dataplane_mode", map[string]string{"mode": "xdp"}, 1},
+		{"fips_xdp_interface_info", map[string]string{"interface": "veth0", "attach_mode": "native", "program_id": "77"}, 1},
+		{"fips_xdp_packets_total", map[string]string{"verdict": "drop", "reason": "unknown_index"}, 100_000},
+		{"fips_xdp_bytes_total", map[string]string{"verdict": "drop", "reason": "unknown_index"}, 6_400_000},
+		{"fips_xdp_packets_total", map[string]string{"verdict": "drop", "reason": "rate_limited"}, 900},
+		{"fips_xdp_map_entries", map[string]string{"map": "links"}, 2},
+		{"fips_xdp_map_entries", map[string]string{"map": "ratelimit"}, 3},
+		{"fips_xdp_map_max_entries", map[string]string{"map": "links"}, 65536},
+		{"fips_xdp_links_refused_total", nil, 1},
+		{"fips_xdp_map_errors_total", nil, 1},
+	} {
+		if got := value(t, fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+
+	u := fullSnapshot(1)
+	u.Dataplane = node.DataplaneView{Mode: node.DataplaneUserspace, Configured: node.DataplaneUserspace}
+	src.s.Store(u)
+	fams = gather(t, reg)
+	if got := value(t, fams, "fips_dataplane_mode", map[string]string{"mode": "userspace"}); got != 1 {
+		t.Errorf("userspace mode gauge %v", got)
+	}
+	if _, ok := fams["fips_xdp_packets_total"]; ok {
+		t.Error("XDP counters exported in userspace mode")
+	}
+}

@@ -1,0 +1,338 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fips-go/fips/bpf"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// Dataplane modes (dataplane.mode).
+const (
+	DataplaneAuto      = "auto"
+	DataplaneXDP       = "xdp"
+	DataplaneUserspace = "userspace"
+)
+
+// DataplaneOptions are dataplane.* from fips.yaml plus the handshake limit
+// the XDP program enforces per source.
+type DataplaneOptions struct {
+	// Mode is auto, xdp or userspace; "" is userspace (a Node built
+	// without the daemon's config loads no BPF).
+	Mode string
+	// Interfaces to attach to; empty: those carrying the UDP transports'
+	// bound addresses (every up non-loopback interface with an address
+	// for an unspecified one).
+	Interfaces []string
+	// HandshakeBurst and HandshakeRate are node.rate_limit.handshake_*:
+	// the per-source token bucket for msg1/msg2 in XDP.
+	HandshakeBurst uint32
+	HandshakeRate  float64
+}
+
+// DataplaneView is show_status's dataplane field (fips-go addition).
+type DataplaneView struct {
+	// Mode is what runs: xdp or userspace.
+	Mode string `json:"mode"`
+	// Configured is dataplane.mode.
+	Configured string `json:"configured"`
+	// Reason says why this mode runs.
+	Reason     string         `json:"reason"`
+	Interfaces []XDPInterface `json:"interfaces"`
+}
+
+// XDPInterface is the program on one interface.
+type XDPInterface struct {
+	Name       string `json:"name"`
+	Ifindex    int    `json:"ifindex"`
+	AttachMode string `json:"attach_mode"` // native or generic
+	ProgramID  uint32 `json:"program_id"`
+}
+
+// xdpPlane is the loaded program and the receiver indices written to it.
+type xdpPlane struct {
+	obj *bpf.Objects
+	// keys are the (transport, index) pairs the link layer reported;
+	// refs counts them per index, since the links map is keyed by index
+	// alone (loop only).
+	keys map[xdpKey]struct{}
+	refs map[uint32]int
+
+	mu        sync.Mutex // guards errors (read by show_bpf)
+	mapErrors uint64
+	lastErr   string
+}
+
+type xdpKey struct {
+	t   transport.ID
+	idx uint32
+}
+
+// startDataplane runs once the transports are up: it loads and attaches
+// the XDP program as dataplane.mode says, or explains why not. In xdp
+// mode a failure is returned and the node does not start.
+func (n *Node) startDataplane() error {
+	o := n.opts.Dataplane
+	v := DataplaneView{Mode: DataplaneUserspace, Configured: o.Mode, Interfaces: []XDPInterface{}}
+	if v.Configured == "" {
+		v.Configured = DataplaneUserspace
+	}
+	if v.Configured == DataplaneUserspace {
+		v.Reason = "dataplane.mode is userspace: no BPF loaded"
+		n.dataplane = v
+		n.log.Info("dataplane: userspace", "reason", v.Reason)
+		return nil
+	}
+	p, ifs, err := n.loadXDP(o)
+	if err != nil {
+		if v.Configured == DataplaneXDP {
+			return fmt.Errorf("dataplane.mode is xdp, but %w", err)
+		}
+		v.Reason = "dataplane.mode is auto, XDP unavailable (" + err.Error() + "): running in userspace"
+		n.dataplane = v
+		n.log.Warn("dataplane: userspace", "reason", v.Reason)
+		return nil
+	}
+	v.Mode, v.Interfaces = DataplaneXDP, ifs
+	modes := make([]string, len(ifs))
+	for i, a := range ifs {
+		modes[i] = a.Name + ":" + a.AttachMode
+	}
+	v.Reason = "dataplane.mode is " + v.Configured + ": " + bpf.ProgramName + " attached to " + strings.Join(modes, ", ")
+	n.dataplane = v
+	n.xdp.Store(p)
+	n.log.Info("dataplane: xdp", "reason", v.Reason, "program_id", ifs[0].ProgramID)
+	return nil
+}
+
+// loadXDP loads the program, attaches it to every interface (native, else
+// generic) and writes the config map. All or nothing: a failure leaves
+// nothing loaded.
+func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
+	var ports []uint16
+	var bound []netip.Addr
+	for _, id := range n.order {
+		t := n.transports[id]
+		if t.Type() != "udp" || t.State() != transport.StateUp {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(t.LocalAddr())
+		if err != nil {
+			continue
+		}
+		if !slices.Contains(ports, ap.Port()) {
+			ports = append(ports, ap.Port())
+		}
+		bound = append(bound, ap.Addr().Unmap())
+	}
+	if len(ports) == 0 {
+		return nil, nil, errors.New("no UDP transport is bound")
+	}
+	if len(ports) > bpf.MaxPorts {
+		return nil, nil, fmt.Errorf("%d UDP ports bound, the XDP program takes at most %d", len(ports), bpf.MaxPorts)
+	}
+	ifaces, err := xdpInterfaces(o.Interfaces, bound)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := bpf.Load(bpf.Options{NoAttach: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot load %s: %w", bpf.ProgramName, err)
+	}
+	fail := func(err error) (*xdpPlane, []XDPInterface, error) {
+		if cerr := obj.Close(); cerr != nil {
+			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
+		}
+		return nil, nil, err
+	}
+	rate := uint32(min(max(o.HandshakeRate, 0), 1e9))
+	if o.HandshakeRate > 0 && rate == 0 {
+		rate = 1 // the program counts whole tokens per second
+	}
+	if err := obj.SetConfig(ports, rate, o.HandshakeBurst); err != nil {
+		return fail(fmt.Errorf("cannot configure %s: %w", bpf.ProgramName, err))
+	}
+	id, err := obj.ProgramID()
+	if err != nil {
+		return fail(err)
+	}
+	var out []XDPInterface
+	for _, ifi := range ifaces {
+		m, err := obj.Attach(ifi.Index, bpf.AttachAuto)
+		if err != nil {
+			return fail(fmt.Errorf("interface %s: %w", ifi.Name, err))
+		}
+		out = append(out, XDPInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String(), ProgramID: id})
+	}
+	return &xdpPlane{obj: obj, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}, out, nil
+}
+
+// xdpInterfaces resolves dataplane.xdp_interfaces, or finds the
+// interfaces carrying the bound addresses.
+func xdpInterfaces(names []string, bound []netip.Addr) ([]net.Interface, error) {
+	var out []net.Interface
+	if len(names) > 0 {
+		for _, name := range names {
+			ifi, err := net.InterfaceByName(name)
+			if err != nil {
+				return nil, fmt.Errorf("interface %s (dataplane.xdp_interfaces): %w", name, err)
+			}
+			out = append(out, *ifi)
+		}
+		return out, nil
+	}
+	all, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	unspecified := slices.ContainsFunc(bound, netip.Addr.IsUnspecified)
+	for _, ifi := range all {
+		if ifi.Flags&net.FlagLoopback != 0 || ifi.Flags&net.FlagUp == 0 {
+			continue
+		}
+		addrs, err := ifi.Addrs()
+		if err != nil || len(addrs) == 0 {
+			continue
+		}
+		carries := unspecified
+		for _, a := range addrs {
+			pfx, err := netip.ParsePrefix(a.String())
+			if err == nil && slices.Contains(bound, pfx.Addr().Unmap()) {
+				carries = true
+			}
+		}
+		if carries {
+			out = append(out, ifi)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no up non-loopback interface carries the UDP bound address %v", bound)
+	}
+	return out, nil
+}
+
+// IndexAdded implements peer.IndexObserver: established frames with idx
+// pass XDP from now on.
+func (n *Node) IndexAdded(t transport.ID, idx uint32) {
+	p := n.xdp.Load()
+	if p == nil {
+		return
+	}
+	k := xdpKey{t, idx}
+	if _, ok := p.keys[k]; ok {
+		return
+	}
+	p.keys[k] = struct{}{}
+	p.refs[idx]++
+	if p.refs[idx] == 1 {
+		p.note(p.obj.AddLink(idx, 0))
+	}
+}
+
+// IndexRemoved implements peer.IndexObserver: idx is dropped in XDP again.
+func (n *Node) IndexRemoved(t transport.ID, idx uint32) {
+	p := n.xdp.Load()
+	if p == nil {
+		return
+	}
+	k := xdpKey{t, idx}
+	if _, ok := p.keys[k]; !ok {
+		return
+	}
+	delete(p.keys, k)
+	if p.refs[idx]--; p.refs[idx] == 0 {
+		delete(p.refs, idx)
+		p.note(p.obj.RemoveLink(idx))
+	}
+}
+
+func (p *xdpPlane) note(err error) {
+	if err == nil {
+		return
+	}
+	p.mu.Lock()
+	p.mapErrors++
+	p.lastErr = err.Error()
+	p.mu.Unlock()
+}
+
+// stopDataplane detaches and unloads the program.
+func (n *Node) stopDataplane() {
+	p := n.xdp.Swap(nil)
+	if p == nil {
+		return
+	}
+	if err := p.obj.Close(); err != nil {
+		n.log.Warn("dataplane: detaching XDP program", "error", err)
+		return
+	}
+	n.log.Info("dataplane: XDP program detached")
+}
+
+// BPFView is show_bpf (fips-go addition): the XDP program per interface,
+// its counters summed over CPUs and its maps' occupancy.
+type BPFView struct {
+	DataplaneView
+	ProgramID uint32       `json:"program_id"` // 0 in userspace
+	Counters  []XDPCounter `json:"counters"`
+	Maps      *XDPMaps     `json:"maps"` // null in userspace
+}
+
+// XDPCounter is one (verdict, reason) pair's packets and bytes.
+type XDPCounter struct {
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// XDPMaps is the occupancy of the program's bounded maps.
+type XDPMaps struct {
+	Links        uint32 `json:"links"`
+	LinksMax     uint32 `json:"links_max"`
+	LinksRefused uint64 `json:"links_refused"`
+	Ratelimit    uint32 `json:"ratelimit_entries"`
+	RatelimitMax uint32 `json:"ratelimit_max"`
+	// MapErrors counts link-map writes that failed (LastError the last).
+	MapErrors uint64 `json:"map_errors"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// BPF reads the XDP program's counters and maps now; it is safe from any
+// goroutine (the maps are the kernel's).
+func (n *Node) BPF() (BPFView, error) {
+	v := BPFView{DataplaneView: n.Snapshot().Dataplane, Counters: []XDPCounter{}}
+	p := n.xdp.Load()
+	if p == nil {
+		return v, nil
+	}
+	stats, err := p.obj.Stats()
+	if err != nil {
+		return v, fmt.Errorf("show_bpf: %w", err)
+	}
+	occ, err := p.obj.Occupancy()
+	if err != nil {
+		return v, fmt.Errorf("show_bpf: %w", err)
+	}
+	if v.ProgramID, err = p.obj.ProgramID(); err != nil {
+		return v, fmt.Errorf("show_bpf: %w", err)
+	}
+	for _, vd := range bpf.Verdicts() {
+		for _, r := range bpf.Reasons() {
+			if c, ok := stats[vd][r]; ok {
+				v.Counters = append(v.Counters, XDPCounter{Verdict: vd.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
+			}
+		}
+	}
+	p.mu.Lock()
+	v.Maps = &XDPMaps{Links: occ.Links, LinksMax: occ.LinksMax, LinksRefused: occ.LinksRefused,
+		Ratelimit: occ.Sources, RatelimitMax: occ.SourcesMax, MapErrors: p.mapErrors, LastError: p.lastErr}
+	p.mu.Unlock()
+	return v, nil
+}
