@@ -126,7 +126,7 @@ var upstreamDefaults = []struct {
 	{"gateway", nil},
 	{"metrics.listen", ""},
 	{"metrics.max_peer_labels", uint(64)},
-	{"dataplane.mode", "auto"},
+	{"dataplane.mode", "userspace"},
 	{"dataplane.xdp_interfaces", []string(nil)},
 }
 

@@ -253,6 +253,16 @@ func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// BuildFipsXDP is BuildFips with dataplane.mode xdp: the same daemons
+// with the XDP program in front of their sockets (the start fails if it
+// cannot attach).
+func BuildFipsXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
+	o.FipsConfig += "dataplane: { mode: xdp }\n"
+	p := BuildFips(tb, t, o)
+	p.System = SystemFipsXDP
+	return p
+}
+
 // BuildWireGuard runs wireguard-go along the line: tunnel k joins node k
 // and k+1 (fd00:77:k::1 and ::2, /64), each end its own device with one
 // peer (allowed ::/0), so a relay has two devices and the kernel

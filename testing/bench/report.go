@@ -16,6 +16,9 @@ const (
 	SystemKernel    = "kernel"
 	SystemWireGuard = "wireguard-go"
 	SystemFips      = "fips-go"
+	// SystemFipsXDP is fips-go with dataplane.mode xdp (the XDP program in
+	// front of every underlay veth); SystemFips runs the default settings.
+	SystemFipsXDP = "fips-go xdp"
 )
 
 // Metric describes one figure of a path.

@@ -73,6 +73,7 @@ var builders = []struct {
 	{SystemKernel, BuildKernel},
 	{SystemWireGuard, BuildWireGuard},
 	{SystemFips, BuildFips},
+	{SystemFipsXDP, BuildFipsXDP},
 }
 
 func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {
