@@ -8,6 +8,3 @@ type serviceFlags struct {
 }
 
 func (f serviceFlags) any() bool { return f.install || f.uninstall || f.run }
-
-// serviceName is the Windows service's name, as upstream registers it.
-const serviceName = "fips"

@@ -16,6 +16,9 @@ import (
 	"golang.org/x/sys/windows/svc/mgr"
 )
 
+// serviceName is the Windows service's name, as upstream registers it.
+const serviceName = "fips"
+
 const (
 	serviceDisplayName = "FIPS Mesh Network Daemon"
 	serviceDescription = "FIPS mesh networking daemon (fips-go)"
