@@ -10,36 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/node"
 )
-
-// bpfStats mirrors show_bpf's JSON (node.BPFView).
-type bpfStats struct {
-	Mode       string `json:"mode"`
-	Configured string `json:"configured"`
-	Reason     string `json:"reason"`
-	Interfaces []struct {
-		Name       string `json:"name"`
-		Ifindex    int    `json:"ifindex"`
-		AttachMode string `json:"attach_mode"`
-		ProgramID  uint32 `json:"program_id"`
-	} `json:"interfaces"`
-	ProgramID uint32 `json:"program_id"`
-	Counters  []struct {
-		Verdict string `json:"verdict"`
-		Reason  string `json:"reason"`
-		Packets uint64 `json:"packets"`
-		Bytes   uint64 `json:"bytes"`
-	} `json:"counters"`
-	Maps *struct {
-		Links        uint32 `json:"links"`
-		LinksMax     uint32 `json:"links_max"`
-		LinksRefused uint64 `json:"links_refused"`
-		Ratelimit    uint32 `json:"ratelimit_entries"`
-		RatelimitMax uint32 `json:"ratelimit_max"`
-		MapErrors    uint64 `json:"map_errors"`
-		LastError    string `json:"last_error"`
-	} `json:"maps"`
-}
 
 // runBPF is `fipsctl bpf stats [--json]` (fips-go addition): the XDP
 // program's attachments, counters and map occupancy (show_bpf).
@@ -72,7 +44,7 @@ func runBPF(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var s bpfStats
+	var s node.BPFView
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("invalid response JSON: %v", err)
 	}
@@ -80,7 +52,7 @@ func runBPF(e *env, args []string) error {
 }
 
 // printBPF renders show_bpf as tables.
-func printBPF(w io.Writer, s *bpfStats) error {
+func printBPF(w io.Writer, s *node.BPFView) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dataplane: %s (dataplane.mode %s)\n%s\n", s.Mode, s.Configured, s.Reason)
 	if len(s.Interfaces) > 0 {

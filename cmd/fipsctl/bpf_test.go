@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/fips-go/fips/control/node"
 )
 
 // TestPrintBPF: the human table names the mode, each interface with its
@@ -14,7 +16,7 @@ func TestPrintBPF(t *testing.T) {
 	"counters":[{"verdict":"drop","reason":"unknown_index","packets":100000,"bytes":6400000},
 	{"verdict":"pass","reason":"link_kernel","packets":12,"bytes":1500}],
 	"maps":{"links":2,"links_max":65536,"links_refused":0,"ratelimit_entries":1,"ratelimit_max":16384,"map_errors":0}}`
-	var s bpfStats
+	var s node.BPFView
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestPrintBPF(t *testing.T) {
 		}
 	}
 	// userspace: no tables, still says why.
-	var u bpfStats
+	var u node.BPFView
 	if err := json.Unmarshal([]byte(`{"mode":"userspace","configured":"userspace","reason":"dataplane.mode is userspace: no BPF loaded","interfaces":[],"program_id":0,"counters":[],"maps":null}`), &u); err != nil {
 		t.Fatal(err)
 	}

@@ -15,30 +15,11 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/node"
 )
 
-// bpfView is the part of show_bpf (and of show_status's dataplane) the
-// tests read.
-type bpfView struct {
-	Mode       string `json:"mode"`
-	Configured string `json:"configured"`
-	Reason     string `json:"reason"`
-	Interfaces []struct {
-		Name       string `json:"name"`
-		AttachMode string `json:"attach_mode"`
-		ProgramID  uint32 `json:"program_id"`
-	} `json:"interfaces"`
-	ProgramID uint32 `json:"program_id"`
-	Counters  []struct {
-		Verdict string `json:"verdict"`
-		Reason  string `json:"reason"`
-		Packets uint64 `json:"packets"`
-	} `json:"counters"`
-	Maps *struct {
-		Links     uint32 `json:"links"`
-		Ratelimit uint32 `json:"ratelimit_entries"`
-	} `json:"maps"`
-}
+// bpfView is show_bpf (and show_status's dataplane) as the tests read it.
+type bpfView struct{ node.BPFView }
 
 func (v bpfView) packets(verdict, reason string) uint64 {
 	var n uint64
