@@ -613,7 +613,14 @@ type DataplaneConfig struct {
 	// empty: every interface carrying a UDP transport's bound address (for
 	// an unspecified address, every up non-loopback interface with one).
 	XDPInterfaces []string `yaml:"xdp_interfaces" fips:"optional"`
+	// Engine runs established traffic on the dataplane workers (the
+	// transports' reader goroutines) instead of the event loop; false
+	// keeps every packet on the loop (for comparison and diagnosis).
+	Engine *bool `yaml:"engine" fips:"optional"`
 }
+
+// EngineEnabled is dataplane.engine with its default (true).
+func (d DataplaneConfig) EngineEnabled() bool { return d.Engine == nil || *d.Engine }
 
 // defaultDataplaneConfig runs in userspace: until AF_XDP makes the XDP
 // program the fast path, it only filters, and on veth it costs throughput

@@ -118,6 +118,9 @@ func (n *Node) publish(now time.Time) {
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane}
+	s.Dataplane.Engine = n.engineView()
+	n.addEngineForwarding(&s.RouteStats)
+	s.Routing.Forwarding = s.RouteStats.Forwarding
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}

@@ -127,6 +127,23 @@ type Transport struct {
 	// loop. queue is nil until Start.
 	queue       *udpio.SendQueue
 	queuedBytes uint64
+
+	// dp is the dataplane the reader runs (nil: every datagram goes to
+	// Deliver); bc is the batched socket workers' senders write to.
+	dp transport.DataPath
+	bc atomic.Pointer[udpio.Conn]
+}
+
+var (
+	_ transport.DataAttacher  = (*Transport)(nil)
+	_ transport.WorkerSenders = (*Transport)(nil)
+)
+
+// AttachDataPath implements transport.DataAttacher; call it before Start.
+func (t *Transport) AttachDataPath(dp transport.DataPath) {
+	t.mu.Lock()
+	t.dp = dp
+	t.mu.Unlock()
 }
 
 // Batch sizes: messages per recvmmsg and per sendmmsg.
@@ -246,8 +263,9 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
 	t.send.Store(conn)
+	t.bc.Store(bc)
 	t.wg.Add(1)
-	go t.readLoop(bc, deliver)
+	go t.readLoop(bc, deliver, t.dp)
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
 	t.state = transport.StateUp
 	return nil
@@ -294,8 +312,13 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 }
 
 // readLoop delivers datagrams until the socket is closed.
-func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
+func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp transport.DataPath) {
 	defer t.wg.Done()
+	var w transport.DataWorker
+	if dp != nil {
+		w = dp.NewWorker()
+		defer w.Close()
+	}
 	limit := t.opts.MTU + RecvHeadroom
 	// One byte over the limit shows an oversize datagram; a kernel that
 	// coalesces runs (UDP_GRO) needs room for a whole run.
@@ -318,6 +341,9 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 		if wire.IsPunchPacket(b) {
 			t.stats.DroppedInvalid.Add(1)
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
+			return
+		}
+		if w != nil && w.Receive(t.id, transport.AddrFromIP(from), b, arrived) {
 			return
 		}
 		// A pooled copy: the node releases it once it has handled the
@@ -365,8 +391,60 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 			}
 			m.Split(func(b []byte) { handle(from, b, m.Stamp) })
 		}
+		if w != nil {
+			w.Flush()
+		}
 	}
 }
+
+// NewSender implements transport.WorkerSenders: a send queue with its
+// own sendmmsg state on the transport's socket, for one worker.
+func (t *Transport) NewSender() (transport.Sender, error) {
+	bc := t.bc.Load()
+	if bc == nil {
+		return nil, fmt.Errorf("udp: sender: %w", transport.ErrNotStarted)
+	}
+	return &sender{t: t, q: udpio.NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, udpio.MaxMessage))}, nil
+}
+
+// sender is one worker's send queue (transport.Sender).
+type sender struct {
+	t     *Transport
+	q     *udpio.SendQueue
+	bytes uint64
+}
+
+func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
+	t := s.t
+	if t.send.Load() == nil {
+		return nil, fmt.Errorf("udp: send: %w", transport.ErrClosed)
+	}
+	if n > t.opts.MTU {
+		t.stats.MTUExceeded.Add(1)
+		return nil, &transport.MTUError{Size: n, MTU: t.opts.MTU}
+	}
+	dst, err := t.destination(to, nil)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := s.q.Reserve(dst, n)
+	if errors.Is(err, udpio.ErrQueueFull) {
+		s.Flush()
+		b, _, err = s.q.Reserve(dst, n)
+	}
+	if err != nil {
+		t.stats.SendErrors.Add(1)
+		return nil, fmt.Errorf("udp: queue to %s: %w", to, err)
+	}
+	s.bytes += uint64(n)
+	return b, nil
+}
+
+func (s *sender) Flush() {
+	s.t.flushQueue(s.q, &s.bytes)
+}
+
+func (s *sender) Close() { s.Flush() }
 
 // Send transmits one datagram. It fails with *transport.MTUError when pkt
 // is larger than the MTU.
@@ -481,12 +559,20 @@ func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
 // counted as send errors (and logged at debug); bytes are counted in
 // proportion when a batch went out only in part.
 func (t *Transport) Flush() {
-	if t.queue == nil || t.queue.Datagrams == 0 {
+	if t.queue == nil {
 		return
 	}
-	queued, bytes := t.queue.Datagrams, t.queuedBytes
-	t.queuedBytes = 0
-	sent, err := t.queue.Flush()
+	t.flushQueue(t.queue, &t.queuedBytes)
+}
+
+// flushQueue sends q and counts it; *queuedBytes are its bytes.
+func (t *Transport) flushQueue(q *udpio.SendQueue, queuedBytes *uint64) {
+	if q.Datagrams == 0 {
+		return
+	}
+	queued, bytes := q.Datagrams, *queuedBytes
+	*queuedBytes = 0
+	sent, err := q.Flush()
 	t.stats.PacketsSent.Add(uint64(sent))
 	if sent == queued {
 		t.stats.BytesSent.Add(bytes)
