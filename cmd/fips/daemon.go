@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -343,6 +344,7 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 		t, err := udp.New(next, inst.Name, udp.Options{
 			BindAddr: c.BindAddr, MTU: int(c.MTU), RecvBufSize: int(c.RecvBufSize), SendBufSize: int(c.SendBufSize),
 			OutboundOnly: c.OutboundOnly, AcceptConnections: c.AcceptConnections,
+			Workers: cfg.Dataplane.WorkerCount(runtime.NumCPU()),
 		}, log)
 		if err != nil {
 			return nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)

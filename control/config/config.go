@@ -617,6 +617,26 @@ type DataplaneConfig struct {
 	// transports' reader goroutines) instead of the event loop; false
 	// keeps every packet on the loop (for comparison and diagnosis).
 	Engine *bool `yaml:"engine" fips:"optional"`
+	// Workers is how many dataplane workers (SO_REUSEPORT sockets, each
+	// with its reader) serve each UDP transport's port: 0 is one per
+	// core, at most DefaultMaxWorkers; 1..MaxWorkers as given. Linux only;
+	// elsewhere one.
+	Workers int `yaml:"workers" fips:"optional"`
+}
+
+// Worker bounds (dataplane.workers).
+const (
+	MaxWorkers        = 64
+	DefaultMaxWorkers = 8
+)
+
+// WorkerCount is dataplane.workers with 0 resolved for a machine of
+// cpus cores.
+func (d DataplaneConfig) WorkerCount(cpus int) int {
+	if d.Workers > 0 {
+		return d.Workers
+	}
+	return max(1, min(cpus, DefaultMaxWorkers))
 }
 
 // EngineEnabled is dataplane.engine with its default (true).

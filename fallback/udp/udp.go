@@ -65,7 +65,23 @@ type Options struct {
 	OutboundOnly bool
 	// AcceptConnections admits msg1 from strangers. Forced off by OutboundOnly.
 	AcceptConnections bool
+	// Workers is how many sockets (SO_REUSEPORT, each with its reader:
+	// a dataplane worker) serve the port, 1..MaxWorkers; 0 means 1. The
+	// kernel picks a socket by flow hash, so a peer's datagrams stay on
+	// one worker. Linux only; elsewhere always 1.
+	Workers int
 }
+
+// workerCount is how many sockets serve the port here.
+func (t *Transport) workerCount() int {
+	if multiSocket && t.opts.Workers > 1 {
+		return t.opts.Workers
+	}
+	return 1
+}
+
+// MaxWorkers bounds Options.Workers.
+const MaxWorkers = 64
 
 // Defaults returns upstream's defaults.
 func Defaults() Options {
@@ -94,6 +110,9 @@ func (o Options) Validate() error {
 	if o.MTU < MinMTU || o.MTU > MaxMTU {
 		return fmt.Errorf("udp: mtu %d out of range [%d, %d]", o.MTU, MinMTU, MaxMTU)
 	}
+	if o.Workers < 0 || o.Workers > MaxWorkers {
+		return fmt.Errorf("udp: workers %d out of range [0, %d]", o.Workers, MaxWorkers)
+	}
 	if o.RecvBufSize < 0 || o.SendBufSize < 0 {
 		return fmt.Errorf("udp: negative socket buffer size (recv %d, send %d)", o.RecvBufSize, o.SendBufSize)
 	}
@@ -111,6 +130,7 @@ type Transport struct {
 	mu      sync.Mutex
 	state   transport.State
 	conn    *net.UDPConn
+	extra   []*net.UDPConn // the other SO_REUSEPORT sockets of the port
 	local   string
 	stopCtx func() bool
 	wg      sync.WaitGroup
@@ -242,15 +262,53 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.log.Info("outbound_only set: bind_addr ignored, binding an ephemeral port",
 			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
 	}
-	conn, err := net.ListenUDP(transport.ListenNetwork("udp", t.bind), net.UDPAddrFromAddrPort(t.bind))
+	workers := t.workerCount()
+	lc := net.ListenConfig{}
+	if workers > 1 {
+		lc.Control = reusePort
+	}
+	network := transport.ListenNetwork("udp", t.bind)
+	pc, err := lc.ListenPacket(context.Background(), network, t.bind.String())
 	if err != nil {
 		t.state = transport.StateFailed
 		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
 	}
-	if err := t.configure(conn); err != nil {
+	conn := pc.(*net.UDPConn)
+	if err := t.configure(conn, true); err != nil {
 		conn.Close()
 		t.state = transport.StateFailed
 		return err
+	}
+	// The other sockets bind the port the first one got (an ephemeral
+	// bind included).
+	bound := conn.LocalAddr().String()
+	var extra []*net.UDPConn
+	fail := func(err error) error {
+		conn.Close()
+		for _, c := range extra {
+			c.Close()
+		}
+		t.state = transport.StateFailed
+		return err
+	}
+	for range workers - 1 {
+		pc, err := lc.ListenPacket(context.Background(), network, bound)
+		if err != nil {
+			return fail(fmt.Errorf("udp: bind worker socket %s: %w", bound, err))
+		}
+		c := pc.(*net.UDPConn)
+		extra = append(extra, c)
+		if err := t.configure(c, false); err != nil {
+			return fail(err)
+		}
+	}
+	var extraBC []*udpio.Conn
+	for _, c := range extra {
+		bc, err := udpio.Open(c, max(RecvBatch, SendBatch))
+		if err != nil {
+			return fail(err)
+		}
+		extraBC = append(extraBC, bc)
 	}
 	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
 	if err != nil {
@@ -264,8 +322,12 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.local = conn.LocalAddr().String()
 	t.send.Store(conn)
 	t.bc.Store(bc)
-	t.wg.Add(1)
+	t.extra = extra
+	t.wg.Add(1 + len(extraBC))
 	go t.readLoop(bc, deliver, t.dp)
+	for _, c := range extraBC {
+		go t.readLoop(c, deliver, t.dp)
+	}
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
 	t.state = transport.StateUp
 	return nil
@@ -273,7 +335,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 
 // configure sets socket buffers and the kernel drop counter, and logs what
 // the kernel granted.
-func (t *Transport) configure(conn *net.UDPConn) error {
+func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 	if n := t.opts.RecvBufSize; n > 0 {
 		if err := conn.SetReadBuffer(n); err != nil {
 			return fmt.Errorf("udp: set recv buffer: %w", err)
@@ -292,6 +354,9 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 			t.log.Warn("SO_RXQ_OVFL unavailable: kernel drops will not be counted", "err", err)
 		}
 	}
+	if !primary {
+		return nil
+	}
 	rcv, snd, err := grantedBufSizes(conn)
 	if err != nil {
 		t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
@@ -307,7 +372,7 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 			"requested", t.opts.SendBufSize, "granted", snd)
 	}
 	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
-		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops)
+		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops, "workers", t.workerCount())
 	return nil
 }
 
@@ -606,6 +671,10 @@ func (t *Transport) Close() error {
 			t.stopCtx()
 		}
 		t.send.Store(nil)
+		for _, c := range t.extra {
+			c.Close()
+		}
+		t.extra = nil
 		if t.conn != nil {
 			err = t.conn.Close()
 			t.conn = nil
