@@ -16,6 +16,14 @@ import (
 // without a published route, one carrying coordinates to cache, one for
 // this node). Msg is a copy in Buf, which the loop releases.
 type Upcall struct {
+	// FSP: Msg is the inner plaintext of an end-to-end message the
+	// worker decrypted on Src's current session epoch (counter Counter,
+	// CE), already fed to session MMP, that the loop must finish.
+	FSP     bool
+	Src     identity.NodeAddr
+	Counter uint64
+	CE      bool
+
 	Link  *peer.FastLink
 	Flags uint8  // the frame's FMP flags
 	TS    uint32 // the inner timestamp
@@ -36,6 +44,13 @@ type Route struct {
 	// it every tick to expire idle entries and keep used ones' cache
 	// entries alive.
 	used atomic.Bool
+}
+
+// MarkUsed records a use (workers; cheap when already marked).
+func (r *Route) MarkUsed() {
+	if !r.used.Load() {
+		r.used.Store(true)
+	}
 }
 
 // TakeUsed reports whether the route was used since the last call.
@@ -91,6 +106,12 @@ type Config struct {
 	// Transports are the node's transports by ID: a worker sends on
 	// those that give it a sender of its own (transport.WorkerSenders).
 	Transports map[transport.ID]transport.Transport
+	// Local, when set, takes a SessionDatagram addressed to this node
+	// (msg, type byte first, writable) on worker w: true when it
+	// finished it, false to upcall it unchanged. LocalFlush ends a batch
+	// for what Local holds (TUN writes).
+	Local      func(w *Worker, now time.Time, ce bool, msg []byte) bool
+	LocalFlush func(w *Worker)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -119,6 +140,8 @@ type Counters struct {
 	ForwardedBytes  atomic.Uint64 // their encoded messages, type byte included
 	ReceivedBytes   atomic.Uint64 // their messages without the type byte (upstream's received_bytes)
 	ForwardErrors   atomic.Uint64 // forwards the next hop's transport refused
+	Delivered       atomic.Uint64 // datagrams for us finished by the node's fast local path
+	DeliveredBytes  atomic.Uint64 // their messages without the type byte
 	CEForwarded     atomic.Uint64
 	CongestionSeen  atomic.Uint64
 	ClassCounts     [8]atomic.Uint64 // by route.RouteClass
@@ -147,7 +170,11 @@ func (e *Engine) PublishForwarding(f *Forwarding) { e.fwd.Store(f) }
 func (e *Engine) Forwarding() *Forwarding { return e.fwd.Load() }
 
 // NewWorker implements transport.DataPath: one per reader goroutine.
-func (e *Engine) NewWorker() transport.DataWorker {
+func (e *Engine) NewWorker() transport.DataWorker { return e.NewLocalWorker() }
+
+// NewLocalWorker is a worker for a reader of the node's own (the TUN
+// device's): it sends through Sender and ends each batch with Flush.
+func (e *Engine) NewLocalWorker() *Worker {
 	e.workers.Add(1)
 	return &Worker{e: e}
 }
@@ -159,6 +186,8 @@ type Worker struct {
 	now     time.Time // per batch
 	senders []senderSlot
 	closed  bool
+	// Local is the node's per-worker state for Config.Local.
+	Local any
 }
 
 type senderSlot struct {
@@ -203,17 +232,18 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return true
 	}
 	w.e.stats.FramesOpened.Add(1)
-	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.forward(now, f.Flags, in.Message) {
+	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.datagram(now, f.Flags, in.Message) {
 		return true
 	}
 	w.upcall(l, f.Flags, in, arrived)
 	return true
 }
 
-// forward sends a transit datagram on from here when the published
-// tables say where, and reports whether it did (or dropped it for a
-// refused send); false leaves it, unchanged, to the loop.
-func (w *Worker) forward(now time.Time, flags uint8, msg []byte) bool {
+// datagram finishes a SessionDatagram here when it can: delivered
+// locally by the node's fast path, or forwarded when the published tables
+// say where. It reports whether it did (or dropped it for a refused
+// send); false leaves it, unchanged, to the loop.
+func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	e := w.e
 	if len(msg) < wire.SessionDatagramHeaderSize+wire.FSPPrefixSize {
 		return false
@@ -221,7 +251,12 @@ func (w *Worker) forward(now time.Time, flags uint8, msg []byte) bool {
 	var dest identity.NodeAddr
 	copy(dest[:], msg[20:36])
 	if dest == e.cfg.Self {
-		return false
+		if e.cfg.Local == nil || !e.cfg.Local(w, now, flags&wire.FMPFlagCE != 0, msg) {
+			return false
+		}
+		e.stats.Delivered.Add(1)
+		e.stats.DeliveredBytes.Add(uint64(len(msg) - 1))
+		return true
 	}
 	ttl := msg[1]
 	fsp := msg[wire.SessionDatagramHeaderSize:]
@@ -269,10 +304,20 @@ func (w *Worker) forward(now time.Time, flags uint8, msg []byte) bool {
 	if r.Congested {
 		e.stats.CongestionSeen.Add(1)
 	}
-	if !r.used.Load() {
-		r.used.Store(true)
-	}
+	r.MarkUsed()
 	return true
+}
+
+// Sender is the worker's send queue on transport id as a peer.Reserver
+// (nil when that transport has none); what is reserved goes out at the
+// worker's next Flush.
+func (w *Worker) Sender(id transport.ID) peer.Reserver {
+	s := w.sender(id)
+	if s == nil {
+		return nil
+	}
+	s.dirty = true
+	return s
 }
 
 // sender is the worker's send queue on transport id, made on first use;
@@ -305,25 +350,42 @@ func (s *senderSlot) Reserve(_ transport.ID, to transport.Addr, n int) ([]byte, 
 }
 
 func (w *Worker) upcall(l *peer.FastLink, flags uint8, in wire.FMPInner, arrived int64) {
+	w.send(Upcall{Link: l, Flags: flags, TS: in.Timestamp, Arrived: arrived}, in.Message)
+}
+
+// UpcallFSP hands the loop an end-to-end message the node's fast local
+// path decrypted but does not finish (see Upcall.FSP); pt is copied.
+func (w *Worker) UpcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
+	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce}, pt)
+}
+
+func (w *Worker) send(u Upcall, msg []byte) {
 	e := w.e
 	buf := e.cfg.UpcallBufs.Get()
-	if len(in.Message) > len(buf.B) {
+	if len(msg) > len(buf.B) {
 		buf.Release()
 		e.stats.UpcallsRefused.Add(1)
 		return
 	}
-	msg := buf.B[:len(in.Message)]
-	copy(msg, in.Message)
+	u.Msg = buf.B[:len(msg)]
+	copy(u.Msg, msg)
+	u.Buf = buf
 	e.stats.Upcalls.Add(1)
-	if !e.cfg.Upcall(Upcall{Link: l, Flags: flags, TS: in.Timestamp, Msg: msg, Buf: buf, Arrived: arrived}) {
+	if !e.cfg.Upcall(u) {
 		e.stats.UpcallsRefused.Add(1)
 		buf.Release()
 	}
 }
 
+// Clock is the worker's time for the batch in progress.
+func (w *Worker) Clock() time.Time { return w.clock() }
+
 // Flush implements transport.DataWorker: the batch's sends go out.
 func (w *Worker) Flush() {
 	w.now = time.Time{}
+	if w.Local != nil && w.e.cfg.LocalFlush != nil {
+		w.e.cfg.LocalFlush(w)
+	}
 	for i := range w.senders {
 		if s := &w.senders[i]; s.dirty {
 			s.dirty = false

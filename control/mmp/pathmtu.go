@@ -2,6 +2,7 @@ package mmp
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,8 +18,10 @@ const noMTU = math.MaxUint16
 // higher value spanning at least two notification intervals; values below
 // MinActionablePathMTU are ignored and counted.
 type PathMTU struct {
-	current      uint16
-	lastObserved uint16
+	current uint16
+	// lastObserved is atomic: a dataplane worker reads it to tell
+	// whether a datagram's path MTU is news for the loop.
+	lastObserved atomic.Uint32
 	changed      bool
 
 	lastNotif    time.Time
@@ -35,11 +38,12 @@ type PathMTU struct {
 
 // NewPathMTU starts with no measurement in either direction.
 func NewPathMTU() *PathMTU {
-	return &PathMTU{
-		current:      noMTU,
-		lastObserved: noMTU,
-		intervalMS:   int64(MinPathMTUNotificationInterval / time.Millisecond),
+	p := &PathMTU{
+		current:    noMTU,
+		intervalMS: int64(MinPathMTUNotificationInterval / time.Millisecond),
 	}
+	p.lastObserved.Store(noMTU)
+	return p
 }
 
 func elapsedMS(now, since time.Time) int64 {
@@ -55,7 +59,7 @@ func (p *PathMTU) Current() uint16 { return p.current }
 
 // LastObserved is the last path_mtu seen at the destination side (65535 =
 // none).
-func (p *PathMTU) LastObserved() uint16 { return p.lastObserved }
+func (p *PathMTU) LastObserved() uint16 { return uint16(p.lastObserved.Load()) }
 
 // NotificationInterval is max(10 s, 5·SRTT) as last updated.
 func (p *PathMTU) NotificationInterval() time.Duration {
@@ -86,9 +90,9 @@ func (p *PathMTU) SeedSource(mtu uint16) {
 // Observe records the path_mtu of an arriving session datagram
 // (destination side).
 func (p *PathMTU) Observe(mtu uint16) {
-	if mtu != p.lastObserved {
+	if mtu != p.LastObserved() {
 		p.changed = true
-		p.lastObserved = mtu
+		p.lastObserved.Store(uint32(mtu))
 	}
 }
 
@@ -96,13 +100,13 @@ func (p *PathMTU) Observe(mtu uint16) {
 // The "decrease" test compares the observation with our own source-side
 // value, as upstream does.
 func (p *PathMTU) NotificationDue(now time.Time) bool {
-	if p.lastObserved == noMTU {
+	if p.LastObserved() == noMTU {
 		return false
 	}
 	if !p.hasLastNotif {
 		return true
 	}
-	if p.changed && p.lastObserved < p.current {
+	if p.changed && p.LastObserved() < p.current {
 		return true
 	}
 	return elapsedMS(now, p.lastNotif) >= p.intervalMS
@@ -111,12 +115,12 @@ func (p *PathMTU) NotificationDue(now time.Time) bool {
 // BuildNotification returns the value to send and restarts the interval;
 // false with nothing observed.
 func (p *PathMTU) BuildNotification(now time.Time) (uint16, bool) {
-	if p.lastObserved == noMTU {
+	if p.LastObserved() == noMTU {
 		return 0, false
 	}
 	p.lastNotif, p.hasLastNotif = now, true
 	p.changed = false
-	return p.lastObserved, true
+	return p.LastObserved(), true
 }
 
 // ApplyNotification applies a PathMtuNotification at the source side and

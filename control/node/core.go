@@ -217,6 +217,13 @@ func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, 
 	c.peers.HandlePacket(now, t, from, pkt)
 }
 
+// HandleOpenedFSP finishes an end-to-end message a dataplane worker
+// decrypted (see session.Table.HandleOpened); its MMP frame is recorded.
+func (c *Core) HandleOpenedFSP(now time.Time, src identity.NodeAddr, counter uint64, pt []byte, ce bool) {
+	c.now = now
+	c.sess.HandleOpened(now, src, counter, pt, ce, true)
+}
+
 // HandleOpened finishes a frame a dataplane worker opened (see
 // peer.Manager.HandleOpened).
 func (c *Core) HandleOpened(now time.Time, l *peer.FastLink, flags uint8, in wire.FMPInner) {
@@ -496,6 +503,9 @@ type coreSessionEnv struct{ c *Core }
 // Without this the session stays dark until it idles out (90 s).
 func (e coreSessionEnv) SendDatagram(now time.Time, dest identity.NodeAddr, fsp []byte) (uint16, error) {
 	mtu, err := e.c.route.SendDatagramPathMTU(now, dest, fsp)
+	if err == nil && e.c.opts.OnForward != nil {
+		e.c.opts.OnForward(dest) // our own traffic to dest: a route for the workers too
+	}
 	if err != nil && errors.Is(err, route.ErrNoRoute) && e.c.sess.Established(dest) && !e.c.route.LookupPending(dest) {
 		if e.c.startLookup(now, dest) == route.StartSent {
 			e.c.noRouteLookups++

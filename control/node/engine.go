@@ -29,19 +29,22 @@ type rxItem struct {
 // EngineView is show_status.dataplane.engine (fips-go addition): what
 // the workers did.
 type EngineView struct {
-	Enabled         bool   `json:"enabled"`
-	Workers         int    `json:"workers"`
-	LinksPublished  int    `json:"links_published"`
-	RoutesPublished int    `json:"routes_published"`
-	FramesOpened    uint64 `json:"frames_opened"`
-	FramesDropped   uint64 `json:"frames_dropped"`
-	Forwarded       uint64 `json:"forwarded"`
-	ForwardMisses   uint64 `json:"forward_misses"`
-	ForwardErrors   uint64 `json:"forward_errors"`
-	Upcalls         uint64 `json:"upcalls"`
-	UpcallsRefused  uint64 `json:"upcalls_refused"`
-	RoutesRefused   uint64 `json:"routes_refused"`
-	RoutesExpired   uint64 `json:"routes_expired"`
+	Enabled           bool   `json:"enabled"`
+	Workers           int    `json:"workers"`
+	LinksPublished    int    `json:"links_published"`
+	RoutesPublished   int    `json:"routes_published"`
+	FramesOpened      uint64 `json:"frames_opened"`
+	FramesDropped     uint64 `json:"frames_dropped"`
+	Forwarded         uint64 `json:"forwarded"`
+	Delivered         uint64 `json:"delivered"`
+	Originated        uint64 `json:"originated"`
+	SessionsPublished int    `json:"sessions_published"`
+	ForwardMisses     uint64 `json:"forward_misses"`
+	ForwardErrors     uint64 `json:"forward_errors"`
+	Upcalls           uint64 `json:"upcalls"`
+	UpcallsRefused    uint64 `json:"upcalls_refused"`
+	RoutesRefused     uint64 `json:"routes_refused"`
+	RoutesExpired     uint64 `json:"routes_expired"`
 }
 
 // startEngine attaches the engine to every transport that can run it.
@@ -77,6 +80,10 @@ func (n *Node) upcall(u dataplane.Upcall) bool {
 // handleUpcall finishes a frame a worker opened.
 func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
 	defer u.Buf.Release()
+	if u.FSP {
+		n.core.HandleOpenedFSP(now, u.Src, u.Counter, u.Msg, u.CE)
+		return
+	}
 	if u.Arrived != 0 && n.aqm.drop(now, now.Sub(time.Unix(0, u.Arrived))) {
 		return
 	}
@@ -162,7 +169,8 @@ func (n *Node) engineView() EngineView {
 	return EngineView{Enabled: true, Workers: n.eng.Workers(), LinksPublished: n.peers.Published().Len(),
 		RoutesPublished: n.eng.Forwarding().Len(),
 		FramesOpened:    c.FramesOpened.Load(), FramesDropped: c.FramesDropped.Load(),
-		Forwarded: c.Forwarded.Load(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
+		Forwarded: c.Forwarded.Load(), Delivered: c.Delivered.Load(), Originated: n.v6fast.originated.Load(),
+		SessionsPublished: n.localLen(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
 		Upcalls: c.Upcalls.Load(), UpcallsRefused: c.UpcallsRefused.Load(),
 		RoutesRefused: n.routesRefused, RoutesExpired: n.routesExpired}
 }
@@ -188,6 +196,20 @@ func (n *Node) addEngineForwarding(s *route.Stats) {
 	f.RouteCrosslinkDescend += c.ClassCounts[route.ClassCrosslinkDescend].Load()
 	f.RouteCrosslinkAscend += c.ClassCounts[route.ClassCrosslinkAscend].Load()
 	f.RouteDirectPeer += c.ClassCounts[route.ClassDirectPeer].Load()
+	dl := c.Delivered.Load()
+	f.ReceivedPackets += dl
+	f.ReceivedBytes += c.DeliveredBytes.Load()
+	f.DeliveredPackets += dl
+	f.DeliveredBytes += c.DeliveredBytes.Load()
+	f.OriginatedPackets += n.v6fast.originated.Load()
+	f.OriginatedBytes += n.v6fast.originatedBytes.Load()
 	s.Congestion.CEForwarded += c.CEForwarded.Load()
 	s.Congestion.CongestionDetected += c.CongestionSeen.Load()
+}
+
+func (n *Node) localLen() int {
+	if lt := n.local.Load(); lt != nil {
+		return len(lt.byAddr)
+	}
+	return 0
 }

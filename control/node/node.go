@@ -177,6 +177,13 @@ type Node struct {
 	routesDirty   bool
 	routesRefused uint64
 	routesExpired uint64
+	// local is the IPv6 adapter's table for workers (publishLocal);
+	// v6fast and ceFast are what the workers' adapter counted.
+	local      atomic.Pointer[localTable]
+	v6fast     fastIPv6
+	ceFast     atomic.Uint64
+	sessionTTL uint8
+	selfAddr   identity.NodeAddr
 }
 
 type request struct {
@@ -245,10 +252,11 @@ func New(o Options) (*Node, error) {
 		return nil, err
 	}
 	n.core, n.peers = core, core.Peers()
+	n.sessionTTL, n.selfAddr = core.Router().Config().SessionTTL, o.Identity.NodeAddr()
 	if !o.Dataplane.NoEngine {
 		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers.Published,
 			Upcall: n.upcall, UpcallBufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
-			Transports: n.transports})
+			Transports: n.transports, Local: n.fastDeliver, LocalFlush: n.fastFlush})
 		n.fwdWant = map[identity.NodeAddr]struct{}{}
 	}
 	n.state.Store(StateCreated)
@@ -368,6 +376,7 @@ func (n *Node) loop(ctx context.Context) {
 			n.sampleKernelDrops()
 			n.core.Tick(now)
 			n.publishRoutes(now, true)
+			n.publishLocal(true)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()
@@ -376,6 +385,7 @@ func (n *Node) loop(ctx context.Context) {
 			n.publish(now)
 		}
 		n.publishRoutes(time.Now(), false)
+		n.publishLocal(false)
 		n.flushSends()
 		if n.tunFlush != nil {
 			n.tunFlush()
@@ -387,7 +397,7 @@ func (n *Node) loop(ctx context.Context) {
 // it: only established frames (data and link control alike, as a router
 // drops), never handshakes.
 func (n *Node) receive(now time.Time, it rxItem) {
-	if it.up.Link != nil {
+	if it.up.Link != nil || it.up.FSP {
 		n.handleUpcall(now, it.up)
 		return
 	}

@@ -31,7 +31,9 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 	if sm == nil {
 		return
 	}
-	sm.link.RecordRecv(now, f.Counter, f.Timestamp, f.Size, f.CE)
+	if !f.Recorded {
+		sm.link.RecordRecv(now, f.Counter, f.Timestamp, f.Size, f.CE)
+	}
 	switch f.Type {
 	case wire.SessionMsgReceiverReport:
 		if rr, err := wire.ParseSessionReceiverReport(f.Body); err == nil {

@@ -120,6 +120,8 @@ func (n *Node) publish(now time.Time) {
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane}
 	s.Dataplane.Engine = n.engineView()
 	n.addEngineForwarding(&s.RouteStats)
+	n.addFastIPv6(&s.IPv6)
+	s.CEReceived += n.ceFast.Load()
 	s.Routing.Forwarding = s.RouteStats.Forwarding
 	if n.tunName != "" {
 		s.TunName = n.tunName

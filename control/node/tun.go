@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/fips-go/fips/dataplane"
 )
 
 // The packet loop between a wireguard/tun device and the core, the same
@@ -46,10 +48,18 @@ func (n *Node) runTUN(dev tun.Device) error {
 			bufs[i] = make([]byte, tunOffset+65535)
 		}
 		sizes := make([]int, batch)
+		var w *dataplane.Worker
+		if n.eng != nil {
+			w = n.eng.NewLocalWorker()
+			defer w.Close()
+		}
 		for {
 			cnt, err := dev.Read(bufs, sizes, tunOffset)
 			read := time.Now().UnixNano()
 			for i := range cnt {
+				if w != nil && n.fastSend(w, w.Clock(), bufs[i][tunOffset:tunOffset+sizes[i]]) {
+					continue
+				}
 				// Pooled copies: the loop returns each after SendIPv6.
 				pkt, _ := n.tunBufs.Get().(*[]byte)
 				if pkt == nil {
@@ -64,6 +74,9 @@ func (n *Node) runTUN(dev tun.Device) error {
 					n.tunDrops.Add(1)
 					n.tunBufs.Put(pkt)
 				}
+			}
+			if w != nil {
+				w.Flush()
 			}
 			if err != nil {
 				if errors.Is(err, tun.ErrTooManySegments) {
@@ -93,6 +106,7 @@ type tunBatch struct {
 	dev   tun.Device
 	store [][]byte // tunOffset headroom + 64 KiB each
 	bufs  [][]byte // the packets held, slices of store
+	err   error    // a flush reserve made failed
 }
 
 func newTUNBatch(dev tun.Device, n int) *tunBatch {
@@ -117,6 +131,26 @@ func (b *tunBatch) add(pkt []byte) bool {
 	buf := b.store[len(b.bufs)]
 	copy(buf[tunOffset:], pkt)
 	b.bufs = append(b.bufs, buf[:tunOffset+len(pkt)])
+	return ok
+}
+
+// reserve is the buffer the next packet is to be built in (after
+// tunOffset headroom: 65535 bytes), writing the batch first when it is
+// full; commit then holds its first n bytes.
+func (b *tunBatch) reserve() []byte {
+	if len(b.bufs) == cap(b.bufs) {
+		b.err = b.flush()
+	}
+	return b.store[len(b.bufs)][tunOffset:]
+}
+
+// commit holds the packet built in the reserved buffer; false when the
+// write that made room for it failed.
+func (b *tunBatch) commit(n int) bool {
+	buf := b.store[len(b.bufs)]
+	b.bufs = append(b.bufs, buf[:tunOffset+n])
+	ok := b.err == nil
+	b.err = nil
 	return ok
 }
 

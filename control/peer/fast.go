@@ -272,6 +272,27 @@ func (x *FastTx) Seal(now time.Time, r Reserver, flags uint8, msg []byte) error 
 	return sealFrame(now, x.peer, x.sess, x.mmp, x.kbit, b, flags, msg)
 }
 
+// Reserve takes a slot for a frame of n bytes to the peer from r; the
+// caller builds the message in place at FrameMessage(slot) and calls
+// SealReserved.
+func (x *FastTx) Reserve(r Reserver, n int) ([]byte, error) {
+	b, err := r.Reserve(x.t, x.addr, n)
+	if err == nil && b == nil {
+		err = errors.New("peer: no send slot")
+	}
+	return b, err
+}
+
+// FrameMessage is where a frame slot's message (msg_type first) goes.
+func FrameMessage(slot []byte) []byte {
+	return slot[wire.FMPHeaderSize+4 : len(slot)-wire.FMPTagSize]
+}
+
+// SealReserved seals a slot from Reserve whose message is in place.
+func (x *FastTx) SealReserved(now time.Time, slot []byte, flags uint8) error {
+	return sealFrame(now, x.peer, x.sess, x.mmp, x.kbit, slot, flags, FrameMessage(slot))
+}
+
 // sealFrame writes the frame for msg into pkt (exactly FrameSize(msg)
 // bytes) on session s and accounts it: the one implementation of a link
 // send, for the loop and the workers.
@@ -293,7 +314,9 @@ func sealFrame(now time.Time, p *Peer, s *linkSession, mm *mmp.Link, kbit bool, 
 	ts := uint32(now.Sub(s.start).Milliseconds())
 	inner := pkt[wire.FMPHeaderSize : wire.FMPHeaderSize+4+len(msg)]
 	binary.LittleEndian.PutUint32(inner, ts)
-	copy(inner[4:], msg)
+	if len(msg) > 0 && &inner[4] != &msg[0] { // not built in place already
+		copy(inner[4:], msg)
+	}
 	if _, err := s.s.Seal(inner[:0], ctr, pkt[:wire.FMPHeaderSize], inner); err != nil {
 		return err
 	}

@@ -124,6 +124,9 @@ type Frame struct {
 	// during the call (SenderReport, ReceiverReport, PathMtuNotification
 	// bodies are for MMP to parse).
 	Body []byte
+	// Recorded: a dataplane worker already fed this frame to the
+	// session's MMP receiver.
+	Recorded bool
 }
 
 // EventKind says what happened to a session.

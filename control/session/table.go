@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/binary"
+	"sync/atomic"
 
 	"fmt"
 	"io"
@@ -55,10 +56,11 @@ type entry struct {
 	cur       *noise.Session
 	initiator bool
 
-	created, lastActivity, sessionStart time.Time
-	warmup                              uint8
-
-	pktsSent, pktsRecv, bytesSent, bytesRecv uint64
+	created, sessionStart time.Time
+	warmup                uint8
+	// hot are the per-packet counters and the idle clock, which
+	// dataplane workers update too.
+	hot sessHot
 
 	hsPayload   []byte
 	resendCount int
@@ -105,6 +107,8 @@ type Table struct {
 	// openBuf receives decrypted session messages; what the table hands
 	// up from it is valid until the next one (the table is loop-owned).
 	openBuf []byte
+	// published is the session table for dataplane workers (Publish).
+	published atomic.Pointer[Sessions]
 }
 
 // New makes an empty table. rnd feeds the handshake ephemerals and the
@@ -137,7 +141,9 @@ func (t *Table) drawJitter() time.Duration {
 }
 
 func (t *Table) newEntry(addr identity.NodeAddr, remote identity.PublicKey, st State, now time.Time, initiator bool) *entry {
-	return &entry{addr: addr, remote: remote, state: st, created: now, lastActivity: now, initiator: initiator, jitter: t.drawJitter()}
+	e := &entry{addr: addr, remote: remote, state: st, created: now, initiator: initiator, jitter: t.drawJitter()}
+	e.hot.touch(now)
+	return e
 }
 
 func msSince(now, start time.Time) uint32 { return uint32(now.Sub(start).Milliseconds()) }
@@ -296,9 +302,7 @@ func (t *Table) sendData(now time.Time, e *entry, srcPort, dstPort uint16, paylo
 	if err := t.seal(now, e, flags, src, dst, wire.SessionMsgDataPacket, ports[:], payload); err != nil {
 		return err
 	}
-	e.pktsSent++
-	e.bytesSent += uint64(len(payload))
-	e.lastActivity = now
+	e.hot.sent(now, len(payload))
 	return nil
 }
 
@@ -554,7 +558,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	e.warmup = t.cfg.CoordsWarmupPackets
 	e.sessionStart = now
 	e.hsPayload, e.nextResend = nil, time.Time{}
-	e.lastActivity = now
+	e.hot.touch(now)
 	t.stats.Established++
 	t.env.CacheCoords(now, src, ack.SrcCoords.Addrs())
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: true})
@@ -698,6 +702,13 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		t.reject(&t.stats.DecryptFailed, "decrypt failed (all epochs)", src)
 		return
 	}
+	t.afterOpen(now, src, e, hit, m.Header.Counter, pt, ce, false)
+}
+
+// afterOpen is everything after a successful decryption under slot hit:
+// epoch bookkeeping, the MMP frame (unless a dataplane worker recorded
+// it already), the message. pt is the inner plaintext.
+func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit slot, counter uint64, pt []byte, ce, recorded bool) {
 	switch hit {
 	case slotPrevious:
 		if !e.drainStarted.IsZero() {
@@ -718,8 +729,8 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		t.stats.Malformed++
 		return
 	}
-	t.up.Frame(now, src, Frame{Counter: m.Header.Counter, Timestamp: in.Timestamp, Type: in.MsgType,
-		Spin: in.Flags.SpinBit(), Size: len(pt), CE: ce, Body: in.Body})
+	t.up.Frame(now, src, Frame{Counter: counter, Timestamp: in.Timestamp, Type: in.MsgType,
+		Spin: in.Flags.SpinBit(), Size: len(pt), CE: ce, Body: in.Body, Recorded: recorded})
 	switch in.MsgType {
 	case wire.SessionMsgDataPacket:
 		d, err := wire.ParseDataPacket(in.Body)
@@ -729,9 +740,7 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		}
 		t.up.Deliver(now, src, d.SrcPort, d.DstPort, d.Payload, ce)
 		if e := t.sessions[src]; e != nil {
-			e.pktsRecv++
-			e.bytesRecv += uint64(len(in.Body))
-			e.lastActivity = now
+			e.hot.received(now, len(in.Body))
 		}
 	case wire.SessionMsgPathMtuNotification:
 		n, err := wire.ParsePathMtuNotification(in.Body)
@@ -928,7 +937,7 @@ func (t *Table) backoff(count int) time.Duration {
 func (t *Table) Tick(now time.Time) {
 	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
-		if e.state != StateEstablished && now.Sub(e.lastActivity) > t.cfg.HandshakeTimeout {
+		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
 			t.stats.HandshakeTimeouts++
 			t.drop(now, a, "handshake_timeout")
 		}
@@ -947,7 +956,7 @@ func (t *Table) Tick(now time.Time) {
 	if t.cfg.IdleTimeout > 0 {
 		for _, a := range t.sortedAddrs() {
 			e := t.sessions[a]
-			if e.state == StateEstablished && now.Sub(e.lastActivity) > t.cfg.IdleTimeout {
+			if e.state == StateEstablished && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
 				t.stats.IdlePurged++
 				t.drop(now, a, "idle")
 			}
@@ -1091,8 +1100,8 @@ type Info struct {
 func (t *Table) info(e *entry) Info {
 	return Info{
 		RemoteAddr: e.addr, Remote: e.remote, State: e.state, Initiator: e.initiator,
-		LastActivity: e.lastActivity, PacketsSent: e.pktsSent, PacketsRecv: e.pktsRecv,
-		BytesSent: e.bytesSent, BytesRecv: e.bytesRecv, ResendCount: e.resendCount,
+		LastActivity: e.hot.last(), PacketsSent: e.hot.pktsSent.Load(), PacketsRecv: e.hot.pktsRecv.Load(),
+		BytesSent: e.hot.bytesSent.Load(), BytesRecv: e.hot.bytesRecv.Load(), ResendCount: e.resendCount,
 		SessionStart: e.sessionStart, KBit: e.k, CoordsWarmupRemaining: e.warmup,
 		Draining: !e.drainStarted.IsZero(), RekeyInProgress: e.rekeyInProgress(),
 		HasPending: e.pending != nil, PathMTU: e.pathMTU, PendingPackets: len(t.pending[e.addr]),
@@ -1220,6 +1229,9 @@ type Stats struct {
 	UnboundCoords, UnboundBroken, UnboundMTU uint64
 	CoordsWarmupResponses                    uint64
 	PathMtuNotifBelowFloor                   uint64
+	// OpenedForGone: messages a dataplane worker decrypted for a session
+	// the loop no longer had established when it saw them.
+	OpenedForGone uint64
 }
 
 // Stats returns a copy of the counters.
