@@ -24,6 +24,14 @@ type Upcall struct {
 	Counter uint64
 	CE      bool
 
+	// Proof: the first frame on Link's answered-rekey session opened
+	// (peer.Manager.ProveFast); nothing else is carried.
+	Proof bool
+	// Promote: Src's pending end-to-end epoch Epoch authenticated a
+	// message on a worker (the loop promotes it); nothing else carried.
+	Promote bool
+	Epoch   any
+
 	Link  *peer.FastLink
 	Flags uint8  // the frame's FMP flags
 	TS    uint32 // the inner timestamp
@@ -44,7 +52,13 @@ type Route struct {
 	// it every tick to expire idle entries and keep used ones' cache
 	// entries alive.
 	used atomic.Bool
+	// Idle counts the loop's ticks without a use (loop only).
+	Idle int
 }
+
+// Used reports whether the route was used since the last TakeUsed,
+// leaving the mark.
+func (r *Route) Used() bool { return r.used.Load() }
 
 // MarkUsed records a use (workers; cheap when already marked).
 func (r *Route) MarkUsed() {
@@ -232,6 +246,9 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return true
 	}
 	w.e.stats.FramesOpened.Add(1)
+	if l.Proving() {
+		w.notify(Upcall{Proof: true, Link: l})
+	}
 	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.datagram(now, f.Flags, in.Message) {
 		return true
 	}
@@ -374,6 +391,24 @@ func (w *Worker) send(u Upcall, msg []byte) {
 	if !e.cfg.Upcall(u) {
 		e.stats.UpcallsRefused.Add(1)
 		buf.Release()
+	}
+}
+
+// UpcallPromote tells the loop a message authenticated under src's
+// pending epoch (the session's, opaque here) on this worker.
+func (w *Worker) UpcallPromote(src identity.NodeAddr, epoch any) {
+	w.notify(Upcall{Promote: true, Src: src, Epoch: epoch})
+}
+
+// notify upcalls an event without a payload.
+func (w *Worker) notify(u Upcall) {
+	e := w.e
+	u.Buf = e.cfg.UpcallBufs.Get()
+	u.Msg = u.Buf.B[:0]
+	e.stats.Upcalls.Add(1)
+	if !e.cfg.Upcall(u) {
+		e.stats.UpcallsRefused.Add(1)
+		u.Buf.Release()
 	}
 }
 

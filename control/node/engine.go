@@ -19,6 +19,10 @@ import (
 // MaxRoutes bounds the published forwarding table.
 const MaxRoutes = 4096
 
+// routeIdleTicks is how many ticks without a use a published route
+// survives.
+const routeIdleTicks = 10
+
 // rxItem is one entry of the receive queue: a packet a transport
 // delivered, or a frame a worker opened (up.Link set).
 type rxItem struct {
@@ -45,6 +49,9 @@ type EngineView struct {
 	UpcallsRefused    uint64 `json:"upcalls_refused"`
 	RoutesRefused     uint64 `json:"routes_refused"`
 	RoutesExpired     uint64 `json:"routes_expired"`
+	// EgressToLoop counts TUN packets the workers left to the loop, by
+	// reason.
+	EgressToLoop map[string]uint64 `json:"egress_to_loop"`
 }
 
 // startEngine attaches the engine to every transport that can run it.
@@ -80,6 +87,16 @@ func (n *Node) upcall(u dataplane.Upcall) bool {
 // handleUpcall finishes a frame a worker opened.
 func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
 	defer u.Buf.Release()
+	switch {
+	case u.Proof:
+		n.core.now = now
+		n.peers.ProveFast(now, u.Link)
+		return
+	case u.Promote:
+		n.core.now = now
+		n.core.sess.PromoteFast(now, u.Src, u.Epoch)
+		return
+	}
 	if u.FSP {
 		n.core.HandleOpenedFSP(now, u.Src, u.Counter, u.Msg, u.CE)
 		return
@@ -127,7 +144,7 @@ func (n *Node) publishRoutes(now time.Time, tick bool) {
 	links := n.peers.Published()
 	m := make(map[identity.NodeAddr]*dataplane.Route, old.Len()+len(n.fwdWant))
 	r := n.core.Router()
-	consider := func(dest identity.NodeAddr) {
+	consider := func(dest identity.NodeAddr, prev *dataplane.Route) {
 		if _, done := m[dest]; done {
 			return
 		}
@@ -143,18 +160,29 @@ func (n *Node) publishRoutes(now time.Time, tick bool) {
 		if x == nil {
 			return
 		}
-		m[dest] = &dataplane.Route{Tx: x, MTU: n.LinkMTU(x.Transport(), x.Addr()),
+		nr := &dataplane.Route{Tx: x, MTU: n.LinkMTU(x.Transport(), x.Addr()),
 			Congested: coreLinks{n.core}.Congested(next), Class: rt.Class}
+		if prev != nil {
+			nr.Idle = prev.Idle
+			if prev.Used() {
+				nr.MarkUsed()
+			}
+		}
+		m[dest] = nr
 	}
 	old.Range(func(dest identity.NodeAddr, rt *dataplane.Route) {
-		if tick && !rt.TakeUsed() {
-			n.routesExpired++
-			return
+		if tick {
+			if rt.TakeUsed() {
+				rt.Idle = 0
+			} else if rt.Idle++; rt.Idle >= routeIdleTicks {
+				n.routesExpired++
+				return
+			}
 		}
-		consider(dest)
+		consider(dest, rt)
 	})
 	for dest := range n.fwdWant {
-		consider(dest)
+		consider(dest, nil)
 	}
 	clear(n.fwdWant)
 	n.eng.PublishForwarding(dataplane.NewForwarding(m))
@@ -172,7 +200,9 @@ func (n *Node) engineView() EngineView {
 		Forwarded: c.Forwarded.Load(), Delivered: c.Delivered.Load(), Originated: n.v6fast.originated.Load(),
 		SessionsPublished: n.localLen(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
 		Upcalls: c.Upcalls.Load(), UpcallsRefused: c.UpcallsRefused.Load(),
-		RoutesRefused: n.routesRefused, RoutesExpired: n.routesExpired}
+		RoutesRefused: n.routesRefused, RoutesExpired: n.routesExpired,
+		EgressToLoop: map[string]uint64{"no_session": n.v6fast.missNoSession.Load(), "warmup": n.v6fast.missWarmup.Load(),
+			"too_big": n.v6fast.missTooBig.Load(), "no_route": n.v6fast.missNoRoute.Load(), "frame_mtu": n.v6fast.missFrameMTU.Load()}}
 }
 
 // addEngineForwarding folds the workers' forwards into the router's

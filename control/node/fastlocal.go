@@ -45,6 +45,8 @@ type localTable struct {
 type fastIPv6 struct {
 	sent, received, ceMarked, mssClamped, dropped, writeErrors atomic.Uint64
 	originated, originatedBytes                                atomic.Uint64
+	// Why TUN packets went to the loop instead (EngineView.EgressToLoop).
+	missNoSession, missWarmup, missTooBig, missNoRoute, missFrameMTU atomic.Uint64
 }
 
 // localWorker is one worker's adapter state.
@@ -111,6 +113,9 @@ func (n *Node) fastDeliver(w *dataplane.Worker, now time.Time, ce bool, msg []by
 	if !ok {
 		return false
 	}
+	if op.Pending {
+		w.UpcallPromote(src, le.fs.Epoch())
+	}
 	in := op.Inner
 	if op.Inner.MsgType != wire.SessionMsgDataPacket || len(in.Body) < wire.FSPPortHeaderSize ||
 		binary.LittleEndian.Uint16(in.Body[2:]) != wire.FSPPortIPv6Shim || lw.tun == nil {
@@ -163,12 +168,21 @@ func (n *Node) fastSend(w *dataplane.Worker, now time.Time, pkt []byte) bool {
 		return false
 	}
 	le := lt.byIPv6[netip.AddrFrom16([16]byte(pkt[24:40]))]
-	if le == nil || !le.fs.CanSend() || len(pkt) > le.ipv6MTU {
+	switch {
+	case le == nil:
+		n.v6fast.missNoSession.Add(1)
+		return false
+	case !le.fs.CanSend():
+		n.v6fast.missWarmup.Add(1)
+		return false
+	case len(pkt) > le.ipv6MTU:
+		n.v6fast.missTooBig.Add(1)
 		return false
 	}
 	dest := le.fs.Addr()
 	rt := n.eng.Forwarding().Lookup(dest)
 	if rt == nil {
+		n.v6fast.missNoRoute.Add(1)
 		return false
 	}
 	r := w.Sender(rt.Tx.Transport())
@@ -179,6 +193,7 @@ func (n *Node) fastSend(w *dataplane.Worker, now time.Time, pkt []byte) bool {
 	msgLen := wire.SessionDatagramHeaderSize + session.DataOverhead + shimLen
 	frame := wire.FMPHeaderSize + 4 + msgLen + wire.FMPTagSize
 	if rt.MTU > 0 && frame > rt.MTU {
+		n.v6fast.missFrameMTU.Add(1)
 		return false // the loop refuses it as it would (MtuExceeded at the first hop)
 	}
 	if ipv6.ClampMSS(pkt, ipv6.MaxMSS(lt.transportMTU)) {

@@ -397,7 +397,7 @@ func (n *Node) loop(ctx context.Context) {
 // it: only established frames (data and link control alike, as a router
 // drops), never handshakes.
 func (n *Node) receive(now time.Time, it rxItem) {
-	if it.up.Link != nil || it.up.FSP {
+	if it.up.Link != nil || it.up.FSP || it.up.Promote {
 		n.handleUpcall(now, it.up)
 		return
 	}

@@ -93,7 +93,18 @@ type FastLink struct {
 	mmp      *mmp.Link
 	draining bool // sess is the previous session, kept for the drain window
 	addr     transport.Addr
+	t        transport.ID
+	idx      uint32
+	// cand is the rekey handshake we answered whose session this is,
+	// until its first frame proves it (the worker tells the loop, which
+	// cuts over; frames are handled as the peer's all the same).
+	cand *unproven
 }
+
+// Proving reports whether the link's session is an answered rekey whose
+// first frame the loop has not seen yet: a worker that opens one upcalls
+// a proof (Manager.ProveFast) before handling the frame.
+func (l *FastLink) Proving() bool { return l.cand != nil }
 
 // Peer is the link's peer.
 func (l *FastLink) Peer() *Peer { return l.peer }
@@ -170,16 +181,36 @@ func (m *Manager) Publish() {
 	m.pubDirty = false
 	l := &Links{byIndex: make(map[linkKey]*FastLink, len(m.byIndex)), byPeer: make(map[identity.NodeAddr]*FastTx, len(m.peers))}
 	for k, e := range m.byIndex {
-		if e.cand != nil || e.peer == nil {
+		if u := e.cand; u != nil {
+			// A rekey we answered, of a peer still active in the same
+			// epoch: its frames are the peer's once the first proves it.
+			// Other handshakes (new links, restarts) are the loop's.
+			if p := u.rekeyOf; p != nil && m.peers[p.NodeAddr] == p && p.Epoch == u.epoch && u.t == p.Transport {
+				l.byIndex[k] = &FastLink{m: m, peer: p, sess: e.sess, mmp: p.mmp, addr: p.Addr, t: k.t, idx: k.idx, cand: u}
+			}
+			continue
+		}
+		if e.peer == nil {
 			continue
 		}
 		p := e.peer
-		l.byIndex[k] = &FastLink{m: m, peer: p, sess: e.sess, mmp: p.mmp, draining: e.sess == p.prev, addr: p.Addr}
+		l.byIndex[k] = &FastLink{m: m, peer: p, sess: e.sess, mmp: p.mmp, draining: e.sess == p.prev, addr: p.Addr, t: k.t, idx: k.idx}
 	}
 	for a, p := range m.peers {
 		l.byPeer[a] = &FastTx{peer: p, sess: p.cur, mmp: p.mmp, kbit: p.kbit, t: p.Transport, addr: p.Addr}
 	}
 	m.published.Store(l)
+}
+
+// ProveFast is the loop's half of the first frame a worker opened on an
+// answered rekey's session (FastLink.Proving): the handshake is proven
+// and the peer cuts over, as when the loop opens that frame itself.
+func (m *Manager) ProveFast(now time.Time, l *FastLink) {
+	e := m.byIndex[linkKey{l.t, l.idx}]
+	if e == nil || e.cand != l.cand {
+		return // proven already (a later frame's proof), or dropped
+	}
+	m.prove(now, l.cand, l.t, l.addr)
 }
 
 // Verdict is what FastLink.Open did with a frame.

@@ -43,10 +43,11 @@ func (h *sessHot) sent(now time.Time, n int) {
 
 // FastSession is one published session: immutable once published.
 type FastSession struct {
-	addr  identity.NodeAddr
-	cur   *noise.Session
-	k     bool
-	start time.Time // timestamp base of cur
+	addr    identity.NodeAddr
+	cur     *noise.Session
+	pending *noise.Session // a rekey's new epoch, not yet promoted
+	k       bool
+	start   time.Time // timestamp base of cur
 	// send: no coordinate warmup is due, so a worker may seal data
 	// packets (a packet that must carry coordinates is the loop's).
 	send bool
@@ -56,10 +57,11 @@ type FastSession struct {
 
 // fastKey is what a publication depends on; a change republishes.
 type fastKey struct {
-	cur   *noise.Session
-	k     bool
-	start time.Time
-	send  bool
+	cur     *noise.Session
+	pending *noise.Session
+	k       bool
+	start   time.Time
+	send    bool
 }
 
 // Addr is the remote node.
@@ -140,7 +142,7 @@ func (t *Table) Publish() bool {
 		if !ok {
 			continue
 		}
-		fs := &FastSession{addr: a, cur: k.cur, k: k.k, start: k.start, send: k.send, hot: &e.hot, key: k}
+		fs := &FastSession{addr: a, cur: k.cur, pending: k.pending, k: k.k, start: k.start, send: k.send, hot: &e.hot, key: k}
 		s.byAddr[a] = fs
 		s.byIPv6[a.IPv6()] = fs
 	}
@@ -149,38 +151,53 @@ func (t *Table) Publish() bool {
 }
 
 func (t *Table) fastKeyOf(e *entry) (fastKey, bool) {
-	if e.state != StateEstablished || e.cur == nil || e.pending != nil || e.msg3Payload != nil || len(t.pending[e.addr]) > 0 {
+	// A msg3 still resent with no rekey pending is cleared by the next
+	// message on the current epoch: the loop's. Queued packets must leave
+	// before new ones.
+	if e.state != StateEstablished || e.cur == nil || (e.msg3Payload != nil && e.pending == nil) || len(t.pending[e.addr]) > 0 {
 		return fastKey{}, false
 	}
-	return fastKey{cur: e.cur, k: e.k, start: e.sessionStart, send: e.warmup == 0}, true
+	return fastKey{cur: e.cur, pending: e.pending, k: e.k, start: e.sessionStart, send: e.warmup == 0}, true
 }
 
 // Opened is a data packet a worker decrypted.
 type Opened struct {
+	// Pending: the message authenticated under the rekey's pending
+	// epoch, which the loop must now promote (Worker upcall with
+	// Epoch()).
+	Pending bool
 	Counter uint64
 	Inner   wire.FSPInner
 	Size    int // inner plaintext length (MMP's frame size)
 }
 
-// Open decrypts an encrypted FSP message on the session's current epoch
-// into dst (not in place: on any failure fsp is left as it came, for the
-// loop to try every epoch). It refuses — false, nothing done — messages
-// carrying coordinates (the loop caches them), of the other key epoch, or
-// that do not authenticate under the current key.
+// Open decrypts an encrypted FSP message on the session's current epoch,
+// or on a rekey's pending one when the K bit says so, into dst (not in
+// place: on any failure fsp is left as it came, for the loop to try
+// every epoch). It refuses — false, nothing done — messages carrying
+// coordinates (the loop caches them), of the previous epoch, or that do
+// not authenticate.
 func (s *FastSession) Open(fsp, dst []byte) (Opened, bool) {
 	if len(fsp) < wire.FSPEncryptedMinSize || fsp[0] != wire.FSPVersion<<4|wire.FSPPhaseEstablished {
 		return Opened{}, false
 	}
 	flags := wire.FSPFlagsFromByte(fsp[1])
-	if flags.CoordsPresent() || flags.Unencrypted() || flags.KeyEpoch() != s.k {
+	if flags.CoordsPresent() || flags.Unencrypted() {
 		return Opened{}, false
+	}
+	sess, pending := s.cur, false
+	if flags.KeyEpoch() != s.k {
+		if s.pending == nil {
+			return Opened{}, false // the previous epoch, draining: the loop's
+		}
+		sess, pending = s.pending, true
 	}
 	ct := fsp[wire.FSPHeaderSize:]
 	if int(binary.LittleEndian.Uint16(fsp[2:])) != len(ct)-wire.FSPTagSize {
 		return Opened{}, false
 	}
 	counter := binary.LittleEndian.Uint64(fsp[4:])
-	pt, err := s.cur.Open(dst[:0], counter, fsp[:wire.FSPHeaderSize], ct)
+	pt, err := sess.Open(dst[:0], counter, fsp[:wire.FSPHeaderSize], ct)
 	if err != nil {
 		return Opened{}, false
 	}
@@ -188,9 +205,26 @@ func (s *FastSession) Open(fsp, dst []byte) (Opened, bool) {
 	if err != nil {
 		// Authenticated but malformed: the counter is spent; the loop
 		// counts it (HandleOpened with the same plaintext).
-		return Opened{Counter: counter, Size: len(pt), Inner: wire.FSPInner{Body: pt}}, true
+		return Opened{Pending: pending, Counter: counter, Size: len(pt), Inner: wire.FSPInner{MsgType: 0xff, Body: pt}}, true
 	}
-	return Opened{Counter: counter, Inner: in, Size: len(pt)}, true
+	return Opened{Pending: pending, Counter: counter, Inner: in, Size: len(pt)}, true
+}
+
+// Epoch is the pending epoch, for PromoteFast.
+func (s *FastSession) Epoch() any { return s.pending }
+
+// PromoteFast is the loop's half of a message a worker authenticated
+// under src's pending epoch: the rekey completes as when the loop opens
+// that message itself.
+func (t *Table) PromoteFast(now time.Time, src identity.NodeAddr, epoch any) {
+	e := t.sessions[src]
+	if e == nil || e.pending == nil || any(e.pending) != epoch {
+		return // promoted already, or abandoned
+	}
+	if e.msg3Payload != nil {
+		e.clearMsg3()
+	}
+	t.promote(now, e)
 }
 
 // Received accounts a data packet a worker delivered: body is the

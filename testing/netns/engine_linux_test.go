@@ -88,6 +88,7 @@ func TestEngineCarriesTransitWithoutReordering(t *testing.T) {
 	byWorkers, total := e1.Forwarded-e0.Forwarded, f1-f0
 	orig := a1.Originated - a0.Originated + c1.Originated - c0.Originated
 	deliv := a1.Delivered - a0.Delivered + c1.Delivered - c0.Delivered
+	t.Logf("TUN packets left to the loop: a %v, c %v", a1.EgressToLoop, c1.EgressToLoop)
 	t.Logf("the ends' workers sealed %d datagrams read from their TUN (a %d, c %d) and delivered %d to it (a %d, c %d); sessions published: a %d, c %d",
 		orig, a1.Originated-a0.Originated, c1.Originated-c0.Originated, deliv, a1.Delivered-a0.Delivered, c1.Delivered-c0.Delivered,
 		a1.SessionsPublished, c1.SessionsPublished)
