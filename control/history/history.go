@@ -65,11 +65,14 @@ type Sparklines struct {
 	MeshSize, TreeDepth, PeerCount, BytesIn, BytesOut, LossRate []float64
 }
 
-// Stats count what the history recorded and refused.
+// Stats count what the history recorded and refused (fields in JSON key
+// order).
 type Stats struct {
-	// TrackedPeers is how many peers have rings now; MaxPeers bounds it.
-	TrackedPeers int `json:"tracked_peers"`
-	MaxPeers     int `json:"max_tracked_peers"`
+	// MaxPeers bounds TrackedPeers.
+	MaxPeers int `json:"max_tracked_peers"`
+	// MissedSamples counts the one-second slots the loop did not tick
+	// for (recorded as gaps).
+	MissedSamples uint64 `json:"missed_samples"`
 	// PeerSamplesRefused counts samples of peers left untracked because
 	// MaxPeers peers with rings were all active.
 	PeerSamplesRefused uint64 `json:"peer_samples_refused"`
@@ -79,10 +82,10 @@ type Stats struct {
 	// PeersExpired counts peers dropped a retention period after their
 	// last contact.
 	PeersExpired uint64 `json:"peers_expired"`
-	// Samples counts one-second slots recorded; MissedSamples those the
-	// loop did not tick for (recorded as gaps).
-	Samples       uint64 `json:"samples"`
-	MissedSamples uint64 `json:"missed_samples"`
+	// Samples counts the one-second slots sampled.
+	Samples uint64 `json:"samples"`
+	// TrackedPeers is how many peers have rings now.
+	TrackedPeers int `json:"tracked_peers"`
 }
 
 // Config sizes a History.

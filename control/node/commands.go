@@ -37,6 +37,7 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("connect", n.apiConnect)
 	r.Register("disconnect", n.apiDisconnect)
 	n.registerMesh(r)
+	n.registerStats(r)
 }
 
 // ctlRegistry is the part of ctl.Registry the node registers into.
@@ -85,7 +86,7 @@ func (n *Node) showStatus() StatusData {
 		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
 		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
-		TunState: s.TunState, Version: n.opts.Version,
+		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
