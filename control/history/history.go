@@ -92,6 +92,10 @@ type Stats struct {
 type Config struct {
 	// MaxPeers bounds the tracked peers; 0 means DefaultMaxPeers.
 	MaxPeers int
+	// TickInterval is how often the caller ticks (default 1 s). A tick
+	// covers that many one-second slots; only seconds beyond it count as
+	// missed.
+	TickInterval time.Duration
 }
 
 // History is the node's statistics history. The zero value is not
@@ -102,6 +106,7 @@ type History struct {
 	maxPeers int
 	pushes   uint64    // slots recorded since the start
 	next     time.Time // when the next slot is due; zero before the first
+	perTick  int       // slots one tick covers (the tick interval in seconds)
 	stats    Stats
 	spark    Sparklines
 }
@@ -120,7 +125,8 @@ func New(c Config) *History {
 	if c.MaxPeers <= 0 {
 		c.MaxPeers = DefaultMaxPeers
 	}
-	h := &History{peers: map[identity.NodeAddr]*peerRings{}, maxPeers: c.MaxPeers}
+	h := &History{peers: map[identity.NodeAddr]*peerRings{}, maxPeers: c.MaxPeers,
+		perTick: max(1, int((c.TickInterval+time.Second-1)/time.Second))}
 	for i := range h.node {
 		h.node[i].init(metricInfo[i].agg, true)
 	}
@@ -129,10 +135,11 @@ func New(c Config) *History {
 }
 
 // Tick records the slots that have come due by now, one a second from
-// the first: nothing when the next is not due yet, else one sample,
-// preceded by a gap for every whole second the loop missed. Rates are per
-// second: a counter's growth over missed seconds is spread over them. It
-// reports whether it recorded a sample.
+// the first: nothing when the next is not due yet, else the sample in the
+// slots the tick interval covers, preceded by a gap for every further
+// second the loop missed. Rates are per second: a counter's growth is
+// spread over every second since the last tick. It reports whether it
+// recorded a sample.
 func (h *History) Tick(now time.Time, node NodeSample, peers []PeerSample) bool {
 	slots := 1
 	if !h.next.IsZero() {
@@ -144,22 +151,25 @@ func (h *History) Tick(now time.Time, node NodeSample, peers []PeerSample) bool 
 			slots += int(late / time.Second)
 		}
 	}
-	gaps := slots - 1
+	// A tick every step covers step's seconds: those slots all get the
+	// sample; the seconds beyond are ones the loop missed.
+	filled := min(slots, h.perTick)
+	gaps := slots - filled
 	if gaps > maxGapSlots {
-		gaps, slots = maxGapSlots, maxGapSlots+1
+		gaps, slots = maxGapSlots, maxGapSlots+filled
 		h.next = time.Time{} // re-anchor after the host slept
 	}
 	for range gaps {
 		h.pushGap()
 	}
 	h.stats.MissedSamples += uint64(gaps)
-	h.sample(now, node, peers, float64(slots))
+	h.sample(now, node, peers, float64(slots), filled)
 	if h.next.IsZero() {
 		h.next = now.Add(time.Second)
 	} else {
 		h.next = h.next.Add(time.Duration(slots) * time.Second)
 	}
-	h.stats.Samples++
+	h.stats.Samples += uint64(filled)
 	h.expire(now)
 	h.stats.TrackedPeers = len(h.peers)
 	h.spark = Sparklines{MeshSize: h.Recent(MeshSize, SparklineLen), TreeDepth: h.Recent(TreeDepth, SparklineLen),
@@ -195,7 +205,11 @@ func (h *History) advance() {
 	}
 }
 
-func (h *History) sample(now time.Time, s NodeSample, peers []PeerSample, per float64) {
+// sample records one tick's sample into reps slots (more than one when
+// the tick interval is longer than a second), rates per second over per
+// seconds.
+func (h *History) sample(now time.Time, s NodeSample, peers []PeerSample, per float64, reps int) {
+	var nv [numMetrics]float64
 	for i := range h.node {
 		r := &h.node[i]
 		var v float64
@@ -223,13 +237,18 @@ func (h *History) sample(now time.Time, s NodeSample, peers []PeerSample, per fl
 		case ActiveSessions:
 			v = float64(s.ActiveSessions)
 		}
-		r.push(v)
+		nv[i] = v
 	}
 
 	present := make(map[identity.NodeAddr]bool, len(peers))
 	for _, ps := range peers {
 		present[ps.Addr] = true
 	}
+	type peerValues struct {
+		p *peerRings
+		v [numPeerMetrics]float64
+	}
+	pvs := make([]peerValues, 0, len(peers))
 	done := make(map[identity.NodeAddr]bool, len(peers))
 	for _, ps := range peers {
 		if done[ps.Addr] {
@@ -245,14 +264,24 @@ func (h *History) sample(now time.Time, s NodeSample, peers []PeerSample, per fl
 			p = newPeerRings(now)
 			h.peers[ps.Addr] = p
 		}
-		p.push(now, ps, per)
+		pvs = append(pvs, peerValues{p, p.values(now, ps, per)})
 	}
-	for a, p := range h.peers {
-		if !done[a] {
-			p.pushAbsent()
+	for range reps {
+		for i := range h.node {
+			h.node[i].push(nv[i])
 		}
+		for _, pv := range pvs {
+			for i := range pv.p.rings {
+				pv.p.rings[i].push(pv.v[i])
+			}
+		}
+		for a, p := range h.peers {
+			if !done[a] {
+				p.pushAbsent()
+			}
+		}
+		h.advance()
 	}
-	h.advance()
 }
 
 // makeRoom reports whether a new peer may be tracked, dropping the
@@ -362,7 +391,9 @@ func newPeerRings(now time.Time) *peerRings {
 	return p
 }
 
-func (p *peerRings) push(now time.Time, s PeerSample, per float64) {
+// values is a present peer's sample (its counters' rates over per
+// seconds), noting the contact.
+func (p *peerRings) values(now time.Time, s PeerSample, per float64) [numPeerMetrics]float64 {
 	p.lastContact, p.absent = now, 0
 	if s.Npub != "" {
 		p.npub = s.Npub
@@ -375,17 +406,18 @@ func (p *peerRings) push(now time.Time, s PeerSample, per float64) {
 	}
 	totals := [numPeerMetrics]uint64{PeerBytesIn: s.BytesIn, PeerBytesOut: s.BytesOut, PeerPacketsIn: s.PacketsIn,
 		PeerPacketsOut: s.PacketsOut, PeerECNCE: s.ECNCE}
+	var v [numPeerMetrics]float64
 	for i := range p.rings {
-		r := &p.rings[i]
-		switch {
-		case PeerMetric(i) == PeerSRTTMs:
-			r.push(opt(s.SRTTMs))
-		case PeerMetric(i) == PeerLossRate:
-			r.push(opt(s.LossRate))
+		switch PeerMetric(i) {
+		case PeerSRTTMs:
+			v[i] = opt(s.SRTTMs)
+		case PeerLossRate:
+			v[i] = opt(s.LossRate)
 		default:
-			r.push(r.peerDelta(totals[i], per))
+			v[i] = p.rings[i].peerDelta(totals[i], per)
 		}
 	}
+	return v
 }
 
 // pushAbsent records a slot without the peer. Its counters lose their

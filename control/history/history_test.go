@@ -156,6 +156,29 @@ func TestMissedSecondsAreGaps(t *testing.T) {
 	}
 }
 
+func TestLongTickInterval(t *testing.T) {
+	// node.tick_interval_secs 5: each tick fills its five seconds, the
+	// rate spread over them, and nothing counts as missed.
+	h := New(Config{TickInterval: 5 * time.Second})
+	for i := 0; i <= 20; i += 5 {
+		if !h.Tick(at(i), node(i), nil) {
+			t.Fatalf("tick at %d s not sampled", i)
+		}
+	}
+	if st := h.Stats(); st.Samples != 21 || st.MissedSamples != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	same(t, "mesh_size", h.Query(MeshSize, 6*time.Second, Fast).Values, []float64{25, 30, 30, 30, 30, 30})
+	same(t, "bytes_in", h.Query(BytesIn, 3*time.Second, Fast).Values, []float64{100, 100, 100})
+	// A tick 12 s late: its five seconds filled, the twelve before missed.
+	h.Tick(at(37), node(37), nil)
+	if st := h.Stats(); st.Samples != 26 || st.MissedSamples != 12 {
+		t.Errorf("after a stall: %+v", st)
+	}
+	v := h.Query(MeshSize, 18*time.Second, Fast).Values
+	same(t, "stall", v, append(append([]float64{30}, nans(12)...), 47, 47, 47, 47, 47))
+}
+
 func TestSlowRing(t *testing.T) {
 	h := New(Config{})
 	for i := range 60 {

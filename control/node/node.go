@@ -211,7 +211,7 @@ func New(o Options) (*Node, error) {
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: newCodel(), tunState: "disabled",
-		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers}),
+		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
 	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
