@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,36 @@ func TestStatsRequestErrors(t *testing.T) {
 	if v, err := n.statsHistory(rawParams(t, "metric", "peer_count", "window", "2h", "granularity", "1m")); err != nil ||
 		len(v.(SeriesJSON).Values) != 120 || v.(SeriesJSON).GranularitySeconds != 60 {
 		t.Errorf("2h at 1m: %v %+v", err, v)
+	}
+}
+
+// TestStatusForwardingAndSparklines: show_status carries the forwarding
+// family show_metrics has (every counter, by key) and the history's
+// tails as its sparklines.
+func TestStatusForwardingAndSparklines(t *testing.T) {
+	n, _ := shapeNode(t)
+	s := *n.Snapshot()
+	fv := reflect.ValueOf(&s.RouteStats.Forwarding).Elem()
+	for i := range fv.NumField() {
+		fv.Field(i).SetUint(uint64(1000 + i))
+	}
+	for i := range 40 {
+		n.hist.Tick(time.Unix(1_700_000_000+int64(i), 0), history.NodeSample{PeerCount: uint64(i), LossRate: 0.5}, nil)
+	}
+	s.Sparklines = n.hist.Sparklines()
+	n.snap.Store(&s)
+	d := n.showStatus()
+	var got, want map[string]uint64
+	b, _ := json.Marshal(d.Forwarding)
+	json.Unmarshal(b, &got)
+	b, _ = json.Marshal(s.RouteStats.Forwarding)
+	json.Unmarshal(b, &want)
+	if len(got) != fv.NumField() || !reflect.DeepEqual(got, want) {
+		t.Errorf("forwarding\n got %v\nwant %v", got, want)
+	}
+	sp := d.Sparklines
+	if len(sp.PeerCount) != history.SparklineLen || sp.PeerCount[0] != 10 || sp.PeerCount[29] != 39 ||
+		sp.LossRate[29] != 0.5 || len(sp.MeshSize) != 30 || len(sp.BytesOut) != 30 {
+		t.Errorf("sparklines %+v", sp)
 	}
 }
