@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"go.uber.org/goleak"
 )
 
 func rawParams(t *testing.T, kv ...string) json.RawMessage {
@@ -211,5 +214,67 @@ func TestStatusForwardingAndSparklines(t *testing.T) {
 	if len(sp.PeerCount) != history.SparklineLen || sp.PeerCount[0] != 10 || sp.PeerCount[29] != 39 ||
 		sp.LossRate[29] != 0.5 || len(sp.MeshSize) != 30 || len(sp.BytesOut) != 30 {
 		t.Errorf("sparklines %+v", sp)
+	}
+}
+
+// TestHistorySampledOnTheLoopTick: a running node's loop samples the
+// history on its tick, one slot a second with a 200 ms tick, and the
+// show_stats_* handlers answer from it through the loop.
+func TestHistorySampledOnTheLoopTick(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	b := loopbackNode(t, Options{TickInterval: 200 * time.Millisecond, Peer: peer.DefaultConfig()})
+	go func() { done <- b.Run(ctx) }()
+	await(t, 5*time.Second, "b to run", func() bool { return b.State() == StateRunning })
+	a := loopbackNode(t, Options{TickInterval: 200 * time.Millisecond, Peer: peer.DefaultConfig(), StaticPeers: []StaticPeer{{
+		PublicKey: b.Identity().PublicKey(), Alias: "bee", AutoReconnect: true,
+		Addresses: []PeerAddress{{Transport: "udp", Addr: b.transports[1].LocalAddr(), Priority: 100}},
+	}}})
+	go func() { done <- a.Run(ctx) }()
+	reg := ctl.NewRegistry()
+	a.Register(reg)
+	call := func(cmd string, params json.RawMessage) any {
+		h, ok := reg.Lookup(cmd)
+		if !ok {
+			t.Fatalf("%s not registered", cmd)
+		}
+		v, err := h(context.Background(), params)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return v
+	}
+	defer func() {
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	await(t, 10*time.Second, "the peer in the history", func() bool {
+		p := call("show_stats_peers", nil).(StatsPeersJSON)
+		return p.Count == 1 && p.Peers[0].IsActive && p.Peers[0].DisplayName == "bee"
+	})
+	first := call("show_stats_list", nil).(StatsListJSON).Recorder.Samples
+	start := time.Now()
+	await(t, 5*time.Second, "two more samples", func() bool {
+		return call("show_stats_list", nil).(StatsListJSON).Recorder.Samples >= first+2
+	})
+	// Ten 200 ms ticks make two one-second slots, not ten.
+	if took := time.Since(start); took < 1200*time.Millisecond {
+		t.Errorf("two samples in %v: the history samples every tick", took)
+	}
+	await(t, 5*time.Second, "peer_count 1 in the sparkline", func() bool {
+		pc := a.showStatus().Sparklines.PeerCount
+		return len(pc) > 0 && pc[len(pc)-1] == 1
+	})
+	s := call("show_stats_history", rawParams(t, "metric", "packets_in", "peer", b.Identity().Npub(), "window", "3s")).(SeriesJSON)
+	if len(s.Values) != 3 || s.Unit != "packets/s" {
+		t.Errorf("peer series %+v", s)
+	}
+	if st := call("show_stats_list", nil).(StatsListJSON).Recorder; st.TrackedPeers != 1 || st.MissedSamples != 0 {
+		t.Errorf("recorder %+v", st)
 	}
 }
