@@ -43,7 +43,10 @@ func runStats(e *env, args []string) error {
 	default:
 		return usageError{msg: fmt.Sprintf("unrecognized subcommand '%s'", sub), usage: statsUsage}
 	}
-	fs := newFlags(e, "stats "+sub, statsUsage)
+	syn := map[string]string{"history": "<METRIC> [--peer PEER] [--window 10m] [--granularity 1s] [--plot]",
+		"all-history":       "[--peer PEER] [--window 10m] [--granularity 1s] [--plot]",
+		"history-all-peers": "<METRIC> [--window 10m] [--granularity 1s] [--plot]"}[sub]
+	fs := newFlags(e, "stats "+sub, syn)
 	var peer *string
 	if sub != "history-all-peers" {
 		peer = fs.String("peer", "", "peer npub or hosts-file name (per-peer metrics)")
@@ -60,10 +63,10 @@ func runStats(e *env, args []string) error {
 		wantPos = 0
 	}
 	if len(pos) > wantPos {
-		return usageError{msg: fmt.Sprintf("unexpected argument '%s' found", pos[wantPos]), usage: statsUsage}
+		return usageError{msg: fmt.Sprintf("unexpected argument '%s' found", pos[wantPos]), usage: fs.Name() + " " + syn}
 	}
 	if len(pos) < wantPos {
-		return usageError{msg: "the following required arguments were not provided:\n  <METRIC>", usage: statsUsage}
+		return usageError{msg: "the following required arguments were not provided:\n  <METRIC>", usage: fs.Name() + " " + syn}
 	}
 	params := map[string]string{"window": *window, "granularity": *gran}
 	if wantPos == 1 {
