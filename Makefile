@@ -126,8 +126,10 @@ deb:
 	  echo "  * Built from fips-go commit $$(git rev-parse HEAD 2>/dev/null)."; echo; \
 	  echo " -- fips-go developers <fips-go@users.noreply.github.com>  $$(LC_ALL=C date -u -R -d @$(DEB_EPOCH))"; \
 	} | gzip -9n > $(DEB_STAGE)/changelog.Debian.gz
-	mkdir -p $(DEB_STAGE)/man
+	mkdir -p $(DEB_STAGE)/man $(DEB_STAGE)/completion
 	for m in cmd/fips/packaging/man/*.1; do gzip -9n < $$m > $(DEB_STAGE)/man/$${m##*/}.gz; done
+	GOTOOLCHAIN=$(DEB_GO) $(GO) run ./cmd/fipsctl completion bash > $(DEB_STAGE)/completion/fipsctl
+	GOTOOLCHAIN=$(DEB_GO) $(GO) run ./cmd/fipsctl completion zsh > $(DEB_STAGE)/completion/_fipsctl
 	rm -f $(DEB_OUT)/fips_*.deb
 	STAGE=$(DEB_STAGE) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(DEB_EPOCH) \
 	  $(NFPM) package -f cmd/fips/packaging/nfpm.yaml -p deb -t $(DEB_FILE)

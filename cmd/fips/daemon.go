@@ -122,6 +122,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
 		HostName:          hosts.NameOf,
+		StatsHistoryPeers: int(cfg.Metrics.HistoryMaxPeers),
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 	})

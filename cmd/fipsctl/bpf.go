@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -31,16 +30,12 @@ func runBPF(e *env, args []string) error {
 		}
 	}
 	if len(pos) != 1 || pos[0] != "stats" {
-		return usageError{usage}
+		return usageError{msg: "a subcommand is required", usage: "bpf stats [--json]"}
 	}
 	if asJSON {
 		return query(e, "show_bpf", nil)
 	}
 	data, err := ctl.Call(context.Background(), e.socket, "show_bpf", nil)
-	var ce *ctl.ConnectError
-	if errors.As(err, &ce) {
-		return fmt.Errorf("%s. %s", ce.Error(), ce.Hint())
-	}
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -28,12 +27,13 @@ var showTargets = []string{
 func defaultHostsFile() string { return filepath.Join(config.EtcDir(), "hosts") }
 
 func runShow(e *env, args []string) error {
-	fs := newFlags(e, "show", strings.Join(showTargets, "|"))
+	syn := "<" + strings.Join(showTargets, "|") + ">"
+	fs := newFlags(e, "show", syn)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError{"usage: fipsctl show " + strings.Join(showTargets, "|")}
+	if err := wantArgs(fs, 1, "subcommand", syn); err != nil {
+		return err
 	}
 	target := fs.Arg(0)
 	for _, t := range showTargets {
@@ -41,7 +41,7 @@ func runShow(e *env, args []string) error {
 			return query(e, "show_"+strings.ReplaceAll(target, "-", "_"), nil)
 		}
 	}
-	return usageError{fmt.Sprintf("unknown show command %q (want %s)", target, strings.Join(showTargets, "|"))}
+	return usageError{msg: fmt.Sprintf("unrecognized subcommand '%s'", target), usage: "show " + syn}
 }
 
 func runACL(e *env, args []string) error {
@@ -49,8 +49,11 @@ func runACL(e *env, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "show" {
-		return usageError{"usage: fipsctl acl show"}
+	if err := wantArgs(fs, 1, "subcommand", "show"); err != nil {
+		return err
+	}
+	if fs.Arg(0) != "show" {
+		return usageError{msg: fmt.Sprintf("unrecognized subcommand '%s'", fs.Arg(0)), usage: "acl show"}
 	}
 	return query(e, "show_acl", nil)
 }
@@ -61,8 +64,8 @@ func runConnect(e *env, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 3 {
-		return usageError{"usage: fipsctl connect PEER ADDRESS TRANSPORT"}
+	if err := wantArgs(fs, 3, "<PEER> <ADDRESS> <TRANSPORT>", "<PEER> <ADDRESS> <TRANSPORT>"); err != nil {
+		return err
 	}
 	peer, address, transport := fs.Arg(0), fs.Arg(1), fs.Arg(2)
 	if err := validateConnectAddress(address, transport); err != nil {
@@ -80,14 +83,31 @@ func runDisconnect(e *env, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError{"usage: fipsctl disconnect PEER"}
+	if err := wantArgs(fs, 1, "<PEER>", "<PEER>"); err != nil {
+		return err
 	}
 	npub, err := resolvePeer(e.hostsFile, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	return query(e, "disconnect", map[string]string{"npub": npub})
+}
+
+// wantArgs checks a command's positional count, with clap's wording: a
+// missing subcommand, the missing arguments of names (space-separated),
+// or the first one too many.
+func wantArgs(fs flagSet, n int, names, syn string) error {
+	switch {
+	case fs.NArg() > n:
+		return usageError{msg: fmt.Sprintf("unexpected argument '%s' found", fs.Arg(n)), usage: fs.Name() + " " + syn}
+	case fs.NArg() < n && names == "subcommand":
+		return usageError{msg: "a subcommand is required", usage: fs.Name() + " " + syn}
+	case fs.NArg() < n:
+		missing := strings.Fields(names)[fs.NArg():]
+		return usageError{msg: "the following required arguments were not provided:\n  " + strings.Join(missing, "\n  "),
+			usage: fs.Name() + " " + syn}
+	}
+	return nil
 }
 
 // query sends one command to the daemon and prints the response data as
@@ -101,10 +121,6 @@ func query(e *env, command string, params any) error {
 		}
 	}
 	data, err := ctl.Call(context.Background(), socket, command, params)
-	var ce *ctl.ConnectError
-	if errors.As(err, &ce) {
-		return fmt.Errorf("%s. %s", ce.Error(), ce.Hint())
-	}
 	if err != nil {
 		return err
 	}
@@ -116,8 +132,8 @@ func query(e *env, command string, params any) error {
 	return err
 }
 
-// sentence is an error worded as upstream fipsctl prints it, hint and
-// final period included.
+// sentence is an error worded as upstream fipsctl prints it, its second
+// line (the hint) included.
 type sentence string
 
 func (s sentence) Error() string { return string(s) }
@@ -134,7 +150,7 @@ func validateConnectAddress(address, transport string) error {
 	if !isMeshAddress(address) {
 		return nil
 	}
-	return sentence(fmt.Sprintf("'%s' is a FIPS mesh address (fd00::/8), not a reachable %s endpoint. "+
+	return sentence(fmt.Sprintf("'%s' is a FIPS mesh address (fd00::/8), not a reachable %s endpoint.\n"+
 		"Provide the peer's routable IP/hostname and port (e.g., '192.0.2.1:2121' or 'peer.example.com:2121').",
 		address, transport))
 }
@@ -171,7 +187,7 @@ func resolvePeer(hostsFile, peer string) (string, error) {
 	if npub, ok := lookupHost(hostsFile, peer); ok {
 		return npub, nil
 	}
-	return "", sentence(fmt.Sprintf("unknown host '%s'. Not found in %s and not an npub.", peer, hostsFile))
+	return "", sentence(fmt.Sprintf("unknown host '%s'\nNot found in %s and not an npub.", peer, hostsFile))
 }
 
 // lookupHost reads a FIPS hosts file ("hostname npub" per line, '#'

@@ -5,10 +5,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/fips-go/fips/control/ctl"
@@ -44,13 +49,7 @@ func (d *daemon) last() string {
 
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
-	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last
-	dir, err := os.MkdirTemp("", "fipsctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &daemon{path: filepath.Join(dir, "control.sock")}
+	d := &daemon{}
 	reg := ctl.NewRegistry()
 	reg.Register("show_status", func(_ context.Context, p json.RawMessage) (any, error) {
 		d.record("show_status", p)
@@ -90,7 +89,23 @@ func startDaemon(t *testing.T) *daemon {
 			return map[string]any{"npub": npub, "address": addr, "transport": tr, "refreshed": false}, nil
 		})
 	}
-	srv, err := ctl.Listen(ctl.Config{Path: d.path}, reg)
+	registerStats(d, reg)
+	d.path = serve(t, reg)
+	return d
+}
+
+// serve runs a control socket answering from reg until the test ends and
+// returns its path.
+func serve(t *testing.T, reg *ctl.Registry) string {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last
+	dir, err := os.MkdirTemp("", "fipsctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "control.sock")
+	srv, err := ctl.Listen(ctl.Config{Path: path}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +118,7 @@ func startDaemon(t *testing.T) *daemon {
 			t.Error(err)
 		}
 	})
-	return d
+	return path
 }
 
 func TestShowStatusRoundTrip(t *testing.T) {
@@ -178,7 +193,7 @@ func TestConnectDisconnect(t *testing.T) {
 	before := d.last()
 	for _, alias := range []string{"gone", "bad_name", "three", "nobody"} {
 		code, out, errs = fipsctlWith(t, hosts, "-s", d.path, "disconnect", alias)
-		want := "fipsctl disconnect: unknown host '" + alias + "'. Not found in " + hosts + " and not an npub.\n"
+		want := "error: unknown host '" + alias + "'\nNot found in " + hosts + " and not an npub.\n"
 		if code != 1 || out != "" || errs != want {
 			t.Errorf("disconnect %s: exit %d %q %q", alias, code, out, errs)
 		}
@@ -186,9 +201,9 @@ func TestConnectDisconnect(t *testing.T) {
 	if d.last() != before {
 		t.Error("unknown host reached the daemon")
 	}
-	// A server error is one line and exit 1.
+	// A server error is "error: MESSAGE" and exit 1.
 	code, out, errs = fipsctlWith(t, hosts, "-s", d.path, "disconnect", npubB)
-	if code != 1 || out != "" || errs != "fipsctl disconnect: peer not found: "+npubB+"\n" {
+	if code != 1 || out != "" || errs != "error: peer not found: "+npubB+"\n" {
 		t.Errorf("server error: exit %d %q %q", code, out, errs)
 	}
 }
@@ -220,7 +235,7 @@ func TestConnectRejectsMeshAddresses(t *testing.T) {
 		}
 	}
 	code, out, errs := fipsctl(t, "", "-s", "/nonexistent.sock", "connect", npubA, "[fd00::1]:2121", "udp")
-	want := "fipsctl connect: '[fd00::1]:2121' is a FIPS mesh address (fd00::/8), not a reachable udp endpoint. " +
+	want := "error: '[fd00::1]:2121' is a FIPS mesh address (fd00::/8), not a reachable udp endpoint.\n" +
 		"Provide the peer's routable IP/hostname and port (e.g., '192.0.2.1:2121' or 'peer.example.com:2121').\n"
 	if code != 1 || out != "" || errs != want {
 		t.Errorf("exit %d %q %q", code, out, errs)
@@ -230,20 +245,109 @@ func TestConnectRejectsMeshAddresses(t *testing.T) {
 func TestDaemonNotRunning(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "control.sock")
 	code, out, errs := fipsctl(t, "", "-s", path, "show", "peers")
-	want := "fipsctl show: cannot connect to " + path + ": no such file or directory. Is the FIPS daemon running?\n"
+	want := "error: cannot connect to " + path + ": No such file or directory (os error 2)\nIs the FIPS daemon running?\n"
 	if code != 1 || out != "" || errs != want {
+		t.Errorf("exit %d %q %q", code, out, errs)
+	}
+	// A socket that refuses: nothing listens on it.
+	stale := filepath.Join(t.TempDir(), "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	code, _, errs = fipsctl(t, "", "-s", stale, "stats", "list")
+	want = "error: cannot connect to " + stale + ": Connection refused (os error 111)\nIs the FIPS daemon running?\n"
+	if runtime.GOOS == "linux" && (code != 1 || errs != want) {
+		t.Errorf("refused: exit %d %q", code, errs)
+	}
+}
+
+// TestPermissionDenied: a socket this user may not open gets upstream's
+// hint to join group fips (root opens anything, so the test drops to
+// nobody when it runs as root).
+func TestPermissionDenied(t *testing.T) {
+	d := startDaemon(t)
+	if err := os.Chmod(d.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(filepath.Dir(d.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "fipsctl-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		bin := filepath.Join(dir, "fipsctl")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "-s", d.path, "show", "status")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		err = cmd.Run()
+		var ee *exec.ExitError
+		want := "error: cannot connect to " + d.path + ": Permission denied (os error 13)\n" +
+			"Hint: add your user to the 'fips' group: sudo usermod -aG fips $USER\n" +
+			"Then log out and back in for the change to take effect.\n"
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || errb.String() != want {
+			t.Errorf("as nobody: %v %q", err, errb.String())
+		}
+		return
+	}
+	code, out, errs := fipsctl(t, "", "-s", d.path, "show", "status")
+	if code != 1 || out != "" || !strings.Contains(errs, "Permission denied (os error 13)\nHint: add your user to the 'fips' group") {
 		t.Errorf("exit %d %q %q", code, out, errs)
 	}
 }
 
+// TestCtlUsage: a bad command line exits 2 with clap's layout: the
+// error, the usage, a pointer to --help.
 func TestCtlUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{"show"}, {"show", "nope"}, {"show", "status", "extra"}, {"acl"}, {"acl", "list"},
-		{"connect", npubA, "192.0.2.1:2121"}, {"disconnect"},
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"show"}, "a subcommand is required"},
+		{[]string{"show", "nope"}, "unrecognized subcommand 'nope'"},
+		{[]string{"show", "status", "extra"}, "unexpected argument 'extra' found"},
+		{[]string{"acl"}, "a subcommand is required"},
+		{[]string{"acl", "list"}, "unrecognized subcommand 'list'"},
+		{[]string{"connect", npubA, "192.0.2.1:2121"}, "the following required arguments were not provided:\n  <TRANSPORT>"},
+		{[]string{"disconnect"}, "the following required arguments were not provided:\n  <PEER>"},
+		{[]string{"stats"}, "a subcommand is required"},
+		{[]string{"stats", "graph"}, "unrecognized subcommand 'graph'"},
+		{[]string{"stats", "list", "x"}, "unexpected argument 'x' found"},
+		{[]string{"stats", "history"}, "the following required arguments were not provided:\n  <METRIC>"},
+		{[]string{"stats", "history", "a", "b"}, "unexpected argument 'b' found"},
+		{[]string{"stats", "history", "mesh_size", "--frob"}, "unexpected argument '-frob' found"},
+		{[]string{"stats", "history", "mesh_size", "--window"}, "a value is required for '-window <VALUE>' but none was supplied"},
+		{[]string{"stats", "history-all-peers", "srtt_ms", "--peer", "x"}, "unexpected argument '-peer' found"},
+		{[]string{"--frob"}, "unexpected argument '-frob' found"},
+		{[]string{"frob"}, "unrecognized subcommand 'frob'"},
+		{[]string{"completion"}, "a shell is required"},
+		{[]string{"completion", "fish"}, "unrecognized subcommand 'fish'"},
 	} {
-		code, out, errs := fipsctl(t, "", append([]string{"-s", "/nonexistent.sock"}, args...)...)
-		if code != 1 || out != "" || strings.Count(errs, "\n") != 1 {
-			t.Errorf("%v: exit %d %q %q", args, code, out, errs)
+		code, out, errs := fipsctl(t, "", append([]string{"-s", "/nonexistent.sock"}, tc.args...)...)
+		if code != 2 || out != "" || !strings.HasPrefix(errs, "error: "+tc.msg+"\n\nUsage: fipsctl ") ||
+			!strings.HasSuffix(errs, "\n\nFor more information, try '--help'.\n") {
+			t.Errorf("%v: exit %d %q %q", tc.args, code, out, errs)
+		}
+	}
+	// Without a command: the usage, exit 2, as clap.
+	if code, out, errs := fipsctl(t, ""); code != 2 || out != "" || !strings.Contains(errs, "usage: fipsctl") {
+		t.Errorf("no command: %d %q %q", code, out, errs)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"-V"}, {"--version"}, {"stats", "--help"}, {"completion", "-h"}} {
+		if code, out, errs := fipsctl(t, "", args...); code != 0 || out == "" || errs != "" {
+			t.Errorf("%v: %d %q %q", args, code, out, errs)
 		}
 	}
 	code, out, _ := fipsctl(t, "", "show", "-h")

@@ -25,7 +25,7 @@ func runIdentity(e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError{"expects exactly one key argument (nsec, npub, hex secret, or hex public key with --pubkey)"}
+		return usageError{msg: "expects exactly one key argument (nsec, npub, hex secret, or hex public key with --pubkey)", usage: "identity " + fs.synopsis}
 	}
 	pk, sk, err := parseAnyKey(strings.TrimSpace(fs.Arg(0)), *asPub)
 	if err != nil {

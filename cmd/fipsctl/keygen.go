@@ -21,7 +21,7 @@ func runKeygen(e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return usageError{msg: fmt.Sprintf("unexpected argument '%s' found", fs.Arg(0)), usage: "keygen " + fs.synopsis}
 	}
 	id, err := identity.Generate(nil)
 	if err != nil {
@@ -35,7 +35,7 @@ func runKeygen(e *env, args []string) error {
 	keyPath, pubPath := identity.KeyPaths(*dir)
 	// Lstat, not Stat: a dangling symlink is still something we would act on.
 	if _, err := os.Lstat(keyPath); err == nil && !*force {
-		return fmt.Errorf("%w: %s (use --force to overwrite)", identity.ErrKeyFileExists, keyPath)
+		return sentence(fmt.Sprintf("%v: %s\nUse --force to overwrite.", identity.ErrKeyFileExists, keyPath))
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

@@ -9,13 +9,28 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strings"
+	"syscall"
 	"time"
+
+	"github.com/fips-go/fips/control/ctl"
 )
 
-// usageError marks a bad command line; main prints usage hints for it.
-type usageError struct{ msg string }
+// usageError marks a bad command line: main prints it as clap does for
+// upstream's fipsctl (the error, the usage line, a pointer to --help) and
+// exits 2. usage is the synopsis after "fipsctl "; empty means the
+// top-level one.
+type usageError struct{ msg, usage string }
 
 func (e usageError) Error() string { return e.msg }
+
+// Exit statuses, as upstream's fipsctl (clap's for a bad command line).
+const (
+	statusOK     = 0
+	statusFailed = 1
+	statusUsage  = 2
+)
 
 type command struct {
 	name    string
@@ -45,9 +60,10 @@ func commands() []command {
 		{"acl", "show the daemon's loaded peer ACL: acl show", runACL},
 		{"connect", "connect to a peer: connect PEER ADDRESS TRANSPORT", runConnect},
 		{"disconnect", "disconnect a peer: disconnect PEER", runDisconnect},
-		{"stats", "counter families: stats metrics", runStats},
+		{"stats", "history and counters: stats list|metrics|peers|history METRIC|all-history|history-all-peers METRIC", runStats},
 		{"bpf", "the XDP program's attachments, counters and maps: bpf stats [--json]", runBPF},
 		{"probe", "diagnose reachability of a mesh node: probe TARGET [--json] [--timeout S]", runProbe},
+		{"completion", "shell completion script: completion bash|zsh", runCompletion},
 	}
 }
 
@@ -66,12 +82,15 @@ func (e *env) withDefaults() *env {
 	return e
 }
 
-// run executes one fipsctl invocation and returns the exit status: 0 on
-// success, 1 on any failure, with one line of explanation on stderr.
+// run executes one fipsctl invocation and returns the exit status, as
+// upstream's fipsctl: 0 on success, 1 when the command failed ("error:
+// …" on stderr, with upstream's hint when the daemon cannot be reached),
+// 2 for a bad command line.
 func run(args []string, e *env) int {
 	e.withDefaults()
 	fs := flag.NewFlagSet("fipsctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&e.socket, "s", "", "control socket path")
 	fs.StringVar(&e.socket, "socket", "", "control socket path")
 	version := fs.Bool("V", false, "print version")
@@ -79,38 +98,90 @@ func run(args []string, e *env) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(e.stdout)
-			return 0
+			return statusOK
 		}
-		fmt.Fprintf(e.stderr, "fipsctl: %v\n", err)
-		return 1
+		return report(e, usageError{msg: clapFlagError(err)})
 	}
 	if *version {
 		fmt.Fprintln(e.stdout, "fipsctl", Version)
-		return 0
+		return statusOK
 	}
 	if fs.NArg() == 0 {
 		usage(e.stderr)
-		return 1
+		return statusUsage
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
-	for _, c := range commands() {
-		if c.name == name {
-			if err := c.run(e, rest); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return 0
-				}
-				fmt.Fprintf(e.stderr, "fipsctl %s: %v\n", name, err)
-				return 1
-			}
-			return 0
-		}
-	}
 	if name == "help" {
 		usage(e.stdout)
-		return 0
+		return statusOK
 	}
-	fmt.Fprintf(e.stderr, "fipsctl: unknown command %q (run 'fipsctl help')\n", name)
-	return 1
+	for _, c := range commands() {
+		if c.name == name {
+			return report(e, c.run(e, rest))
+		}
+	}
+	return report(e, usageError{msg: fmt.Sprintf("unrecognized subcommand '%s'", name)})
+}
+
+// report prints err as upstream's fipsctl does and returns the status.
+func report(e *env, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return statusOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		syn := ue.usage
+		if syn == "" {
+			syn = "[-s SOCKET] <COMMAND>"
+		}
+		fmt.Fprintf(e.stderr, "error: %s\n\nUsage: fipsctl %s\n\nFor more information, try '--help'.\n", ue.msg, syn)
+		return statusUsage
+	}
+	var ce *ctl.ConnectError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(e.stderr, "error: %s\n", connectFailure(ce))
+		return statusFailed
+	}
+	fmt.Fprintf(e.stderr, "error: %v\n", err)
+	return statusFailed
+}
+
+// connectFailure is upstream's text for a socket it cannot reach: the
+// reason, then what to do (join group fips, or start the daemon).
+func connectFailure(ce *ctl.ConnectError) string {
+	msg := fmt.Sprintf("cannot connect to %s: %s", ce.Addr, rustIOError(ce.Err))
+	if ce.PermissionDenied() && runtime.GOOS != "windows" {
+		return msg + "\nHint: add your user to the 'fips' group: sudo usermod -aG fips $USER\n" +
+			"Then log out and back in for the change to take effect."
+	}
+	return msg + "\nIs the FIPS daemon running?"
+}
+
+// rustIOError spells an OS error as Rust's io::Error displays it:
+// "No such file or directory (os error 2)".
+func rustIOError(err error) string {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err.Error()
+	}
+	text := errno.Error()
+	if text != "" {
+		text = strings.ToUpper(text[:1]) + text[1:]
+	}
+	return fmt.Sprintf("%s (os error %d)", text, uintptr(errno))
+}
+
+// clapFlagError rewords the flag package's parse errors as clap words
+// them.
+func clapFlagError(err error) string {
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return fmt.Sprintf("unexpected argument '%s' found", f)
+	}
+	if f, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return fmt.Sprintf("a value is required for '%s <VALUE>' but none was supplied", f)
+	}
+	return msg
 }
 
 func usage(w io.Writer) {
@@ -121,8 +192,8 @@ func usage(w io.Writer) {
 	}
 }
 
-// flagSet is a subcommand's flags; parse errors come back as errors
-// (printed once by run) and -h prints usage to stdout.
+// flagSet is a subcommand's flags; parse errors come back as usage
+// errors (printed once by run) and -h prints usage to stdout.
 type flagSet struct {
 	*flag.FlagSet
 	e        *env
@@ -143,6 +214,33 @@ func (f flagSet) parse(args []string) error {
 		f.SetOutput(f.e.stdout)
 		f.PrintDefaults()
 		f.SetOutput(io.Discard)
+		return err
 	}
-	return err
+	if err != nil {
+		return usageError{msg: clapFlagError(err), usage: f.Name() + " " + f.synopsis}
+	}
+	return nil
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// the positional arguments (as clap allows), and returns the positionals.
+func (f flagSet) parseInterleaved(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.parse(args); err != nil {
+			return nil, err
+		}
+		if f.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, f.Arg(0))
+		args = f.Args()[1:]
+	}
+}
+
+// set reports whether the flag name was given on the command line.
+func (f flagSet) set(name string) bool {
+	found := false
+	f.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
 }

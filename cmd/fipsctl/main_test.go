@@ -77,9 +77,10 @@ func TestIdentityEveryInputForm(t *testing.T) {
 	}
 }
 
+// TestBadInputExitsOneWithOneLine: input a command cannot use is one
+// "error: …" line and exit 1; a bad command line is clap's exit 2.
 func TestBadInputExitsOneWithOneLine(t *testing.T) {
 	for _, args := range [][]string{
-		{"identity"},
 		{"identity", "npub1" + strings.Repeat("q", 58)},
 		{"identity", "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5x"},
 		{"identity", strings.Repeat("0", 64)},
@@ -87,10 +88,6 @@ func TestBadInputExitsOneWithOneLine(t *testing.T) {
 		{"identity", "zz"},
 		{"wire", "decode", "zz"},
 		{"wire", "decode", "abc"},
-		{"wire", "decode", "--inner", "ip", "00"},
-		{"wire", "frobnicate"},
-		{"keygen", "-x"},
-		{"nonsense"},
 	} {
 		code, out, errs := fipsctl(t, "", args...)
 		if code != 1 {
@@ -99,8 +96,21 @@ func TestBadInputExitsOneWithOneLine(t *testing.T) {
 		if out != "" {
 			t.Errorf("%v: stdout %q", args, out)
 		}
-		if n := strings.Count(errs, "\n"); n != 1 || strings.Contains(errs, "goroutine") {
+		if n := strings.Count(errs, "\n"); n != 1 || !strings.HasPrefix(errs, "error: ") || strings.Contains(errs, "goroutine") {
 			t.Errorf("%v: stderr %q, want exactly one line", args, errs)
+		}
+	}
+	for _, args := range [][]string{
+		{"identity"},
+		{"wire", "decode", "--inner", "ip", "00"},
+		{"wire", "frobnicate"},
+		{"keygen", "-x"},
+		{"keygen", "extra"},
+		{"nonsense"},
+	} {
+		code, out, errs := fipsctl(t, "", args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errs, "error: ") || !strings.Contains(errs, "\nUsage: fipsctl ") {
+			t.Errorf("%v: exit %d %q %q, want a usage error", args, code, out, errs)
 		}
 	}
 }

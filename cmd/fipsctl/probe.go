@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,32 +25,19 @@ func runProbe(e *env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the final report as one JSON document")
 	timeout := fs.Uint("timeout", 0, "client ceiling in seconds (default: the daemon's budget + 5 s)")
 	// Flags may follow the target.
-	var pos []string
-	rest := args
-	for {
-		if err := fs.parse(rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	pos, err := fs.parseInterleaved(args)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 1 {
-		return usageError{"usage: fipsctl probe TARGET [--json] [--timeout SECS]"}
+		return usageError{msg: "the following required arguments were not provided:\n  <TARGET>", usage: "probe <TARGET> [--json] [--timeout SECS]"}
 	}
 	npub, err := resolvePeer(e.hostsFile, pos[0])
 	if err != nil {
 		return err
 	}
 	call := func(cmd string, params any) (json.RawMessage, error) {
-		data, err := ctl.Call(context.Background(), e.socket, cmd, params)
-		var ce *ctl.ConnectError
-		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("%s. %s", ce.Error(), ce.Hint())
-		}
-		return data, err
+		return ctl.Call(context.Background(), e.socket, cmd, params)
 	}
 	raw, err := call("probe_start", map[string]string{"npub": npub})
 	if err != nil {

@@ -46,7 +46,7 @@ func TestProbeViewPiped(t *testing.T) {
 
 func TestProbeUsage(t *testing.T) {
 	var out, errb strings.Builder
-	if rc := run([]string{"probe"}, &env{stdout: &out, stderr: &errb}); rc != 1 || !strings.Contains(errb.String(), "usage: fipsctl probe TARGET") {
+	if rc := run([]string{"probe"}, &env{stdout: &out, stderr: &errb}); rc != 2 || !strings.Contains(errb.String(), "Usage: fipsctl probe <TARGET>") {
 		t.Errorf("rc %d stderr %q", rc, errb.String())
 	}
 }

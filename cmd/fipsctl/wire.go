@@ -20,9 +20,9 @@ func runWire(e *env, args []string) error {
 			fmt.Fprintln(e.stdout, "usage: fipsctl wire decode [--layer fmp|fsp] [--inner fmp|fsp] [HEX]")
 			return nil
 		}
-		return usageError{"usage: fipsctl wire decode [--layer fmp|fsp] [--inner fmp|fsp] [HEX]"}
+		return usageError{msg: "a subcommand is required", usage: "wire decode [--layer fmp|fsp] [--inner fmp|fsp] [HEX]"}
 	}
-	fs := newFlags(e, "wire decode", "[--layer fmp|fsp] [--inner fmp|fsp] [HEX]  (HEX from stdin when omitted)")
+	fs := newFlags(e, "wire decode", "[--layer fmp|fsp] [--inner fmp|fsp] [HEX]")
 	inner := fs.String("inner", "", "input is a decrypted plaintext: fmp (link frame) or fsp (session message)")
 	layer := fs.String("layer", "", "outer packet layer: fmp or fsp (default: try FMP, then FSP)")
 	if err := fs.parse(args[1:]); err != nil {
@@ -31,17 +31,17 @@ func runWire(e *env, args []string) error {
 	var l dissect.Layer
 	switch {
 	case *inner != "" && *layer != "":
-		return usageError{"--inner and --layer are exclusive"}
+		return usageError{msg: "--inner and --layer are exclusive", usage: fs.Name() + " " + fs.synopsis}
 	case *inner == "fmp":
 		l = dissect.FMPInner
 	case *inner == "fsp":
 		l = dissect.FSPInner
 	case *inner != "":
-		return usageError{fmt.Sprintf("--inner must be fmp or fsp, not %q", *inner)}
+		return usageError{msg: fmt.Sprintf("--inner must be fmp or fsp, not %q", *inner), usage: fs.Name() + " " + fs.synopsis}
 	case *layer == "fmp", *layer == "fsp":
 		l = dissect.Layer(*layer)
 	case *layer != "":
-		return usageError{fmt.Sprintf("--layer must be fmp or fsp, not %q", *layer)}
+		return usageError{msg: fmt.Sprintf("--layer must be fmp or fsp, not %q", *layer), usage: fs.Name() + " " + fs.synopsis}
 	}
 	var text string
 	switch fs.NArg() {
@@ -57,7 +57,7 @@ func runWire(e *env, args []string) error {
 	case 1:
 		text = fs.Arg(0)
 	default:
-		return usageError{"expects at most one HEX argument"}
+		return usageError{msg: fmt.Sprintf("unexpected argument '%s' found", fs.Arg(1)), usage: fs.Name() + " " + fs.synopsis}
 	}
 	pkt, err := parseHex(text)
 	if err != nil {

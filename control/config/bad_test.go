@@ -174,6 +174,8 @@ func TestValidateRanges(t *testing.T) {
 		{"metrics: {listen: \"127.0.0.1:0\"}", "metrics.listen", "`metrics.listen` is \"127.0.0.1:0\": the port must be a number from 1 to 65535"},
 		{"metrics: {listen: \"9464\"}", "metrics.listen", ""},
 		{"metrics: {max_peer_labels: 4097}", "metrics.max_peer_labels", "`metrics.max_peer_labels` is 4097, outside the allowed range 0 to 4096 (0 = no per-peer series)"},
+		{"metrics: {history_max_peers: 4096}", "", ""},
+		{"metrics: {history_max_peers: 0}", "metrics.history_max_peers", "`metrics.history_max_peers` is 0, outside the allowed range 1 to 4096"},
 		{"dns: {bind_addr: \"dns.local\"}", "dns.bind_addr", ""},
 		{"dataplane: {mode: xdp, xdp_interfaces: [eth0, veth-b1]}", "", ""},
 		{"dataplane: {mode: userspace}", "", ""},

@@ -582,7 +582,17 @@ type MetricsConfig struct {
 	// (label peer=<node_addr>); the rest are summed under peer="_other"
 	// and counted.
 	MaxPeerLabels uint `yaml:"max_peer_labels" fips:"optional"`
+	// HistoryMaxPeers bounds the peers the stats history (show_stats_*)
+	// keeps rings for, about 280 KiB each; new peers beyond it take the
+	// place of departed ones or are refused and counted.
+	HistoryMaxPeers uint `yaml:"history_max_peers" fips:"optional"`
 }
+
+// DefaultHistoryMaxPeers is metrics.history_max_peers's default.
+const DefaultHistoryMaxPeers = 256
+
+// HistoryMaxPeersLimit is metrics.history_max_peers's ceiling.
+const HistoryMaxPeersLimit = 4096
 
 // DefaultMaxPeerLabels is metrics.max_peer_labels's default.
 const DefaultMaxPeerLabels = 64
@@ -591,7 +601,7 @@ const DefaultMaxPeerLabels = 64
 const MaxPeerLabelsLimit = 4096
 
 func defaultMetricsConfig() MetricsConfig {
-	return MetricsConfig{MaxPeerLabels: DefaultMaxPeerLabels}
+	return MetricsConfig{MaxPeerLabels: DefaultMaxPeerLabels, HistoryMaxPeers: DefaultHistoryMaxPeers}
 }
 
 // Dataplane modes (dataplane.mode).

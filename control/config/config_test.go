@@ -126,6 +126,7 @@ var upstreamDefaults = []struct {
 	{"gateway", nil},
 	{"metrics.listen", ""},
 	{"metrics.max_peer_labels", uint(64)},
+	{"metrics.history_max_peers", uint(256)},
 	{"dataplane.mode", "userspace"},
 	{"dataplane.xdp_interfaces", []string(nil)},
 }

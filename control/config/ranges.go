@@ -252,6 +252,7 @@ func (c *Config) checkRanges() []*Error {
 		r.hostPort("metrics.listen", c.Metrics.Listen, true, false)
 	}
 	r.uint("metrics.max_peer_labels", uint64(c.Metrics.MaxPeerLabels), 0, MaxPeerLabelsLimit, "(0 = no per-peer series)")
+	r.uint("metrics.history_max_peers", uint64(c.Metrics.HistoryMaxPeers), 1, HistoryMaxPeersLimit, "")
 	r.dataplane(&c.Dataplane)
 
 	c.checkTransportRanges(r)

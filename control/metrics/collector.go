@@ -214,6 +214,13 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_xdp_map_max_entries", "gauge", "entries", "Capacity of the XDP program's bounded maps.", "show_bpf maps.links_max, maps.ratelimit_max", []string{"map"}},
 		{"fips_xdp_links_refused_total", "counter", "indices", "Receiver indices the links map refused because it was full (their frames are dropped in XDP).", "show_bpf maps.links_refused", nil},
 		{"fips_xdp_map_errors_total", "counter", "writes", "Link-map writes that failed.", "show_bpf maps.map_errors", nil},
+		{"fips_stats_history_tracked_peers", "gauge", "peers", "Peers the stats history keeps rings for (active and departed within the 24 h retention).", "show_stats_list recorder.tracked_peers", nil},
+		{"fips_stats_history_max_tracked_peers", "gauge", "peers", "Bound on the peers the stats history tracks.", "show_stats_list recorder.max_tracked_peers", nil},
+		{"fips_stats_history_samples_total", "counter", "samples", "One-second slots the stats history sampled on the event loop's tick.", "show_stats_list recorder.samples", nil},
+		{"fips_stats_history_missed_samples_total", "counter", "samples", "One-second slots the event loop did not tick for, recorded as gaps.", "show_stats_list recorder.missed_samples", nil},
+		{"fips_stats_history_peer_samples_refused_total", "counter", "peer samples", "Samples of peers left out of the stats history because every tracked peer was active.", "show_stats_list recorder.peer_samples_refused", nil},
+		{"fips_stats_history_peers_displaced_total", "counter", "peers", "Departed peers whose history was dropped before its retention ended, to make room for a new peer.", "show_stats_list recorder.peers_displaced", nil},
+		{"fips_stats_history_peers_expired_total", "counter", "peers", "Peers whose history was dropped 24 h after their last contact.", "show_stats_list recorder.peers_expired", nil},
 		{"fips_metrics_unlabelled_peers", "gauge", "peers", "Active peers without their own series at the last scrape (over metrics.max_peer_labels), summed under peer=\"_other\".", "metrics.max_peer_labels", nil},
 		{"fips_metrics_peer_labels_refused_total", "counter", "peer samples", "Peer samples folded into peer=\"_other\" because metrics.max_peer_labels was reached, summed over scrapes.", "metrics.max_peer_labels", nil},
 	} {
@@ -328,6 +335,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("fips_pending_lookups", float64(len(s.Routing.PendingLookups)))
 	counter("fips_receive_queue_drops_total", float64(s.RxDrops))
 	counter("fips_receive_queue_aqm_drops_total", float64(s.AQMDrops))
+	h := s.History
+	gauge("fips_stats_history_tracked_peers", float64(h.TrackedPeers))
+	gauge("fips_stats_history_max_tracked_peers", float64(h.MaxPeers))
+	counter("fips_stats_history_samples_total", float64(h.Samples))
+	counter("fips_stats_history_missed_samples_total", float64(h.MissedSamples))
+	counter("fips_stats_history_peer_samples_refused_total", float64(h.PeerSamplesRefused))
+	counter("fips_stats_history_peers_displaced_total", float64(h.PeersDisplaced))
+	counter("fips_stats_history_peers_expired_total", float64(h.PeersExpired))
 	for _, k := range sortedKeys(s.LinkMsgs) {
 		counter("fips_link_messages_received_total", float64(s.LinkMsgs[k]), k)
 	}

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
@@ -270,5 +271,25 @@ func TestNoSnapshotYet(t *testing.T) {
 	}
 	if fams["fips_peers"] != nil {
 		t.Error("fips_peers without a snapshot")
+	}
+}
+
+// TestStatsHistoryRecorder: the history recorder's counters are exported
+// as the snapshot carries them.
+func TestStatsHistoryRecorder(t *testing.T) {
+	s := fullSnapshot(1)
+	s.History = history.Stats{MaxPeers: 256, TrackedPeers: 3, Samples: 120, MissedSamples: 2, PeerSamplesRefused: 7,
+		PeersDisplaced: 1, PeersExpired: 4}
+	reg, _, _ := newTestRegistry(t, s, 8)
+	fams := gather(t, reg)
+	for name, want := range map[string]float64{
+		"fips_stats_history_tracked_peers": 3, "fips_stats_history_max_tracked_peers": 256,
+		"fips_stats_history_samples_total": 120, "fips_stats_history_missed_samples_total": 2,
+		"fips_stats_history_peer_samples_refused_total": 7, "fips_stats_history_peers_displaced_total": 1,
+		"fips_stats_history_peers_expired_total": 4,
+	} {
+		if got := value(t, fams, name, nil); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 }

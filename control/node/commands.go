@@ -13,6 +13,7 @@ import (
 	"github.com/fips-go/fips/control/listening"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -37,6 +38,7 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("connect", n.apiConnect)
 	r.Register("disconnect", n.apiDisconnect)
 	n.registerMesh(r)
+	n.registerStats(r)
 }
 
 // ctlRegistry is the part of ctl.Registry the node registers into.
@@ -85,7 +87,8 @@ func (n *Node) showStatus() StatusData {
 		LinkCount: uint64(len(s.Peers)), NodeAddr: n.id.NodeAddr().String(), Npub: n.id.Npub(),
 		PeerCount: uint64(len(s.Peers)), SessionCount: uint64(s.Sessions), Persistent: n.opts.Persistent, PID: uint32(pid()), State: string(s.State),
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
-		TunState: s.TunState, Version: n.opts.Version,
+		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
+		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
 	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
@@ -105,6 +108,22 @@ func (n *Node) showStatus() StatusData {
 		d.TransportPeerCounts[p.TransportType]++
 	}
 	return d
+}
+
+// forwardingJSON is show_status' forwarding family (the keys of
+// show_metrics' forwarding, in upstream's order).
+func forwardingJSON(f route.ForwardingStats) ctl.ForwardingStats {
+	return ctl.ForwardingStats{DecodeErrorBytes: f.DecodeErrorBytes, DecodeErrorPackets: f.DecodeErrorPackets,
+		DeliveredBytes: f.DeliveredBytes, DeliveredPackets: f.DeliveredPackets,
+		DropMTUExceededBytes: f.DropMTUExceededBytes, DropMTUExceededPackets: f.DropMTUExceededPackets,
+		DropNoRouteBytes: f.DropNoRouteBytes, DropNoRoutePackets: f.DropNoRoutePackets,
+		DropSendErrorBytes: f.DropSendErrorBytes, DropSendErrorPackets: f.DropSendErrorPackets,
+		ForwardedBytes: f.ForwardedBytes, ForwardedPackets: f.ForwardedPackets, OriginatedBytes: f.OriginatedBytes,
+		OriginatedPackets: f.OriginatedPackets, ReceivedBytes: f.ReceivedBytes, ReceivedPackets: f.ReceivedPackets,
+		RouteCrosslinkAscend: f.RouteCrosslinkAscend, RouteCrosslinkDescend: f.RouteCrosslinkDescend,
+		RouteDirectPeer: f.RouteDirectPeer, RouteTreeDown: f.RouteTreeDown, RouteTreeDownCross: f.RouteTreeDownCross,
+		RouteTreeUp: f.RouteTreeUp, TTLExhaustedBytes: f.TTLExhaustedBytes, TTLExhaustedPackets: f.TTLExhaustedPackets,
+		WarmMalformedBytes: f.WarmMalformedBytes, WarmMalformedPackets: f.WarmMalformedPackets}
 }
 
 func (n *Node) showPeers() ctl.ShowPeers {

@@ -14,6 +14,7 @@ import (
 	"golang.zx2c4.com/wireguard/tun"
 
 	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
@@ -93,6 +94,9 @@ type Options struct {
 	HostName func(identity.NodeAddr) (string, bool)
 	// Dataplane is dataplane.* (zero: userspace, no BPF).
 	Dataplane DataplaneOptions
+	// StatsHistoryPeers bounds the peers the stats history keeps rings
+	// for (0: history.DefaultMaxPeers).
+	StatsHistoryPeers int
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -184,6 +188,10 @@ type Node struct {
 	ceFast     atomic.Uint64
 	sessionTTL uint8
 	selfAddr   identity.NodeAddr
+	// hist is the stats history, sampled on the tick (loop-owned);
+	// histPeers is the tick's reused sample buffer.
+	hist      *history.History
+	histPeers []history.PeerSample
 }
 
 type request struct {
@@ -220,6 +228,7 @@ func New(o Options) (*Node, error) {
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
 		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: newCodel(), tunState: "disabled",
+		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
 	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
@@ -377,6 +386,7 @@ func (n *Node) loop(ctx context.Context) {
 			n.core.Tick(now)
 			n.publishRoutes(now, true)
 			n.publishLocal(true)
+			n.recordHistory(now)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()

@@ -85,6 +85,7 @@ var fipsGoAdditions = map[string][]string{
 	"show_sessions": {".data.sessions[].mmp.rtt_trend", ".data.sessions[].mmp.loss_trend", ".data.sessions[].mmp.goodput_trend",
 		".data.sessions[].mmp.jitter_trend", ".data.sessions[].mmp.etx_trend", ".data.sessions[].mmp.spin_bit_role",
 		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats"},
+	"show_stats_list": {".data.recorder"},
 	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed"},
 }
 
@@ -224,11 +225,15 @@ func TestShapesMatchUpstream(t *testing.T) {
 	}, func(identity.NodeAddr) (mmp.Snapshot, bool) { return fullMMP(true), true })
 	cache := n.cacheJSON(route.CacheSnapshot{Count: 1, MaxEntries: 50000, FillRatio: 0, DefaultTTLMs: 300000,
 		Entries: []route.CacheEntryView{{NodeAddr: a, IPv6Addr: a.IPv6().String(), Depth: 1, Coords: []identity.NodeAddr{a}, PathMTU: &ms}}})
-	for cmd, data := range map[string]any{
+	all := map[string]any{
 		"show_mmp": n.showMMP(), "show_bloom": n.showBloom(), "show_routing": n.showRouting(), "show_tree": n.showTree(),
 		"show_metrics": n.showMetrics(), "show_transports": n.showTransports(), "show_sessions": sessions,
 		"show_cache": cache, "show_identity_cache": n.identityCacheJSON(time.Now()),
-	} {
+	}
+	for cmd, data := range statsShapes(t, n, a) {
+		all[cmd] = data
+	}
+	for cmd, data := range all {
 		golden := readGolden(t, filepath.Join("testdata", "upstream", cmd+".json"))
 		compareShapes(t, cmd, typedShape(t, respond(t, data)), typedShape(t, golden))
 		fixture := filepath.Join("..", "ctl", "testdata", "snapshots", cmd+".json")

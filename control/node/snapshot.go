@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/tree"
@@ -53,6 +54,10 @@ type Snapshot struct {
 	Names map[identity.NodeAddr]nameInfo
 	// Dataplane is which dataplane runs and why.
 	Dataplane DataplaneView
+	// Sparklines are the stats history's tails as of its last sample;
+	// History counts what it holds and refused.
+	Sparklines history.Sparklines
+	History    history.Stats
 }
 
 type nameInfo struct {
@@ -117,7 +122,8 @@ func (n *Node) publish(now time.Time) {
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
-		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane}
+		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane,
+		Sparklines: n.hist.Sparklines(), History: n.hist.Stats()}
 	s.Dataplane.Engine = n.engineView()
 	n.addEngineForwarding(&s.RouteStats)
 	n.addFastIPv6(&s.IPv6)

@@ -83,7 +83,8 @@ func TestDeb(t *testing.T) {
 		for _, p := range []string{"./usr/bin/fips", "./usr/bin/fipsctl", "./etc/fips/fips.yaml", "./etc/fips/hosts",
 			"./etc/fips/fips.nft", "./lib/systemd/system/fips.service", "./lib/systemd/system/fips-dns.service",
 			"./lib/systemd/system/fips-firewall.service", "./usr/lib/tmpfiles.d/fips.conf",
-			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright"} {
+			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright",
+			"./usr/share/bash-completion/completions/fipsctl", "./usr/share/zsh/vendor-completions/_fipsctl"} {
 			if !strings.Contains(c, " "+p+"\n") {
 				t.Errorf("package lacks %s", p)
 			}
