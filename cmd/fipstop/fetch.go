@@ -94,11 +94,10 @@ func (g graphsMode) String() string {
 
 // graphsQuery is the Graphs state a fetch needs, copied when it starts.
 type graphsQuery struct {
-	mode       graphsMode
-	window     [2]string
-	metric     string
-	peerIdx    int
-	knownPeers int
+	mode    graphsMode
+	window  [2]string
+	metric  string
+	peerIdx int
 }
 
 // fetchMsg carries one refresh's answers back to the model.

@@ -25,7 +25,7 @@ type binding struct {
 	run    func(m *model) tea.Cmd
 }
 
-func normal(c keyCtx) bool  { return !c.help && !c.confirm }
+func normal(c keyCtx) bool   { return !c.help && !c.confirm }
 func overview(c keyCtx) bool { return normal(c) && !c.detail }
 func onTab(tabs ...Tab) func(keyCtx) bool {
 	return func(c keyCtx) bool {

@@ -149,7 +149,7 @@ func (m *model) viewPerformance(h int) []string {
 		}
 		return fixed(l, 3, "etx")
 	}
-	build := func(list []any, layer string, cols []string, last func(l any) string, lastKey []string) [][]string {
+	build := func(list []any, layer string, cols []string, last func(l any) string) [][]string {
 		var rows [][]string
 		for _, x := range list {
 			l := get(x, layer)
@@ -164,8 +164,8 @@ func (m *model) viewPerformance(h int) []string {
 		}
 		return "-"
 	}
-	links := build(arr(d, "peers"), "link_layer", linkSortLabels, gp, nil)
-	sess := build(arr(d, "sessions"), "session_layer", sessionSortLabels, func(l any) string { return ustr(l, "path_mtu") }, nil)
+	links := build(arr(d, "peers"), "link_layer", linkSortLabels, gp)
+	sess := build(arr(d, "sessions"), "session_layer", sessionSortLabels, func(l any) string { return ustr(l, "path_mtu") })
 	sortRows(links, m.mmpSorts[0])
 	sortRows(sess, m.mmpSorts[1])
 	sortTitle := func(s sortState, labels []string) string {
