@@ -96,7 +96,9 @@ func (s *tmuxScreen) tab(name string, want ...string) string {
 			s.t.Fatalf("Tab did not leave %s:\n%s", was, s.capture())
 		}
 	}
-	return s.waitFor(name+" tab", 15*time.Second, append([]string{"[" + name + "]"}, want...)...)
+	screen := s.waitFor(name+" tab", 15*time.Second, append([]string{"[" + name + "]"}, want...)...)
+	s.t.Logf("%s tab:\n%s", name, strings.TrimRight(screen, "\n "))
+	return screen
 }
 
 // activeTab finds the highlighted tab on the tab bar.
