@@ -113,9 +113,6 @@ var registry = []binding{
 	{keys: []string{"enter"}, glyph: "Enter", label: "expand peer",
 		when: func(c keyCtx) bool { return onTab(TabGraphs)(c) && c.graphs == graphsMetricByPeer },
 		run:  func(m *model) tea.Cmd { m.detail, m.detailScroll = true, 0; return nil }},
-	{keys: []string{"esc"}, glyph: "Esc", label: "back",
-		when: func(c keyCtx) bool { return normal(c) && c.tab == TabGraphs && c.detail },
-		run:  func(m *model) tea.Cmd { m.detail = false; return nil }},
 	{keys: []string{"m"}, glyph: "m", label: "mode", when: func(c keyCtx) bool { return normal(c) && c.tab == TabGraphs },
 		run: func(m *model) tea.Cmd {
 			m.gMode, m.gScroll, m.detail = (m.gMode+1)%3, 0, false
