@@ -126,8 +126,8 @@ type peerRow struct {
 func TestFipstopTabsDisconnectAndRestart(t *testing.T) {
 	m := New(t, Options{IPv6: true})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
-	m.Link(a, b)
-	m.Link(a, c)
+	ab, ac := m.Link(a, b), m.Link(a, c)
+	a.ExtraConfig = "dataplane: { mode: xdp }\n" // so the Dataplane tab has counters
 	m.Start()
 	m.WaitConverged(30 * time.Second)
 	http := m.Spawn("a", "python3", "-m", "http.server", "--bind", "::", "8088")
@@ -218,12 +218,16 @@ func TestFipstopTabsDisconnectAndRestart(t *testing.T) {
 	// Gateway: nothing listens on the gateway socket.
 	scr.tab("Gateway", "fips-gateway is not running", gw)
 
-	// Dataplane: show_bpf's mode and reason.
-	var bpf struct{ Mode, Reason string }
-	if err := a.Call("show_bpf", nil, &bpf); err != nil {
-		t.Fatal(err)
+	// Dataplane: show_bpf's mode, reason, a's two veths and the counters.
+	var bpf struct {
+		Mode, Reason string
+		Counters     []struct{ Verdict, Reason string }
 	}
-	scr.tab("Dataplane", "Mode:", bpf.Mode, bpf.Reason[:min(40, len(bpf.Reason))], "XDP Counters")
+	if err := a.Call("show_bpf", nil, &bpf); err != nil || bpf.Mode != "xdp" || len(bpf.Counters) == 0 {
+		t.Fatalf("show_bpf on a: %v %+v\n%s", err, bpf, a.Logs())
+	}
+	scr.tab("Dataplane", "Mode:                  xdp", bpf.Reason[:min(40, len(bpf.Reason))], "XDP Attachments (2)",
+		ab.IfA, ac.IfA, "Verdict", bpf.Counters[0].Verdict+"  ", "XDP Maps", "links:")
 
 	// ? shows the registry's keys for this tab; Esc closes it.
 	scr.keys("?")
