@@ -94,6 +94,9 @@ var registry = []binding{
 	{keys: []string{"up", "down", "pgup", "pgdown", "home", "end"}, glyph: "↑↓ PgUp/PgDn Home/End", label: "scroll",
 		when: onTab(TabTree, TabFilters, TabRouting, TabPerformance),
 		run:  func(m *model) tea.Cmd { m.scrollPane(); return nil }},
+	// Node and Dataplane scroll when the terminal is shorter than they are.
+	{keys: []string{"up", "down", "pgup", "pgdown", "home", "end"}, glyph: "↑↓", label: "scroll",
+		when: onTab(TabNode, TabDataplane), run: func(m *model) tea.Cmd { m.scrollPane(); return nil }},
 	{keys: []string{"s"}, glyph: "s", label: "sort column", when: onTab(TabPerformance, TabGraphs),
 		run: func(m *model) tea.Cmd { m.sortState().next(); return nil }},
 	{keys: []string{"S"}, glyph: "S", label: "sort direction", when: onTab(TabPerformance, TabGraphs),

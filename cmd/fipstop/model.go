@@ -146,6 +146,17 @@ func (m *model) apply(f fetchMsg) {
 		m.data[k] = v
 		delete(m.errs, k)
 	}
+	if ts, ok := f.data["show_transports"]; ok {
+		live := map[uint64]bool{}
+		for _, t := range arr(ts, "transports") {
+			live[u64(t, "transport_id")] = true
+		}
+		for id := range m.expanded {
+			if !live[id] {
+				delete(m.expanded, id) // bounded by the daemon's transports
+			}
+		}
+	}
 	for k, err := range f.errs {
 		m.errs[k] = err
 		if k == "gw:show_gateway" || k == "gw:show_mappings" || k == "graphs" || k == "show_stats_peers" {

@@ -33,7 +33,7 @@ func (m *model) View() string {
 	if m.confirm != nil {
 		content = overlay(content, m.viewConfirm(), w)
 	}
-	lines := []string{m.viewTabBar(), stDim.Render(strings.Repeat("─", w))}
+	lines := []string{m.viewTabBar(w), stDim.Render(strings.Repeat("─", w))}
 	lines = append(lines, fit(content, body)...)
 	lines = append(lines, m.viewStatus(w))
 	for i, l := range lines {
@@ -42,24 +42,60 @@ func (m *model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-func (m *model) viewTabBar() string {
-	var b strings.Builder
-	b.WriteString(" fipstop " + m.version + "  ")
+// viewTabBar is the tab names with the active one bracketed; on a narrow
+// terminal it shows the stretch of tabs around the active one.
+func (m *model) viewTabBar(w int) string {
+	seg := make([]string, numTabs)
 	for t := Tab(0); t < numTabs; t++ {
+		sep := ""
 		if t > 0 {
+			sep = stDim.Render(" | ")
 			if t.group() != (t - 1).group() {
-				b.WriteString(stDim.Render(" │ "))
-			} else {
-				b.WriteString(stDim.Render(" | "))
+				sep = stDim.Render(" │ ")
 			}
 		}
+		name := t.String()
 		if t == m.tab {
-			b.WriteString(stActive.Render("[" + t.String() + "]"))
-		} else {
-			b.WriteString(t.String())
+			name = stActive.Render("[" + name + "]")
+		}
+		seg[t] = sep + name
+	}
+	title := " fipstop " + m.version + "  "
+	width := func(lo, hi Tab) int {
+		n := 0
+		for t := lo; t <= hi; t++ {
+			n += lipgloss.Width(seg[t])
+		}
+		return n
+	}
+	if width(0, numTabs-1)+len(title) <= w {
+		return title + strings.Join(seg, "")
+	}
+	lo, hi := m.tab, m.tab
+	for {
+		grown := false
+		if hi+1 < numTabs && width(lo, hi+1)+4 <= w {
+			hi++
+			grown = true
+		}
+		if lo > 0 && width(lo-1, hi)+4 <= w {
+			lo--
+			grown = true
+		}
+		if !grown {
+			break
 		}
 	}
-	return b.String()
+	bar := strings.TrimPrefix(strings.Join(seg[lo:hi+1], ""), stDim.Render(" | "))
+	bar = strings.TrimPrefix(bar, stDim.Render(" │ "))
+	left, right := "  ", ""
+	if lo > 0 {
+		left = "‹ "
+	}
+	if hi < numTabs-1 {
+		right = " ›"
+	}
+	return left + bar + right
 }
 
 func (m *model) viewStatus(w int) string {
@@ -255,7 +291,7 @@ func (m *model) waiting(cmd string) []string {
 func (m *model) viewTab(w, h int) []string {
 	switch m.tab {
 	case TabNode:
-		return m.viewNode(w)
+		return m.scrollTab(m.viewNode(w), h)
 	case TabPeers:
 		return m.viewPeers(h)
 	case TabTransports:
@@ -275,7 +311,7 @@ func (m *model) viewTab(w, h int) []string {
 	case TabGateway:
 		return m.viewGateway(h)
 	case TabDataplane:
-		return m.viewDataplane()
+		return m.scrollTab(m.viewDataplane(), h)
 	}
 	return nil
 }
@@ -284,4 +320,11 @@ func (m *model) viewTab(w, h int) []string {
 func (m *model) scrolled(lines []string, h int) []string {
 	m.detailScroll = min(m.detailScroll, max(0, len(lines)-h))
 	return lines[m.detailScroll:]
+}
+
+// scrollTab shows a single-pane tab from its scroll offset.
+func (m *model) scrollTab(lines []string, h int) []string {
+	k := [2]int{int(m.tab), 0}
+	m.scroll[k] = min(m.scroll[k], max(0, len(lines)-h))
+	return lines[m.scroll[k]:]
 }
