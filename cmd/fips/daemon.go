@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -121,7 +122,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
 		HostName:          hosts.NameOf,
-		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces,
+		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 	})
 	if err != nil {
@@ -343,6 +344,7 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 		t, err := udp.New(next, inst.Name, udp.Options{
 			BindAddr: c.BindAddr, MTU: int(c.MTU), RecvBufSize: int(c.RecvBufSize), SendBufSize: int(c.SendBufSize),
 			OutboundOnly: c.OutboundOnly, AcceptConnections: c.AcceptConnections,
+			Workers: cfg.Dataplane.WorkerCount(runtime.NumCPU()),
 		}, log)
 		if err != nil {
 			return nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)

@@ -613,7 +613,34 @@ type DataplaneConfig struct {
 	// empty: every interface carrying a UDP transport's bound address (for
 	// an unspecified address, every up non-loopback interface with one).
 	XDPInterfaces []string `yaml:"xdp_interfaces" fips:"optional"`
+	// Engine runs established traffic on the dataplane workers (the
+	// transports' reader goroutines) instead of the event loop; false
+	// keeps every packet on the loop (for comparison and diagnosis).
+	Engine *bool `yaml:"engine" fips:"optional"`
+	// Workers is how many dataplane workers (SO_REUSEPORT sockets, each
+	// with its reader) serve each UDP transport's port: 0 is one per
+	// core, at most DefaultMaxWorkers; 1..MaxWorkers as given. Linux only;
+	// elsewhere one.
+	Workers int `yaml:"workers" fips:"optional"`
 }
+
+// Worker bounds (dataplane.workers).
+const (
+	MaxWorkers        = 64
+	DefaultMaxWorkers = 8
+)
+
+// WorkerCount is dataplane.workers with 0 resolved for a machine of
+// cpus cores.
+func (d DataplaneConfig) WorkerCount(cpus int) int {
+	if d.Workers > 0 {
+		return d.Workers
+	}
+	return max(1, min(cpus, DefaultMaxWorkers))
+}
+
+// EngineEnabled is dataplane.engine with its default (true).
+func (d DataplaneConfig) EngineEnabled() bool { return d.Engine == nil || *d.Engine }
 
 // defaultDataplaneConfig runs in userspace: until AF_XDP makes the XDP
 // program the fast path, it only filters, and on veth it costs throughput

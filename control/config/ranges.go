@@ -391,6 +391,9 @@ func (r *rangeChecker) dataplane(d *DataplaneConfig) {
 	default:
 		r.errs = append(r.errs, r.c.invalid("dataplane.mode", "`dataplane.mode` is %s, but must be auto, xdp or userspace", strconv.Quote(d.Mode)))
 	}
+	if d.Workers < 0 || d.Workers > MaxWorkers {
+		r.errs = append(r.errs, r.c.invalid("dataplane.workers", "`dataplane.workers` is %d, but must be 0 (one per core) to %d", d.Workers, MaxWorkers))
+	}
 	if len(d.XDPInterfaces) > MaxXDPInterfaces {
 		r.errs = append(r.errs, r.c.invalid("dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` names %d interfaces, at most %d", len(d.XDPInterfaces), MaxXDPInterfaces))
 		return

@@ -134,6 +134,7 @@ func counterHelp() map[string]string {
 		"link.drop_decrypt_failed":       "Link packets that failed to decrypt.",
 		"link.drop_replay":               "Link packets dropped as replays.",
 		"link.drop_unknown_msg_type":     "Link messages of an unknown type.",
+		"link.opened_for_removed":        "Frames a dataplane worker opened for a peer removed before the control loop saw them.",
 		"link.msg1_received":             "Handshake msg1 received.",
 		"link.msg1_rate_limited":         "Handshake msg1 refused by a rate limit (sum of the four buckets).",
 		"link.msg1_source_limited":       "Handshake msg1 refused by the stranger source's own bucket.",

@@ -1,6 +1,7 @@
 package mmp
 
 import (
+	"sync"
 	"time"
 
 	"github.com/fips-go/fips/control/wire"
@@ -12,7 +13,14 @@ import (
 // every authenticated frame from it, asks Due each tick and sends what the
 // builders return, and feeds incoming reports to HandleReceiverReport and
 // HandleSenderReport.
+//
+// RecordSent and RecordRecv may be called from dataplane workers while the
+// control loop builds and handles reports: mu guards the sender and
+// receiver halves (held for a few field updates, never across I/O). Every
+// other method belongs to the control loop.
 type Link struct {
+	mu sync.Mutex
+
 	cfg     Config
 	session bool
 
@@ -99,6 +107,8 @@ func (l *Link) ObserveSpinBit(now time.Time, bit bool, counter uint64) {
 // RecordSent accounts a frame sent to the peer: counter is its AEAD counter,
 // ts its inner timestamp (ms), bytes its wire size.
 func (l *Link) RecordSent(now time.Time, counter uint64, ts uint32, bytes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	_ = now
 	l.snd.recordSent(counter, ts, bytes)
 }
@@ -106,6 +116,8 @@ func (l *Link) RecordSent(now time.Time, counter uint64, ts uint32, bytes int) {
 // RecordRecv accounts an authenticated frame from the peer: counter is its
 // AEAD counter, senderTS its inner timestamp, ce its CE flag.
 func (l *Link) RecordRecv(now time.Time, counter uint64, senderTS uint32, bytes int, ce bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.rcv.recordRecv(counter, senderTS, bytes, ce, l.ms(now))
 }
 
@@ -114,6 +126,8 @@ func (l *Link) RecordRecv(now time.Time, counter uint64, senderTS uint32, bytes 
 // RekeyJitterGrace, the report baselines are dropped (SRTT, ETX, trends and
 // goodput are kept), and our timestamps restart from now.
 func (l *Link) ResetForRekey(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.rcv.resetForRekey(l.ms(now))
 	l.met.resetForRekey()
 	l.epoch = now
@@ -124,6 +138,8 @@ func (l *Link) ResetForRekey(now time.Time) {
 // its interval has data and its interval (the SenderReport's stretched by
 // the send-failure backoff) has elapsed since the last one.
 func (l *Link) Due(now time.Time) (sr, rr bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n := l.ms(now)
 	sr = l.cfg.Mode == Full && l.snd.due(n)
 	rr = l.cfg.Mode != Minimal && l.rcv.due(n)
@@ -133,6 +149,8 @@ func (l *Link) Due(now time.Time) (sr, rr bool) {
 // BuildSenderReport returns the SenderReport for the interval and starts a
 // new one; false when the interval has no data or the mode sends none.
 func (l *Link) BuildSenderReport(now time.Time) (wire.SenderReport, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.cfg.Mode != Full {
 		return wire.SenderReport{}, false
 	}
@@ -144,6 +162,8 @@ func (l *Link) BuildSenderReport(now time.Time) (wire.SenderReport, bool) {
 // none. The echo is the last sender timestamp seen, the dwell the time since
 // that frame; a dwell over 65535 ms sends echo 0 and dwell 65535.
 func (l *Link) BuildReceiverReport(now time.Time) (wire.ReceiverReport, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.cfg.Mode == Minimal {
 		return wire.ReceiverReport{}, false
 	}
@@ -168,6 +188,8 @@ func (l *Link) HandleSenderReport(now time.Time, sr wire.SenderReport) {
 // over a minute, …) is refused and counted in Stats().RefusedReports
 // before it touches anything.
 func (l *Link) HandleReceiverReport(now time.Time, rr wire.ReceiverReport) (firstRTT bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if !plausible(&rr, l.snd.cumPackets, l.snd.cumBytes) {
 		l.met.reportsSeen++
 		l.met.refused++
@@ -194,6 +216,8 @@ func (l *Link) HandleReceiverReport(now time.Time, rr wire.ReceiverReport) (firs
 // failed; the SenderReport interval is stretched ×2^min(f,5). It returns the
 // consecutive failure count.
 func (l *Link) RecordSendFailure() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.snd.failures++
 	return l.snd.failures
 }
@@ -201,13 +225,19 @@ func (l *Link) RecordSendFailure() uint32 {
 // RecordSendSuccess ends the backoff and returns the failure count it
 // cleared.
 func (l *Link) RecordSendSuccess() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	p := l.snd.failures
 	l.snd.failures = 0
 	return p
 }
 
 // SendFailures is the consecutive send-failure count.
-func (l *Link) SendFailures() uint32 { return l.snd.failures }
+func (l *Link) SendFailures() uint32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snd.failures
+}
 
 // LogDue reports whether the periodic operator log is due.
 func (l *Link) LogDue(now time.Time) bool {
@@ -253,6 +283,8 @@ func (l *Link) DeliveryRatios() (forward, reverse float64) { return l.met.dfwd, 
 
 // Jitter is the interarrival jitter we measure on the peer's frames.
 func (l *Link) Jitter() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return time.Duration(l.rcv.jitter.us()) * time.Microsecond
 }
 
@@ -286,6 +318,8 @@ func (l *Link) Congested(lossThreshold, etxThreshold float64) bool {
 // LastRecv is when the last frame from the peer arrived; false if none has
 // since creation or the last rekey (the node's liveness input).
 func (l *Link) LastRecv() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if !l.rcv.hasLastRecv {
 		return time.Time{}, false
 	}
@@ -295,5 +329,7 @@ func (l *Link) LastRecv() (time.Time, bool) {
 // ReportIntervals are the current SenderReport and ReceiverReport
 // intervals (the SenderReport's before any send-failure backoff).
 func (l *Link) ReportIntervals() (sr, rr time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return time.Duration(l.snd.intervalMS) * time.Millisecond, time.Duration(l.rcv.intervalMS) * time.Millisecond
 }

@@ -43,6 +43,12 @@ type Stats struct {
 
 // Stats returns the counters.
 func (l *Link) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats()
+}
+
+func (l *Link) stats() Stats {
 	return Stats{
 		ReportsSeen:          l.met.reportsSeen,
 		StaleReports:         l.met.stale,
@@ -90,6 +96,8 @@ type Snapshot struct {
 
 // Snapshot returns the metrics for display.
 func (l *Link) Snapshot() Snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	m := &l.met
 	s := Snapshot{
 		Mode:                 l.cfg.Mode.String(),
@@ -101,7 +109,7 @@ func (l *Link) Snapshot() Snapshot {
 		SpinBitRole:          "responder",
 		ECNCECount:           m.prevCE,
 		JitterUs:             l.rcv.jitter.us(),
-		Stats:                l.Stats(),
+		Stats:                l.stats(),
 	}
 	if l.spin.initiator {
 		s.SpinBitRole = "initiator"

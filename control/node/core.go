@@ -44,6 +44,9 @@ type CoreOptions struct {
 	// TransportMTU is the smallest MTU of the operational transports
 	// (upstream's transport_mtu()); nil: 1280.
 	TransportMTU func() int
+	// OnForward, when set, hears the destination of every datagram the
+	// loop forwarded (the node offers it to the dataplane's routes).
+	OnForward func(dest identity.NodeAddr)
 	// Deliver receives DataPackets addressed to this node (the IPv6
 	// adapter, the native datagram API); nil drops them (counted).
 	Deliver func(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool)
@@ -214,6 +217,13 @@ func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, 
 	c.peers.HandlePacket(now, t, from, pkt)
 }
 
+// HandleOpened finishes a frame a dataplane worker opened (see
+// peer.Manager.HandleOpened).
+func (c *Core) HandleOpened(now time.Time, l *peer.FastLink, flags uint8, in wire.FMPInner) {
+	c.now = now
+	c.peers.HandleOpened(now, l, flags, in)
+}
+
 // Tick runs every subsystem's timers, in upstream's order.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
@@ -261,6 +271,10 @@ func (c *Core) LinkMessage(p *peer.Peer, flags uint8, ts uint32, msg []byte) {
 		d, err = c.route.HandleSessionDatagram(c.now, p.NodeAddr, flags&wire.FMPFlagCE != 0, msg)
 		if d != nil {
 			c.deliver(d)
+		} else if err == nil && c.opts.OnForward != nil {
+			var dest identity.NodeAddr
+			copy(dest[:], msg[20:36]) // a forwarded datagram parsed: its header is whole
+			c.opts.OnForward(dest)
 		}
 	case wire.MsgLookupRequest:
 		err = c.route.HandleLookupRequest(c.now, p.NodeAddr, msg)

@@ -22,6 +22,7 @@ import (
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -117,7 +118,7 @@ type Node struct {
 	batchers map[transport.ID]transport.Batcher
 	dirty    []transport.Batcher
 
-	rx       chan transport.Packet
+	rx       chan rxItem
 	requests chan request
 	rxDrops  atomic.Uint64
 	// stopped is closed when the event loop has returned: readers blocked
@@ -167,6 +168,15 @@ type Node struct {
 	// says which mode runs and why (set by Run before the loop starts).
 	xdp       atomic.Pointer[xdpPlane]
 	dataplane DataplaneView
+
+	// eng is the dataplane engine (nil: dataplane.engine off); fwdWant
+	// are destinations the loop forwarded since the last publication,
+	// routesDirty says the forwarding table may be stale (loop only).
+	eng           *dataplane.Engine
+	fwdWant       map[identity.NodeAddr]struct{}
+	routesDirty   bool
+	routesRefused uint64
+	routesExpired uint64
 }
 
 type request struct {
@@ -197,7 +207,7 @@ func New(o Options) (*Node, error) {
 	n := &Node{
 		opts: o, log: o.Log, id: o.Identity,
 		transports: map[transport.ID]transport.Transport{},
-		rx:         make(chan transport.Packet, o.QueueSize),
+		rx:         make(chan rxItem, o.QueueSize),
 		stopped:    make(chan struct{}), aqm: newCodel(),
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
@@ -227,7 +237,7 @@ func New(o Options) (*Node, error) {
 		}
 	}
 	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
-		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU,
+		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU, OnForward: n.forwarded,
 		TransportCongested: func(id transport.ID) bool { return n.dropping[id] },
 		Tree:               o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
 		IdentityCacheSize: o.IdentityCacheSize}, n)
@@ -235,6 +245,12 @@ func New(o Options) (*Node, error) {
 		return nil, err
 	}
 	n.core, n.peers = core, core.Peers()
+	if !o.Dataplane.NoEngine {
+		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers.Published,
+			Upcall: n.upcall, UpcallBufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
+			Transports: n.transports})
+		n.fwdWant = map[identity.NodeAddr]struct{}{}
+	}
 	n.state.Store(StateCreated)
 	n.publish(time.Now())
 	return n, nil
@@ -264,6 +280,7 @@ func (n *Node) Run(ctx context.Context) error {
 	// Transports outlive ctx: shutdown still needs them to send Disconnect.
 	tctx, stopTransports := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopTransports()
+	n.startEngine()
 	for _, id := range n.order {
 		t := n.transports[id]
 		if err := t.Start(tctx, n.deliver); err != nil {
@@ -318,20 +335,21 @@ func (n *Node) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case p := <-n.rx:
+		case it := <-n.rx:
 			now := time.Now()
-			n.receive(now, p)
+			n.receive(now, it)
 			// Drain what is queued before republishing: one snapshot per
 			// burst, not per packet.
 			for more := true; more; {
 				select {
-				case p := <-n.rx:
-					n.receive(now, p)
+				case it := <-n.rx:
+					n.receive(now, it)
 				default:
 					more = false
 				}
 			}
 			n.publishIfChanged(now)
+			n.routesDirty = true
 		case p := <-n.tunIn:
 			now := time.Now()
 			n.sendIPv6(now, p)
@@ -349,12 +367,15 @@ func (n *Node) loop(ctx context.Context) {
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)
+			n.publishRoutes(now, true)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()
 			r.resp <- r.f(now)
+			n.routesDirty = true
 			n.publish(now)
 		}
+		n.publishRoutes(time.Now(), false)
 		n.flushSends()
 		if n.tunFlush != nil {
 			n.tunFlush()
@@ -365,7 +386,12 @@ func (n *Node) loop(ctx context.Context) {
 // receive hands one packet to the core, unless queue management drops
 // it: only established frames (data and link control alike, as a router
 // drops), never handshakes.
-func (n *Node) receive(now time.Time, p transport.Packet) {
+func (n *Node) receive(now time.Time, it rxItem) {
+	if it.up.Link != nil {
+		n.handleUpcall(now, it.up)
+		return
+	}
+	p := it.p
 	if p.Arrived != 0 && len(p.Data) > 0 && p.Data[0]&0x0f == wire.FMPPhaseEstablished &&
 		n.aqm.drop(now, now.Sub(time.Unix(0, p.Arrived))) {
 		p.Buf.Release()
@@ -458,13 +484,14 @@ func (n *Node) closeTransports() {
 // would have seen loss. Once the loop has stopped, packets are refused
 // and counted.
 func (n *Node) deliver(p transport.Packet) bool {
+	it := rxItem{p: p}
 	select {
-	case n.rx <- p:
+	case n.rx <- it:
 		return true
 	default:
 	}
 	select {
-	case n.rx <- p:
+	case n.rx <- it:
 		return true
 	case <-n.stopped:
 		n.rxDrops.Add(1)

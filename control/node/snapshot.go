@@ -118,6 +118,9 @@ func (n *Node) publish(now time.Time) {
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane}
+	s.Dataplane.Engine = n.engineView()
+	n.addEngineForwarding(&s.RouteStats)
+	s.Routing.Forwarding = s.RouteStats.Forwarding
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}
@@ -143,8 +146,8 @@ func (n *Node) publish(now time.Time) {
 		v := PeerView{
 			Addr: p.NodeAddr, NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
 			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
-			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv,
-			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats,
+			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
+			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
 			HighestRecv: p.HighestRecv(),
 		}

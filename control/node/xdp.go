@@ -34,6 +34,9 @@ type DataplaneOptions struct {
 	// the per-source token bucket for msg1/msg2 in XDP.
 	HandshakeBurst uint32
 	HandshakeRate  float64
+	// NoEngine keeps established traffic on the event loop
+	// (dataplane.engine: false): no dataplane workers.
+	NoEngine bool
 }
 
 // DataplaneView is show_status's dataplane field (fips-go addition).
@@ -45,6 +48,8 @@ type DataplaneView struct {
 	// Reason says why this mode runs.
 	Reason     string         `json:"reason"`
 	Interfaces []XDPInterface `json:"interfaces"`
+	// Engine is what the dataplane workers did.
+	Engine EngineView `json:"engine"`
 }
 
 // XDPInterface is the program on one interface.

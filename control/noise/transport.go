@@ -108,12 +108,16 @@ func (c *CipherState) GoString() string { return c.String() }
 // CipherState, the receive replay window, and what was learned about the
 // peer.
 //
-// Seal/NextSendCounter may run concurrently with each other and with Open.
-// Open (and Replay) belong to one goroutine at a time: the replay window is
-// not synchronized.
+// Seal, NextSendCounter and Open may all run concurrently: a dataplane
+// worker and the control loop can open frames of the same session. The
+// replay window is guarded by a small lock held only to check and to
+// accept a counter, never across the decryption, and Open accepts a
+// counter only if no concurrent Open accepted it first. Replay hands out
+// the window itself, for single-goroutine callers (tests, tools).
 type Session struct {
 	role         Role
 	send, recv   *CipherState
+	replayMu     sync.Mutex
 	replay       ReplayWindow
 	remoteStatic *secp256k1.PublicKey
 	remoteEpoch  Epoch
@@ -156,21 +160,42 @@ func (s *Session) Seal(dst []byte, counter uint64, ad, plaintext []byte) ([]byte
 // Open checks counter against the replay window (ErrReplay), decrypts with
 // the receive key (ErrDecrypt), and only then accepts counter into the
 // window, so forged frames cannot advance it.
+//
+// Two Opens of the same frame racing each other both decrypt, and only
+// the first to accept its counter succeeds: the other gets ErrReplay.
 func (s *Session) Open(dst []byte, counter uint64, ad, ciphertext []byte) ([]byte, error) {
-	if !s.replay.Check(counter) {
+	s.replayMu.Lock()
+	ok := s.replay.Check(counter)
+	s.replayMu.Unlock()
+	if !ok {
 		return nil, ErrReplay
 	}
 	out, err := s.recv.Open(dst, counter, ad, ciphertext)
 	if err != nil {
 		return nil, err
 	}
-	s.replay.Accept(counter)
+	s.replayMu.Lock()
+	ok = s.replay.Check(counter)
+	if ok {
+		s.replay.Accept(counter)
+	}
+	s.replayMu.Unlock()
+	if !ok {
+		return nil, ErrReplay
+	}
 	return out, nil
+}
+
+// HighestRecv is the highest counter accepted so far.
+func (s *Session) HighestRecv() uint64 {
+	s.replayMu.Lock()
+	defer s.replayMu.Unlock()
+	return s.replay.Highest()
 }
 
 // String never shows key material.
 func (s *Session) String() string {
-	return fmt.Sprintf("noise.Session{%s, send n: %d, recv highest: %d}", s.role, s.send.Nonce(), s.replay.Highest())
+	return fmt.Sprintf("noise.Session{%s, send n: %d, recv highest: %d}", s.role, s.send.Nonce(), s.HighestRecv())
 }
 
 // GoString is String.

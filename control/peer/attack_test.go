@@ -76,7 +76,7 @@ func heartbeatsOnTime(t *testing.T, n *simNet, a, b *simNode, d time.Duration, d
 	t.Helper()
 	pa, pb := a.m.Peer(b.id.NodeAddr()), b.m.Peer(a.id.NodeAddr())
 	hb := b.m.Stats().HeartbeatsRecv
-	last := pb.LastRecv
+	last := pb.LastRecv()
 	var worst time.Duration
 	const tick = 100 * time.Millisecond
 	for i := 0; time.Duration(i)*tick < d; i++ {
@@ -87,10 +87,10 @@ func heartbeatsOnTime(t *testing.T, n *simNet, a, b *simNode, d time.Duration, d
 		if a.m.Peer(b.id.NodeAddr()) != pa || b.m.Peer(a.id.NodeAddr()) != pb {
 			t.Fatalf("link replaced or removed at +%v\nb stats %+v\nb log:\n%s", time.Duration(i)*tick, b.m.Stats(), b.logs)
 		}
-		if gap := pb.LastRecv.Sub(last); gap > worst {
+		if gap := pb.LastRecv().Sub(last); gap > worst {
 			worst = gap
 		}
-		last = pb.LastRecv
+		last = pb.LastRecv()
 	}
 	linked(t, a, b)
 	interval := DefaultConfig().HeartbeatInterval
@@ -262,8 +262,8 @@ func TestForgedFramesNeverRemovePeer(t *testing.T) {
 		}
 	})
 	s := b.m.Stats()
-	if s.DropDecrypt != uint64(forged) || pb.Stats.DecryptFailures != uint64(forged) {
-		t.Errorf("decrypt failures counted %d (peer %d), forged %d", s.DropDecrypt, pb.Stats.DecryptFailures, forged)
+	if s.DropDecrypt != uint64(forged) || pb.Stats().DecryptFailures != uint64(forged) {
+		t.Errorf("decrypt failures counted %d (peer %d), forged %d", s.DropDecrypt, pb.Stats().DecryptFailures, forged)
 	}
 	if s.PeersRemoved != 0 {
 		t.Errorf("%d peers removed", s.PeersRemoved)

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -29,21 +28,15 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			m.stats.DropReplay++
-			if p != nil {
-				p.Stats.Replays++
-			}
-			return
+		} else {
+			// The receiver index is cleartext: anyone who has seen one
+			// frame can forge frames carrying it. A failure is counted,
+			// never acted on; a link whose peer really lost its keys goes
+			// quiet and is removed by the dead-link timeout.
+			m.stats.DropDecrypt++
 		}
-		// The receiver index is cleartext: anyone who has seen one frame
-		// can forge frames carrying it. A failure is counted, never acted
-		// on; a link whose peer really lost its keys goes quiet and is
-		// removed by the dead-link timeout.
-		m.stats.DropDecrypt++
 		if p != nil {
-			p.Stats.DecryptFailures++
-			if t == p.Transport && from == p.Addr {
-				p.decryptFailures++
-			}
+			countOpenError(p, err, t == p.Transport && from == p.Addr)
 		}
 		return
 	}
@@ -54,10 +47,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 			return
 		}
 	}
-	p.decryptFailures = 0
-	p.LastRecv = now
-	p.Stats.PacketsRecv++
-	p.Stats.BytesRecv += uint64(len(pkt))
+	p.received(now, len(pkt))
 	if from != p.Addr {
 		// Roaming: authenticated frames move the peer to their source.
 		if m.byAddr[addrKey{t, p.Addr}] == p {
@@ -67,7 +57,8 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		p.Addr = from
 		m.byAddr[addrKey{t, from}] = p
 		m.authenticated(t, from)
-		p.Stats.Roams++
+		p.stats.Roams++
+		m.pubDirty = true
 	}
 	in, err := wire.ParseFMPInner(pt)
 	if err != nil {
@@ -83,6 +74,22 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	if !draining {
 		p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
 	}
+	m.dispatch(now, p, f.Flags, draining, in)
+}
+
+// HandleOpened is the loop's half of a frame a dataplane worker opened
+// (FastLink.Open) and could not finish itself: the peer's counters and
+// link metrics already have it; what is left is the message.
+func (m *Manager) HandleOpened(now time.Time, l *FastLink, flags uint8, in wire.FMPInner) {
+	if m.peers[l.peer.NodeAddr] != l.peer {
+		m.stats.OpenedForRemoved++
+		return
+	}
+	m.dispatch(now, l.peer, flags, l.draining, in)
+}
+
+// dispatch hands an authenticated message to its consumer.
+func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, in wire.FMPInner) {
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 		m.stats.HeartbeatsRecv++
@@ -125,7 +132,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 			m.stats.DropUnknownMsgType++
 			return
 		}
-		m.upper.LinkMessage(p, f.Flags, in.Timestamp, in.Message)
+		m.upper.LinkMessage(p, flags, in.Timestamp, in.Message)
 	}
 }
 
@@ -144,14 +151,6 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 	// filters. A transport that cannot carry one refuses it itself.
 	if mtu := m.env.LinkMTU(p.Transport, p.Addr); mtu > 0 && n > mtu && wire.MsgType(msg[0]) == wire.MsgSessionDatagram {
 		return &transport.MTUError{Size: n, MTU: mtu}
-	}
-	ctr, err := s.s.NextSendCounter()
-	if err != nil {
-		return err
-	}
-	flags &^= wire.FMPFlagK
-	if p.kbit {
-		flags |= wire.FMPFlagK
 	}
 	if 4+len(msg) > noise.MaxPlaintextSize {
 		return noise.ErrMessageTooLarge
@@ -172,20 +171,9 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 	if !queued {
 		pkt = m.buf[:n]
 	}
-	if _, err := wire.PutFMPFrameHeader(pkt, flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
+	if err := sealFrame(now, p, s, p.mmp, p.kbit, pkt, flags, msg); err != nil {
 		return err
 	}
-	ts := uint32(now.Sub(s.start).Milliseconds())
-	inner := pkt[wire.FMPHeaderSize : wire.FMPHeaderSize+4+len(msg)]
-	binary.LittleEndian.PutUint32(inner, ts)
-	copy(inner[4:], msg)
-	if _, err := s.s.Seal(inner[:0], ctr, pkt[:wire.FMPHeaderSize], inner); err != nil {
-		return err
-	}
-	p.mmp.RecordSent(now, ctr, ts, len(pkt))
-	p.LastSent = now
-	p.Stats.PacketsSent++
-	p.Stats.BytesSent += uint64(len(pkt))
 	if queued {
 		return nil
 	}

@@ -356,11 +356,12 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	p := &Peer{
 		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: linkID,
 		Transport: t, Addr: addr, Direction: dir, Epoch: epoch,
-		Since: now, LastRecv: now, lastHB: now,
+		Since: now, lastHB: now,
 		msg1Bucket: newTokenBucket(m.cfg.PeerMsg1Burst, m.cfg.PeerMsg1Rate),
 	}
 	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
 		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
+	p.hot.lastRecv.Store(unixNano(now))
 	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
 	p.mmp.SetEpoch(now)
 	p.mmp.SetInitiator(dir == Outbound)
@@ -395,7 +396,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	p.cur = next
 	m.setIndex(linkKey{p.Transport, next.ourIndex}, &indexEntry{peer: p, sess: next})
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session
-	p.Stats.Rekeys++
+	p.stats.Rekeys++
 	m.stats.RekeyCutovers++
 	m.log.Debug("rekey cutover", "peer", p.String(), "k", p.kbit)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -66,6 +67,7 @@ type IndexObserver interface {
 func (m *Manager) setIndex(k linkKey, e *indexEntry) {
 	_, had := m.byIndex[k]
 	m.byIndex[k] = e
+	m.pubDirty = true
 	if o, ok := m.env.(IndexObserver); ok && !had {
 		o.IndexAdded(k.t, k.idx)
 	}
@@ -77,6 +79,7 @@ func (m *Manager) delIndex(k linkKey) {
 		return
 	}
 	delete(m.byIndex, k)
+	m.pubDirty = true
 	if o, ok := m.env.(IndexObserver); ok {
 		o.IndexRemoved(k.t, k.idx)
 	}
@@ -178,6 +181,13 @@ type Manager struct {
 	stranger, established tokenBucket
 	stats                 Stats
 
+	// published is the link table for workers; pubDirty says it is out
+	// of date (setIndex, delIndex, roaming). fast are the drops workers
+	// count.
+	published atomic.Pointer[Links]
+	pubDirty  bool
+	fast      fastDrops
+
 	buf [wire.FMPHeaderSize + 65535 + wire.FMPTagSize]byte
 	pt  [65535]byte // receive plaintext
 }
@@ -255,7 +265,14 @@ func (m *Manager) Epoch() noise.Epoch { return m.epoch }
 func (m *Manager) Identity() *identity.Identity { return m.id }
 
 // Stats returns the counters.
-func (m *Manager) Stats() Stats { return m.stats }
+func (m *Manager) Stats() Stats {
+	s := m.stats
+	s.PacketsIn += m.fast.packetsIn.Load()
+	s.DropReplay += m.fast.replay.Load()
+	s.DropDecrypt += m.fast.decrypt.Load()
+	s.DropMalformed += m.fast.malformed.Load()
+	return s
+}
 
 // Peer returns the active peer with this address.
 func (m *Manager) Peer(a identity.NodeAddr) *Peer { return m.peers[a] }

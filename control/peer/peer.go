@@ -29,10 +29,11 @@ type Peer struct {
 	Direction Direction
 	Epoch     noise.Epoch // the peer's restart epoch
 
-	Since    time.Time // promotion
-	LastRecv time.Time // last authenticated frame
-	LastSent time.Time
-	lastHB   time.Time
+	Since  time.Time // promotion
+	lastHB time.Time
+	// hot are the per-packet counters (LastRecv, LastSent, Stats), which
+	// dataplane workers update too.
+	hot hotCounters
 
 	cur, prev      *linkSession
 	rekeyCands     []*unproven // rekeys we answered, awaiting their first frame
@@ -41,9 +42,10 @@ type Peer struct {
 	rekey          *leg // our rekey handshake in flight
 	dampenUntil    time.Time
 
-	decryptFailures int
-	msg1Bucket      tokenBucket // msg1 from this peer's address (rekeys, restarts)
-	Stats           PeerStats
+	msg1Bucket tokenBucket // msg1 from this peer's address (rekeys, restarts)
+	// stats holds the loop-only counters (Rekeys, Roams); Stats() adds
+	// the hot ones.
+	stats PeerStats
 
 	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
 }
@@ -101,7 +103,4 @@ func (p *Peer) String() string {
 }
 
 // HighestRecv is the highest counter accepted on the current session.
-func (p *Peer) HighestRecv() uint64 { return p.cur.s.Replay().Highest() }
-
-// ConsecutiveDecryptFailures counts failures since the last good frame.
-func (p *Peer) ConsecutiveDecryptFailures() int { return p.decryptFailures }
+func (p *Peer) HighestRecv() uint64 { return p.cur.s.HighestRecv() }

@@ -8,8 +8,11 @@ type Stats struct {
 	DropDecrypt        uint64 `json:"drop_decrypt_failed"`
 	DropReplay         uint64 `json:"drop_replay"`
 	DropUnknownMsgType uint64 `json:"drop_unknown_msg_type"`
-	Msg1Received       uint64 `json:"msg1_received"`
-	Msg1RateLimited    uint64 `json:"msg1_rate_limited"` // sum of the four below
+	// OpenedForRemoved: frames a dataplane worker opened for a peer the
+	// loop had removed by the time it saw them.
+	OpenedForRemoved uint64 `json:"opened_for_removed"`
+	Msg1Received     uint64 `json:"msg1_received"`
+	Msg1RateLimited  uint64 `json:"msg1_rate_limited"` // sum of the four below
 	// Which bucket refused: the stranger source's own, the one all
 	// strangers share, the active peer's own, the one all peers share;
 	// and source buckets evicted from the bounded table to make room.

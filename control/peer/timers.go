@@ -207,10 +207,10 @@ func (m *Manager) Tick(now time.Time) {
 		}
 		// Dead after link_dead_timeout of silence, unless a rekey msg1
 		// still has resends left (it may be what revives the link).
-		if now.Sub(p.LastRecv) >= m.cfg.LinkDeadTimeout &&
+		if now.Sub(p.LastRecv()) >= m.cfg.LinkDeadTimeout &&
 			(p.rekey == nil || p.rekey.resends >= m.cfg.HandshakeMaxResends) {
 			m.stats.LinksDead++
-			m.removePeer(now, p, "link dead: nothing received for "+now.Sub(p.LastRecv).Truncate(time.Second).String(), true)
+			m.removePeer(now, p, "link dead: nothing received for "+now.Sub(p.LastRecv()).Truncate(time.Second).String(), true)
 			continue
 		}
 		if now.Sub(p.lastHB) >= m.cfg.HeartbeatInterval {

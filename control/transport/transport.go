@@ -260,3 +260,50 @@ func ListenNetwork(proto string, bind netip.AddrPort) string {
 		return proto + "6"
 	}
 }
+
+// The data half of a transport, in the spirit of wireguard-go's
+// conn.Bind but with the roles turned: the transport owns the socket and
+// its reader goroutines, the dataplane owns the per-packet work, and each
+// reader is a dataplane worker running its packets to completion.
+
+// DataPath is the dataplane as a transport's readers see it.
+type DataPath interface {
+	// NewWorker is called by each reader goroutine as it starts.
+	NewWorker() DataWorker
+}
+
+// DataWorker is one reader goroutine's dataplane worker.
+type DataWorker interface {
+	// Receive offers one datagram, before any copy: b is writable and
+	// valid only during the call. True: the worker consumed it; false:
+	// the transport delivers it as usual (unchanged).
+	Receive(t ID, from Addr, b []byte, arrived int64) bool
+	// Flush ends a receive batch: what Receive queued is sent.
+	Flush()
+	// Close ends the worker (its reader is stopping).
+	Close()
+}
+
+// DataAttacher is a transport whose readers run a DataPath. The node
+// attaches it before Start.
+type DataAttacher interface {
+	AttachDataPath(DataPath)
+}
+
+// WorkerSenders is a transport that gives each dataplane worker a send
+// queue of its own on its socket.
+type WorkerSenders interface {
+	NewSender() (Sender, error)
+}
+
+// Sender is one worker's send queue on a transport. Not safe for
+// concurrent use.
+type Sender interface {
+	// Reserve queues an n-byte datagram to `to` and returns its bytes, to
+	// be filled before the next call.
+	Reserve(to Addr, n int) ([]byte, error)
+	// Flush sends what is queued.
+	Flush()
+	// Close flushes and releases the queue.
+	Close()
+}

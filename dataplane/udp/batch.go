@@ -59,7 +59,7 @@ var ErrQueueFull = errors.New("udp: send queue full")
 // datagram into preallocated slots, so the caller may reuse its buffer
 // at once. One goroutine at a time.
 type SendQueue struct {
-	conn     *Conn
+	conn     *Writer
 	slots    [][]byte // one per message, cap slotSize
 	ms       []Message
 	n        int  // messages in use
@@ -73,6 +73,12 @@ type SendQueue struct {
 // NewSendQueue makes a queue of up to batch messages for conn; mtu is the
 // largest datagram it will be given.
 func NewSendQueue(conn *Conn, batch, mtu int) *SendQueue {
+	return NewWriterQueue(conn.defaultWriter(), batch, mtu)
+}
+
+// NewWriterQueue is NewSendQueue sending through w: one queue per
+// sending goroutine, each with its own Writer.
+func NewWriterQueue(conn *Writer, batch, mtu int) *SendQueue {
 	slot := mtu
 	if conn.GSO() {
 		slot = MaxMessage

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -19,19 +20,43 @@ import (
 var oobSize = unix.CmsgSpace(4)*2 + unix.CmsgSpace(sizeofTimespec)
 
 // Conn is batched I/O on one UDP socket. ReadBatch belongs to one
-// goroutine and WriteBatch to one (they may be different).
+// goroutine and WriteBatch to one (they may be different); more writers
+// each take a Writer of their own (NewWriter).
 type Conn struct {
-	rc       syscall.RawConn
-	v6       bool // AF_INET6 socket (IPv4 peers as v4-mapped addresses)
-	gso, gro bool
+	rc  syscall.RawConn
+	v6  bool // AF_INET6 socket (IPv4 peers as v4-mapped addresses)
+	gro bool
+	// gso is switched off by the first writer a GSO send fails for.
+	gso atomic.Bool
 
-	r, w batchState
+	r batchState
+	w *Writer
 	// lastOvfl is the SO_RXQ_OVFL counter last seen (reader only).
 	lastOvfl uint32
-	// The functions handed to RawConn.Read/Write, made once: a closure
-	// built per call would be allocated per call.
-	readFn, writeFn func(fd uintptr) bool
+	// The function handed to RawConn.Read, made once: a closure built per
+	// call would be allocated per call.
+	readFn func(fd uintptr) bool
 }
+
+// Writer is one goroutine's sendmmsg state on a Conn: its own syscall
+// arguments, so several goroutines can send batches on one socket.
+type Writer struct {
+	c       *Conn
+	s       batchState
+	writeFn func(fd uintptr) bool
+}
+
+// NewWriter makes a Writer of up to batch messages per call.
+func (c *Conn) NewWriter(batch int) *Writer {
+	w := &Writer{c: c, s: newBatchState(max(1, min(batch, 1024)))}
+	w.writeFn = func(fd uintptr) bool { return w.s.call(unix.SYS_SENDMMSG, fd) }
+	return w
+}
+
+func (c *Conn) defaultWriter() *Writer { return c.w }
+
+// GSO reports whether the writer's socket sends runs as one message.
+func (w *Writer) GSO() bool { return w.c.GSO() }
 
 // batchState is one direction's preallocated syscall arguments.
 type batchState struct {
@@ -80,9 +105,9 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("udp: %w", err)
 	}
-	conn := &Conn{rc: rc, r: newBatchState(batch), w: newBatchState(batch)}
+	conn := &Conn{rc: rc, r: newBatchState(batch)}
 	conn.readFn = func(fd uintptr) bool { return conn.r.call(unix.SYS_RECVMMSG, fd) }
-	conn.writeFn = func(fd uintptr) bool { return conn.w.call(unix.SYS_SENDMMSG, fd) }
+	conn.w = conn.NewWriter(batch)
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		sa, err := unix.Getsockname(int(fd))
@@ -92,7 +117,7 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 		}
 		_, conn.v6 = sa.(*unix.SockaddrInet6)
 		if _, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil {
-			conn.gso = true
+			conn.gso.Store(true)
 		}
 		if unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil {
 			conn.gro = true
@@ -109,7 +134,7 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 }
 
 // GSO reports whether WriteBatch sends runs as one UDP_SEGMENT message.
-func (c *Conn) GSO() bool { return c.gso }
+func (c *Conn) GSO() bool { return c.gso.Load() }
 
 // GRO reports whether received runs may arrive coalesced (Segment > 0);
 // receive buffers then need MaxMessage bytes.
@@ -162,10 +187,14 @@ func (c *Conn) ReadBatch(ms []Message) (n int, drops uint64, err error) {
 // WriteBatch sends ms (Segment > 0: a GSO run) and returns how many
 // datagrams the kernel accepted. A message the kernel refuses is skipped
 // and the rest still go; the first such error is returned.
-func (c *Conn) WriteBatch(ms []Message) (sent int, err error) {
+func (c *Conn) WriteBatch(ms []Message) (sent int, err error) { return c.w.WriteBatch(ms) }
+
+// WriteBatch is Conn.WriteBatch on the writer's own state.
+func (w *Writer) WriteBatch(ms []Message) (sent int, err error) {
+	c := w.c
 	for len(ms) > 0 {
-		k := min(len(ms), len(c.w.hdrs))
-		s := &c.w
+		k := min(len(ms), len(w.s.hdrs))
+		s := &w.s
 		for i := range k {
 			m := &ms[i]
 			h := &s.hdrs[i]
@@ -184,7 +213,7 @@ func (c *Conn) WriteBatch(ms []Message) (sent int, err error) {
 			}
 		}
 		s.k = k
-		if werr := c.rc.Write(c.writeFn); werr != nil {
+		if werr := c.rc.Write(w.writeFn); werr != nil {
 			return sent, werr
 		}
 		n, errno := s.n, s.errno
@@ -202,8 +231,8 @@ func (c *Conn) WriteBatch(ms []Message) (sent int, err error) {
 		// offload answers EIO) turns GSO off and goes again datagram by
 		// datagram; any other refusal skips that message.
 		if ms[0].segments() > 1 && (errno == unix.EIO || errno == unix.EINVAL) {
-			c.gso = false
-			n, e := c.writeSplit(&ms[0])
+			c.gso.Store(false)
+			n, e := w.writeSplit(&ms[0])
 			sent += n
 			if err == nil && e != nil {
 				err = e
@@ -217,7 +246,7 @@ func (c *Conn) WriteBatch(ms []Message) (sent int, err error) {
 }
 
 // writeSplit sends a GSO message's datagrams one message each.
-func (c *Conn) writeSplit(m *Message) (int, error) {
+func (w *Writer) writeSplit(m *Message) (int, error) {
 	var one [1]Message
 	sent := 0
 	var first error
@@ -225,7 +254,7 @@ func (c *Conn) writeSplit(m *Message) (int, error) {
 	for len(b) > 0 {
 		n := min(m.Segment, len(b))
 		one[0] = Message{Buf: b[:n], Addr: m.Addr}
-		s, err := c.WriteBatch(one[:])
+		s, err := w.WriteBatch(one[:])
 		sent += s
 		if first == nil && err != nil {
 			first = err

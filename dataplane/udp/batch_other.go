@@ -59,3 +59,18 @@ func (c *Conn) WriteBatch(ms []Message) (int, error) {
 
 // IsClosed reports whether err means the socket was closed.
 func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// Writer sends on a Conn from one goroutine; here every write is its own
+// system call, so it is the Conn itself.
+type Writer struct{ c *Conn }
+
+func (c *Conn) defaultWriter() *Writer { return &Writer{c: c} }
+
+// NewWriter makes a Writer; batch is ignored.
+func (c *Conn) NewWriter(int) *Writer { return &Writer{c: c} }
+
+// GSO is false.
+func (w *Writer) GSO() bool { return false }
+
+// WriteBatch is Conn.WriteBatch.
+func (w *Writer) WriteBatch(ms []Message) (int, error) { return w.c.WriteBatch(ms) }

@@ -65,7 +65,23 @@ type Options struct {
 	OutboundOnly bool
 	// AcceptConnections admits msg1 from strangers. Forced off by OutboundOnly.
 	AcceptConnections bool
+	// Workers is how many sockets (SO_REUSEPORT, each with its reader:
+	// a dataplane worker) serve the port, 1..MaxWorkers; 0 means 1. The
+	// kernel picks a socket by flow hash, so a peer's datagrams stay on
+	// one worker. Linux only; elsewhere always 1.
+	Workers int
 }
+
+// workerCount is how many sockets serve the port here.
+func (t *Transport) workerCount() int {
+	if multiSocket && t.opts.Workers > 1 {
+		return t.opts.Workers
+	}
+	return 1
+}
+
+// MaxWorkers bounds Options.Workers.
+const MaxWorkers = 64
 
 // Defaults returns upstream's defaults.
 func Defaults() Options {
@@ -94,6 +110,9 @@ func (o Options) Validate() error {
 	if o.MTU < MinMTU || o.MTU > MaxMTU {
 		return fmt.Errorf("udp: mtu %d out of range [%d, %d]", o.MTU, MinMTU, MaxMTU)
 	}
+	if o.Workers < 0 || o.Workers > MaxWorkers {
+		return fmt.Errorf("udp: workers %d out of range [0, %d]", o.Workers, MaxWorkers)
+	}
 	if o.RecvBufSize < 0 || o.SendBufSize < 0 {
 		return fmt.Errorf("udp: negative socket buffer size (recv %d, send %d)", o.RecvBufSize, o.SendBufSize)
 	}
@@ -111,6 +130,7 @@ type Transport struct {
 	mu      sync.Mutex
 	state   transport.State
 	conn    *net.UDPConn
+	extra   []*net.UDPConn // the other SO_REUSEPORT sockets of the port
 	local   string
 	stopCtx func() bool
 	wg      sync.WaitGroup
@@ -127,6 +147,23 @@ type Transport struct {
 	// loop. queue is nil until Start.
 	queue       *udpio.SendQueue
 	queuedBytes uint64
+
+	// dp is the dataplane the reader runs (nil: every datagram goes to
+	// Deliver); bc is the batched socket workers' senders write to.
+	dp transport.DataPath
+	bc atomic.Pointer[udpio.Conn]
+}
+
+var (
+	_ transport.DataAttacher  = (*Transport)(nil)
+	_ transport.WorkerSenders = (*Transport)(nil)
+)
+
+// AttachDataPath implements transport.DataAttacher; call it before Start.
+func (t *Transport) AttachDataPath(dp transport.DataPath) {
+	t.mu.Lock()
+	t.dp = dp
+	t.mu.Unlock()
 }
 
 // Batch sizes: messages per recvmmsg and per sendmmsg.
@@ -225,15 +262,53 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.log.Info("outbound_only set: bind_addr ignored, binding an ephemeral port",
 			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
 	}
-	conn, err := net.ListenUDP(transport.ListenNetwork("udp", t.bind), net.UDPAddrFromAddrPort(t.bind))
+	workers := t.workerCount()
+	lc := net.ListenConfig{}
+	if workers > 1 {
+		lc.Control = reusePort
+	}
+	network := transport.ListenNetwork("udp", t.bind)
+	pc, err := lc.ListenPacket(context.Background(), network, t.bind.String())
 	if err != nil {
 		t.state = transport.StateFailed
 		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
 	}
-	if err := t.configure(conn); err != nil {
+	conn := pc.(*net.UDPConn)
+	if err := t.configure(conn, true); err != nil {
 		conn.Close()
 		t.state = transport.StateFailed
 		return err
+	}
+	// The other sockets bind the port the first one got (an ephemeral
+	// bind included).
+	bound := conn.LocalAddr().String()
+	var extra []*net.UDPConn
+	fail := func(err error) error {
+		conn.Close()
+		for _, c := range extra {
+			c.Close()
+		}
+		t.state = transport.StateFailed
+		return err
+	}
+	for range workers - 1 {
+		pc, err := lc.ListenPacket(context.Background(), network, bound)
+		if err != nil {
+			return fail(fmt.Errorf("udp: bind worker socket %s: %w", bound, err))
+		}
+		c := pc.(*net.UDPConn)
+		extra = append(extra, c)
+		if err := t.configure(c, false); err != nil {
+			return fail(err)
+		}
+	}
+	var extraBC []*udpio.Conn
+	for _, c := range extra {
+		bc, err := udpio.Open(c, max(RecvBatch, SendBatch))
+		if err != nil {
+			return fail(err)
+		}
+		extraBC = append(extraBC, bc)
 	}
 	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
 	if err != nil {
@@ -246,8 +321,13 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
 	t.send.Store(conn)
-	t.wg.Add(1)
-	go t.readLoop(bc, deliver)
+	t.bc.Store(bc)
+	t.extra = extra
+	t.wg.Add(1 + len(extraBC))
+	go t.readLoop(bc, deliver, t.dp)
+	for _, c := range extraBC {
+		go t.readLoop(c, deliver, t.dp)
+	}
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
 	t.state = transport.StateUp
 	return nil
@@ -255,7 +335,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 
 // configure sets socket buffers and the kernel drop counter, and logs what
 // the kernel granted.
-func (t *Transport) configure(conn *net.UDPConn) error {
+func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 	if n := t.opts.RecvBufSize; n > 0 {
 		if err := conn.SetReadBuffer(n); err != nil {
 			return fmt.Errorf("udp: set recv buffer: %w", err)
@@ -274,6 +354,9 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 			t.log.Warn("SO_RXQ_OVFL unavailable: kernel drops will not be counted", "err", err)
 		}
 	}
+	if !primary {
+		return nil
+	}
 	rcv, snd, err := grantedBufSizes(conn)
 	if err != nil {
 		t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
@@ -289,13 +372,18 @@ func (t *Transport) configure(conn *net.UDPConn) error {
 			"requested", t.opts.SendBufSize, "granted", snd)
 	}
 	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
-		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops)
+		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops, "workers", t.workerCount())
 	return nil
 }
 
 // readLoop delivers datagrams until the socket is closed.
-func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
+func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp transport.DataPath) {
 	defer t.wg.Done()
+	var w transport.DataWorker
+	if dp != nil {
+		w = dp.NewWorker()
+		defer w.Close()
+	}
 	limit := t.opts.MTU + RecvHeadroom
 	// One byte over the limit shows an oversize datagram; a kernel that
 	// coalesces runs (UDP_GRO) needs room for a whole run.
@@ -318,6 +406,9 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 		if wire.IsPunchPacket(b) {
 			t.stats.DroppedInvalid.Add(1)
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
+			return
+		}
+		if w != nil && w.Receive(t.id, transport.AddrFromIP(from), b, arrived) {
 			return
 		}
 		// A pooled copy: the node releases it once it has handled the
@@ -365,8 +456,60 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver) {
 			}
 			m.Split(func(b []byte) { handle(from, b, m.Stamp) })
 		}
+		if w != nil {
+			w.Flush()
+		}
 	}
 }
+
+// NewSender implements transport.WorkerSenders: a send queue with its
+// own sendmmsg state on the transport's socket, for one worker.
+func (t *Transport) NewSender() (transport.Sender, error) {
+	bc := t.bc.Load()
+	if bc == nil {
+		return nil, fmt.Errorf("udp: sender: %w", transport.ErrNotStarted)
+	}
+	return &sender{t: t, q: udpio.NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, udpio.MaxMessage))}, nil
+}
+
+// sender is one worker's send queue (transport.Sender).
+type sender struct {
+	t     *Transport
+	q     *udpio.SendQueue
+	bytes uint64
+}
+
+func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
+	t := s.t
+	if t.send.Load() == nil {
+		return nil, fmt.Errorf("udp: send: %w", transport.ErrClosed)
+	}
+	if n > t.opts.MTU {
+		t.stats.MTUExceeded.Add(1)
+		return nil, &transport.MTUError{Size: n, MTU: t.opts.MTU}
+	}
+	dst, err := t.destination(to, nil)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := s.q.Reserve(dst, n)
+	if errors.Is(err, udpio.ErrQueueFull) {
+		s.Flush()
+		b, _, err = s.q.Reserve(dst, n)
+	}
+	if err != nil {
+		t.stats.SendErrors.Add(1)
+		return nil, fmt.Errorf("udp: queue to %s: %w", to, err)
+	}
+	s.bytes += uint64(n)
+	return b, nil
+}
+
+func (s *sender) Flush() {
+	s.t.flushQueue(s.q, &s.bytes)
+}
+
+func (s *sender) Close() { s.Flush() }
 
 // Send transmits one datagram. It fails with *transport.MTUError when pkt
 // is larger than the MTU.
@@ -481,12 +624,20 @@ func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
 // counted as send errors (and logged at debug); bytes are counted in
 // proportion when a batch went out only in part.
 func (t *Transport) Flush() {
-	if t.queue == nil || t.queue.Datagrams == 0 {
+	if t.queue == nil {
 		return
 	}
-	queued, bytes := t.queue.Datagrams, t.queuedBytes
-	t.queuedBytes = 0
-	sent, err := t.queue.Flush()
+	t.flushQueue(t.queue, &t.queuedBytes)
+}
+
+// flushQueue sends q and counts it; *queuedBytes are its bytes.
+func (t *Transport) flushQueue(q *udpio.SendQueue, queuedBytes *uint64) {
+	if q.Datagrams == 0 {
+		return
+	}
+	queued, bytes := q.Datagrams, *queuedBytes
+	*queuedBytes = 0
+	sent, err := q.Flush()
 	t.stats.PacketsSent.Add(uint64(sent))
 	if sent == queued {
 		t.stats.BytesSent.Add(bytes)
@@ -520,6 +671,10 @@ func (t *Transport) Close() error {
 			t.stopCtx()
 		}
 		t.send.Store(nil)
+		for _, c := range t.extra {
+			c.Close()
+		}
+		t.extra = nil
 		if t.conn != nil {
 			err = t.conn.Close()
 			t.conn = nil

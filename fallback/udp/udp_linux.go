@@ -4,6 +4,7 @@ package udp
 
 import (
 	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,21 @@ func enableDropCounting(conn *net.UDPConn) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// multiSocket: Linux spreads a port's datagrams over SO_REUSEPORT
+// sockets by flow hash, so each peer stays on one worker.
+const multiSocket = true
+
+// reusePort is a net.ListenConfig Control setting SO_REUSEPORT.
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
 	}); err != nil {
 		return err
 	}

@@ -1,0 +1,193 @@
+package node
+
+import (
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane"
+)
+
+// The node's side of the dataplane seam: the loop programs the engine by
+// publishing the link table (peer.Manager.Publish) and the forwarding
+// table (publishRoutes) at the end of each burst of work, and takes the
+// engine's upcalls from the same bounded receive queue as the packets
+// the transports deliver.
+
+// MaxRoutes bounds the published forwarding table.
+const MaxRoutes = 4096
+
+// rxItem is one entry of the receive queue: a packet a transport
+// delivered, or a frame a worker opened (up.Link set).
+type rxItem struct {
+	p  transport.Packet
+	up dataplane.Upcall
+}
+
+// EngineView is show_status.dataplane.engine (fips-go addition): what
+// the workers did.
+type EngineView struct {
+	Enabled         bool   `json:"enabled"`
+	Workers         int    `json:"workers"`
+	LinksPublished  int    `json:"links_published"`
+	RoutesPublished int    `json:"routes_published"`
+	FramesOpened    uint64 `json:"frames_opened"`
+	FramesDropped   uint64 `json:"frames_dropped"`
+	Forwarded       uint64 `json:"forwarded"`
+	ForwardMisses   uint64 `json:"forward_misses"`
+	ForwardErrors   uint64 `json:"forward_errors"`
+	Upcalls         uint64 `json:"upcalls"`
+	UpcallsRefused  uint64 `json:"upcalls_refused"`
+	RoutesRefused   uint64 `json:"routes_refused"`
+	RoutesExpired   uint64 `json:"routes_expired"`
+}
+
+// startEngine attaches the engine to every transport that can run it.
+func (n *Node) startEngine() {
+	if n.eng == nil {
+		return
+	}
+	for _, id := range n.order {
+		if a, ok := n.transports[id].(transport.DataAttacher); ok {
+			a.AttachDataPath(n.eng)
+		}
+	}
+}
+
+// upcall is the engine's hand-off into the loop: blocking while the
+// queue is full, as deliver is.
+func (n *Node) upcall(u dataplane.Upcall) bool {
+	it := rxItem{up: u}
+	select {
+	case n.rx <- it:
+		return true
+	default:
+	}
+	select {
+	case n.rx <- it:
+		return true
+	case <-n.stopped:
+		n.rxDrops.Add(1)
+		return false
+	}
+}
+
+// handleUpcall finishes a frame a worker opened.
+func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
+	defer u.Buf.Release()
+	if u.Arrived != 0 && n.aqm.drop(now, now.Sub(time.Unix(0, u.Arrived))) {
+		return
+	}
+	n.core.HandleOpened(now, u.Link, u.Flags, wire.FMPInner{Timestamp: u.TS, Message: u.Msg})
+}
+
+// forwarded is the router's report of a datagram the loop forwarded: its
+// destination becomes a route candidate for the workers.
+func (n *Node) forwarded(dest identity.NodeAddr) {
+	if n.eng == nil {
+		return
+	}
+	if _, ok := n.fwdWant[dest]; ok {
+		return
+	}
+	if len(n.fwdWant) >= MaxRoutes {
+		n.routesRefused++
+		return
+	}
+	n.fwdWant[dest] = struct{}{}
+	n.routesDirty = true
+}
+
+// publishRoutes recomputes the forwarding table: on a tick, routes not
+// used since the last tick expire; otherwise (after any work that may
+// have changed routing) every route is recomputed with the router's own
+// next-hop choice, and new candidates added.
+func (n *Node) publishRoutes(now time.Time, tick bool) {
+	if n.eng == nil {
+		return
+	}
+	n.peers.Publish()
+	if !tick && !n.routesDirty {
+		return
+	}
+	n.routesDirty = false
+	old := n.eng.Forwarding()
+	if old.Len() == 0 && len(n.fwdWant) == 0 {
+		return
+	}
+	links := n.peers.Published()
+	m := make(map[identity.NodeAddr]*dataplane.Route, old.Len()+len(n.fwdWant))
+	r := n.core.Router()
+	consider := func(dest identity.NodeAddr) {
+		if _, done := m[dest]; done {
+			return
+		}
+		if len(m) >= MaxRoutes {
+			n.routesRefused++
+			return
+		}
+		next, rt, ok := r.FindNextHop(now, dest)
+		if !ok {
+			return
+		}
+		x := links.Tx(next)
+		if x == nil {
+			return
+		}
+		m[dest] = &dataplane.Route{Tx: x, MTU: n.LinkMTU(x.Transport(), x.Addr()),
+			Congested: coreLinks{n.core}.Congested(next), Class: rt.Class}
+	}
+	old.Range(func(dest identity.NodeAddr, rt *dataplane.Route) {
+		if tick && !rt.TakeUsed() {
+			n.routesExpired++
+			return
+		}
+		consider(dest)
+	})
+	for dest := range n.fwdWant {
+		consider(dest)
+	}
+	clear(n.fwdWant)
+	n.eng.PublishForwarding(dataplane.NewForwarding(m))
+}
+
+// engineView is show_status.dataplane.engine.
+func (n *Node) engineView() EngineView {
+	if n.eng == nil {
+		return EngineView{}
+	}
+	c := n.eng.Stats()
+	return EngineView{Enabled: true, Workers: n.eng.Workers(), LinksPublished: n.peers.Published().Len(),
+		RoutesPublished: n.eng.Forwarding().Len(),
+		FramesOpened:    c.FramesOpened.Load(), FramesDropped: c.FramesDropped.Load(),
+		Forwarded: c.Forwarded.Load(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
+		Upcalls: c.Upcalls.Load(), UpcallsRefused: c.UpcallsRefused.Load(),
+		RoutesRefused: n.routesRefused, RoutesExpired: n.routesExpired}
+}
+
+// addEngineForwarding folds the workers' forwards into the router's
+// counters, so show_routing and show_metrics count every datagram once
+// whichever path carried it.
+func (n *Node) addEngineForwarding(s *route.Stats) {
+	if n.eng == nil {
+		return
+	}
+	c := n.eng.Stats()
+	f := &s.Forwarding
+	fw := c.Forwarded.Load()
+	f.ReceivedPackets += fw
+	f.ReceivedBytes += c.ReceivedBytes.Load()
+	f.ForwardedPackets += fw
+	f.ForwardedBytes += c.ForwardedBytes.Load()
+	f.DropSendErrorPackets += c.ForwardErrors.Load()
+	f.RouteTreeUp += c.ClassCounts[route.ClassTreeUp].Load()
+	f.RouteTreeDown += c.ClassCounts[route.ClassTreeDown].Load()
+	f.RouteTreeDownCross += c.ClassCounts[route.ClassTreeDownCross].Load()
+	f.RouteCrosslinkDescend += c.ClassCounts[route.ClassCrosslinkDescend].Load()
+	f.RouteCrosslinkAscend += c.ClassCounts[route.ClassCrosslinkAscend].Load()
+	f.RouteDirectPeer += c.ClassCounts[route.ClassDirectPeer].Load()
+	s.Congestion.CEForwarded += c.CEForwarded.Load()
+	s.Congestion.CongestionDetected += c.CongestionSeen.Load()
+}

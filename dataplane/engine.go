@@ -1,0 +1,348 @@
+package dataplane
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Upcall is what a worker hands the control loop: a frame it opened but
+// may not finish (a control message, a datagram for a destination
+// without a published route, one carrying coordinates to cache, one for
+// this node). Msg is a copy in Buf, which the loop releases.
+type Upcall struct {
+	Link  *peer.FastLink
+	Flags uint8  // the frame's FMP flags
+	TS    uint32 // the inner timestamp
+	Msg   []byte
+	Buf   *transport.Buffer
+	// Arrived is when the kernel received the frame (Unix ns), 0 unknown.
+	Arrived int64
+}
+
+// Route is one published forwarding entry: where datagrams for a
+// destination go, as the loop last computed it.
+type Route struct {
+	Tx        *peer.FastTx
+	MTU       int  // the next hop's link MTU; 0 unknown
+	Congested bool // the next hop is congested (CE on every forward)
+	Class     route.RouteClass
+	// used is set by workers on each forward; the loop reads and clears
+	// it every tick to expire idle entries and keep used ones' cache
+	// entries alive.
+	used atomic.Bool
+}
+
+// TakeUsed reports whether the route was used since the last call.
+func (r *Route) TakeUsed() bool { return r.used.Swap(false) }
+
+// Forwarding is the published forwarding table: immutable, replaced
+// whole by the loop.
+type Forwarding struct {
+	m map[identity.NodeAddr]*Route
+}
+
+// NewForwarding makes a table of routes (the map is owned from then on).
+func NewForwarding(m map[identity.NodeAddr]*Route) *Forwarding { return &Forwarding{m: m} }
+
+// Lookup is the route to dest, nil without one.
+func (f *Forwarding) Lookup(dest identity.NodeAddr) *Route {
+	if f == nil {
+		return nil
+	}
+	return f.m[dest]
+}
+
+// Len is the number of routes.
+func (f *Forwarding) Len() int {
+	if f == nil {
+		return 0
+	}
+	return len(f.m)
+}
+
+// Range calls fn for every route.
+func (f *Forwarding) Range(fn func(identity.NodeAddr, *Route)) {
+	if f == nil {
+		return
+	}
+	for a, r := range f.m {
+		fn(a, r)
+	}
+}
+
+// Config is what an Engine needs from the node.
+type Config struct {
+	// Self is this node's address (datagrams for it go to the loop).
+	Self identity.NodeAddr
+	// Links is the published link table (peer.Manager.Published).
+	Links func() *peer.Links
+	// Upcall hands an opened frame to the loop; false when the loop has
+	// stopped (the upcall is then released and counted). It may block
+	// while the loop's queue is full.
+	Upcall func(Upcall) bool
+	// UpcallBufs holds the copies upcalls carry.
+	UpcallBufs *transport.BufferPool
+	// Transports are the node's transports by ID: a worker sends on
+	// those that give it a sender of its own (transport.WorkerSenders).
+	Transports map[transport.ID]transport.Transport
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Engine runs established traffic on the transports' reader goroutines
+// (its workers) without the control loop: transit datagrams are opened,
+// rewritten in place (TTL, path MTU, CE) and sealed to the next hop in
+// the worker's own send batch. It implements transport.DataPath.
+type Engine struct {
+	cfg   Config
+	fwd   atomic.Pointer[Forwarding]
+	stats Counters
+	// workers counts live workers (for tests and show_status).
+	workers atomic.Int64
+}
+
+// Counters are the engine's own counts; the node folds the forwarding
+// ones into show_routing's.
+type Counters struct {
+	FramesOpened    atomic.Uint64 // authenticated on a worker
+	FramesDropped   atomic.Uint64 // replays and decryption failures on a worker
+	Upcalls         atomic.Uint64 // opened frames handed to the loop
+	UpcallsRefused  atomic.Uint64 // the loop had stopped
+	ForwardMisses   atomic.Uint64 // transit datagrams without a published route (upcalled)
+	Forwarded       atomic.Uint64 // datagrams forwarded by workers
+	ForwardedBytes  atomic.Uint64 // their encoded messages, type byte included
+	ReceivedBytes   atomic.Uint64 // their messages without the type byte (upstream's received_bytes)
+	ForwardErrors   atomic.Uint64 // forwards the next hop's transport refused
+	CEForwarded     atomic.Uint64
+	CongestionSeen  atomic.Uint64
+	ClassCounts     [8]atomic.Uint64 // by route.RouteClass
+	SendErrors      atomic.Uint64    // batches (datagrams) a worker's transport failed to send
+	WorkerSendSlots atomic.Uint64    // frames sealed into worker send queues
+}
+
+// New makes an Engine.
+func New(cfg Config) *Engine {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Engine{cfg: cfg}
+}
+
+// Stats are the engine's counters.
+func (e *Engine) Stats() *Counters { return &e.stats }
+
+// Workers is the number of workers running.
+func (e *Engine) Workers() int { return int(e.workers.Load()) }
+
+// PublishForwarding replaces the forwarding table.
+func (e *Engine) PublishForwarding(f *Forwarding) { e.fwd.Store(f) }
+
+// Forwarding is the published forwarding table.
+func (e *Engine) Forwarding() *Forwarding { return e.fwd.Load() }
+
+// NewWorker implements transport.DataPath: one per reader goroutine.
+func (e *Engine) NewWorker() transport.DataWorker {
+	e.workers.Add(1)
+	return &Worker{e: e}
+}
+
+// Worker runs packets to completion on one reader goroutine. Not safe
+// for concurrent use: it is its goroutine's.
+type Worker struct {
+	e       *Engine
+	now     time.Time // per batch
+	senders []senderSlot
+	closed  bool
+}
+
+type senderSlot struct {
+	id    transport.ID
+	s     transport.Sender // nil: the transport has no worker sender
+	dirty bool
+}
+
+var _ transport.DataWorker = (*Worker)(nil)
+
+func (w *Worker) clock() time.Time {
+	if w.now.IsZero() {
+		w.now = w.e.cfg.Now()
+	}
+	return w.now
+}
+
+// Receive implements transport.DataWorker: it takes an established frame
+// of a published link, and after opening it finishes it here (a transit
+// datagram) or upcalls it. Anything else — handshakes, unknown indices,
+// frames from a new address — it leaves to the transport's normal
+// delivery, untouched.
+func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64) bool {
+	if len(b) < wire.FMPFrameMinSize || b[0] != wire.FMPVersion<<4|wire.FMPPhaseEstablished {
+		return false
+	}
+	f, err := wire.ParseFMPFrame(b)
+	if err != nil {
+		return false
+	}
+	l := w.e.cfg.Links().Lookup(t, f.ReceiverIndex)
+	if l == nil {
+		return false
+	}
+	now := w.clock()
+	in, v := l.Open(now, from, f, len(b), f.Sealed[:0])
+	switch v {
+	case peer.Upcall:
+		return false
+	case peer.Dropped:
+		w.e.stats.FramesDropped.Add(1)
+		return true
+	}
+	w.e.stats.FramesOpened.Add(1)
+	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.forward(now, f.Flags, in.Message) {
+		return true
+	}
+	w.upcall(l, f.Flags, in, arrived)
+	return true
+}
+
+// forward sends a transit datagram on from here when the published
+// tables say where, and reports whether it did (or dropped it for a
+// refused send); false leaves it, unchanged, to the loop.
+func (w *Worker) forward(now time.Time, flags uint8, msg []byte) bool {
+	e := w.e
+	if len(msg) < wire.SessionDatagramHeaderSize+wire.FSPPrefixSize {
+		return false
+	}
+	var dest identity.NodeAddr
+	copy(dest[:], msg[20:36])
+	if dest == e.cfg.Self {
+		return false
+	}
+	ttl := msg[1]
+	fsp := msg[wire.SessionDatagramHeaderSize:]
+	// Handshake phases and packets carrying coordinates warm the
+	// coordinate cache: the loop's.
+	if fsp[0]&0x0f != wire.FSPPhaseEstablished || wire.FSPFlags(fsp[1]).CoordsPresent() || ttl <= 1 {
+		return false
+	}
+	r := e.fwd.Load().Lookup(dest)
+	if r == nil {
+		e.stats.ForwardMisses.Add(1)
+		return false
+	}
+	x := r.Tx
+	if r.MTU > 0 && peer.FrameSize(msg) > r.MTU {
+		return false // the loop answers MtuExceeded
+	}
+	s := w.sender(x.Transport())
+	if s == nil {
+		return false // a transport without worker sends (TCP): the loop's
+	}
+	pathMTU := uint16(msg[2]) | uint16(msg[3])<<8
+	if r.MTU > 0 && r.MTU < int(pathMTU) {
+		pathMTU = uint16(r.MTU)
+	}
+	msg[1] = ttl - 1
+	msg[2], msg[3] = byte(pathMTU), byte(pathMTU>>8)
+	ce := flags&wire.FMPFlagCE != 0 || r.Congested
+	var out uint8
+	if ce {
+		out = wire.FMPFlagCE
+	}
+	if err := x.Seal(now, s, out, msg); err != nil {
+		e.stats.ForwardErrors.Add(1)
+		return true
+	}
+	s.dirty = true
+	e.stats.Forwarded.Add(1)
+	e.stats.ForwardedBytes.Add(uint64(len(msg)))
+	e.stats.ReceivedBytes.Add(uint64(len(msg) - 1))
+	e.stats.ClassCounts[r.Class&7].Add(1)
+	if ce {
+		e.stats.CEForwarded.Add(1)
+	}
+	if r.Congested {
+		e.stats.CongestionSeen.Add(1)
+	}
+	if !r.used.Load() {
+		r.used.Store(true)
+	}
+	return true
+}
+
+// sender is the worker's send queue on transport id, made on first use;
+// nil when that transport has none.
+func (w *Worker) sender(id transport.ID) *senderSlot {
+	for i := range w.senders {
+		if w.senders[i].id == id {
+			if w.senders[i].s == nil {
+				return nil
+			}
+			return &w.senders[i]
+		}
+	}
+	slot := senderSlot{id: id}
+	if ws, ok := w.e.cfg.Transports[id].(transport.WorkerSenders); ok {
+		if s, err := ws.NewSender(); err == nil {
+			slot.s = s
+		}
+	}
+	w.senders = append(w.senders, slot)
+	if slot.s == nil {
+		return nil
+	}
+	return &w.senders[len(w.senders)-1]
+}
+
+// Reserve implements peer.Reserver on a sender slot.
+func (s *senderSlot) Reserve(_ transport.ID, to transport.Addr, n int) ([]byte, error) {
+	return s.s.Reserve(to, n)
+}
+
+func (w *Worker) upcall(l *peer.FastLink, flags uint8, in wire.FMPInner, arrived int64) {
+	e := w.e
+	buf := e.cfg.UpcallBufs.Get()
+	if len(in.Message) > len(buf.B) {
+		buf.Release()
+		e.stats.UpcallsRefused.Add(1)
+		return
+	}
+	msg := buf.B[:len(in.Message)]
+	copy(msg, in.Message)
+	e.stats.Upcalls.Add(1)
+	if !e.cfg.Upcall(Upcall{Link: l, Flags: flags, TS: in.Timestamp, Msg: msg, Buf: buf, Arrived: arrived}) {
+		e.stats.UpcallsRefused.Add(1)
+		buf.Release()
+	}
+}
+
+// Flush implements transport.DataWorker: the batch's sends go out.
+func (w *Worker) Flush() {
+	w.now = time.Time{}
+	for i := range w.senders {
+		if s := &w.senders[i]; s.dirty {
+			s.dirty = false
+			s.s.Flush()
+		}
+	}
+}
+
+// Close implements transport.DataWorker.
+func (w *Worker) Close() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.Flush()
+	for i := range w.senders {
+		if s := w.senders[i].s; s != nil {
+			s.Close()
+		}
+	}
+	w.e.workers.Add(-1)
+}
