@@ -48,11 +48,14 @@ func plot(vals []float64, width, rows int) []string {
 	for r := range rows {
 		var b strings.Builder
 		for _, v := range cols {
-			if math.IsNaN(v) || hi <= lo {
+			if math.IsNaN(v) {
 				b.WriteRune(' ')
 				continue
 			}
-			level := (v - lo) / (hi - lo) * float64(rows*8) // 0..rows*8
+			level := 1.0 // a flat series is a baseline
+			if hi > lo {
+				level = math.Max(1, (v-lo)/(hi-lo)*float64(rows*8)) // 1..rows*8
+			}
 			fill := level - float64((rows-1-r)*8)
 			b.WriteRune(eighths[int(math.Max(0, math.Min(8, math.Round(fill))))])
 		}
