@@ -99,9 +99,9 @@ bench:
 ## deb: the Debian package, out/deb/fips_<version>_<arch>.deb, built
 ## reproducibly from the current commit (docs/packaging.md). Sources are
 ## in cmd/fips/packaging/. nfpm runs as a pinned Go module.
-## DEB_BINS lists the commands packaged into /usr/bin: add fipstop and
-## fips-gateway here when they exist.
-DEB_BINS      ?= fips fipsctl
+## DEB_BINS lists the commands packaged into /usr/bin: add fips-gateway
+## here when it exists.
+DEB_BINS      ?= fips fipsctl fipstop
 DEB_GO        ?= go1.26.8
 DEB_ARCH      ?= $(shell $(GO) env GOARCH)
 DEB_OUT       ?= out/deb

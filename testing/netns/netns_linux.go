@@ -385,6 +385,28 @@ func (n *Node) stop(grace time.Duration) {
 	}
 }
 
+// Stop stops n's daemon as Close does (SIGTERM, then SIGKILL after
+// grace) and waits for it to exit; Restart starts it again.
+func (n *Node) Stop(grace time.Duration) { n.stop(grace) }
+
+// Restart starts n's daemon again, with the same config and identity,
+// after Stop. Its log starts afresh.
+func (n *Node) Restart() {
+	n.m.mu.Lock()
+	exited := n.exited
+	n.m.mu.Unlock()
+	if exited != nil {
+		select {
+		case <-exited:
+		default:
+			n.m.t.Fatalf("netns: Restart %s: the daemon is still running", n.Name)
+		}
+	}
+	if err := n.start(); err != nil {
+		n.m.t.Fatalf("netns: restart %s: %v", n.Name, err)
+	}
+}
+
 // Pid is the daemon's process id, 0 before Start.
 func (n *Node) Pid() int {
 	n.m.mu.Lock()

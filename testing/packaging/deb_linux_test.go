@@ -80,7 +80,7 @@ func TestDeb(t *testing.T) {
 
 	t.Run("contents", func(t *testing.T) {
 		c := run(t, "dpkg-deb", "-c", deb)
-		for _, p := range []string{"./usr/bin/fips", "./usr/bin/fipsctl", "./etc/fips/fips.yaml", "./etc/fips/hosts",
+		for _, p := range []string{"./usr/bin/fips", "./usr/bin/fipsctl", "./usr/bin/fipstop", "./etc/fips/fips.yaml", "./etc/fips/hosts",
 			"./etc/fips/fips.nft", "./lib/systemd/system/fips.service", "./lib/systemd/system/fips-dns.service",
 			"./lib/systemd/system/fips-firewall.service", "./usr/lib/tmpfiles.d/fips.conf",
 			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright",
@@ -142,7 +142,7 @@ func TestDeb(t *testing.T) {
 	})
 
 	t.Run("versions", func(t *testing.T) {
-		for _, b := range []string{"fips", "fipsctl"} {
+		for _, b := range []string{"fips", "fipsctl", "fipstop"} {
 			o := strings.TrimSpace(run(t, "/usr/bin/"+b, "--version"))
 			t.Logf("%s --version: %s", b, o)
 			if o != b+" "+version {
@@ -172,7 +172,7 @@ func TestDeb(t *testing.T) {
 
 	run(t, "dpkg", "-r", "fips")
 	t.Run("removed", func(t *testing.T) {
-		for _, p := range []string{"/usr/bin/fips", "/usr/bin/fipsctl", "/lib/systemd/system/fips.service", "/run/fips"} {
+		for _, p := range []string{"/usr/bin/fips", "/usr/bin/fipsctl", "/usr/bin/fipstop", "/lib/systemd/system/fips.service", "/run/fips"} {
 			if _, err := os.Lstat(p); err == nil {
 				t.Errorf("dpkg -r left %s", p)
 			}
