@@ -279,6 +279,34 @@ func (n *Node) State() State { return n.state.Load().(State) }
 // Snapshot is the last published view of the node.
 func (n *Node) Snapshot() *Snapshot { return n.snap.Load() }
 
+// liveAge is how old a snapshot LiveSnapshot still serves.
+const liveAge = 50 * time.Millisecond
+
+// LiveSnapshot is Snapshot brought up to date first when it is older
+// than 50 ms: the dataplane workers count packets the loop never sees, so
+// a published view can lag by a tick. It asks the loop to publish (within
+// a second, else the last view is returned). Never call it from the loop.
+func (n *Node) LiveSnapshot() *Snapshot {
+	s := n.snap.Load()
+	if s != nil && time.Since(s.At) < liveAge {
+		return s
+	}
+	switch n.State() {
+	case StateRunning, StateDegraded:
+	default:
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := n.Do(ctx, func(now time.Time) any {
+		n.publish(now)
+		return nil
+	}); err != nil {
+		return n.snap.Load()
+	}
+	return n.snap.Load()
+}
+
 // Identity is the node's identity.
 func (n *Node) Identity() *identity.Identity { return n.id }
 
