@@ -295,12 +295,9 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	if s == nil {
 		return false // a transport without worker sends (TCP): the loop's
 	}
-	pathMTU := uint16(msg[2]) | uint16(msg[3])<<8
-	if r.MTU > 0 && r.MTU < int(pathMTU) {
-		pathMTU = uint16(r.MTU)
+	if route.ForwardInPlace(msg, r.MTU) != nil {
+		return false
 	}
-	msg[1] = ttl - 1
-	msg[2], msg[3] = byte(pathMTU), byte(pathMTU>>8)
 	ce := flags&wire.FMPFlagCE != 0 || r.Congested
 	var out uint8
 	if ce {
