@@ -1,9 +1,13 @@
-// Package dataplane is the packet engine: per-core workers that open,
-// forward and seal established FMP and FSP traffic using the keys and
-// forwarding entries the control plane installs, and the Linux acceleration
-// behind them (AF_XDP rings, UDP GSO/GRO batching, TUN offload).
+// Package dataplane is the packet engine: run-to-completion workers (the
+// transports' reader goroutines) that open, forward and seal established
+// FMP and FSP traffic with the keys and forwarding entries the control
+// plane publishes, and the Linux acceleration behind them (UDP GSO/GRO
+// batching, TUN offload, XDP).
 //
-// It imports control/wire for packet layouts and nothing else from control;
-// the control plane drives it only through the interface control/node
-// defines.
+// The control plane programs it only by publishing immutable tables: the
+// link layer's (control/peer: Links, FastLink, FastTx), the forwarding
+// table (Forwarding, built by control/node) and the session layer's
+// (control/session: Sessions). A worker calls the same per-packet steps
+// the control loop's slow path calls, and hands the loop what only it may
+// decide as upcalls on its bounded receive queue. See docs/dataplane.md.
 package dataplane
