@@ -8,13 +8,20 @@ const ReplayWindowSize = 2048
 // (WireGuard / RFC 6479 style). The zero value is ready: highest = 0 with
 // nothing seen, so counter 0 is accepted exactly once.
 //
+// The bitmap is a ring of 64-bit blocks (RFC 6479): counter c's bit is bit
+// c%64 of block (c/64) mod replayBlocks, and moving the window forward
+// clears only the blocks it enters, so an in-order counter costs O(1)
+// instead of shifting the whole bitmap. One block more than the window
+// spans keeps the window's oldest partial block intact.
+//
 // Check before decrypting; Accept only after the frame authenticated.
 // Not safe for concurrent use.
 type ReplayWindow struct {
 	highest uint64
-	// Bit i (word i/64, bit i%64) set ⇔ counter highest-i was accepted.
-	bitmap [ReplayWindowSize / 64]uint64
+	ring    [replayBlocks]uint64
 }
+
+const replayBlocks = ReplayWindowSize/64 + 1
 
 // Check reports whether counter may be accepted: above the highest seen,
 // or within the window and not yet seen. It does not change the window.
@@ -22,49 +29,30 @@ func (w *ReplayWindow) Check(counter uint64) bool {
 	if counter > w.highest {
 		return true
 	}
-	d := w.highest - counter
-	if d >= ReplayWindowSize {
+	if w.highest-counter >= ReplayWindowSize {
 		return false
 	}
-	return w.bitmap[d/64]&(1<<(d%64)) == 0
+	return w.ring[(counter>>6)%replayBlocks]&(1<<(counter&63)) == 0
 }
 
 // Accept marks counter as seen, sliding the window forward when counter is
-// a new highest (a jump of ReplayWindowSize or more clears it). Accepting a
-// counter older than the window is a no-op.
+// a new highest (a jump of the whole ring clears it). Accepting a counter
+// older than the window is a no-op.
 func (w *ReplayWindow) Accept(counter uint64) {
 	if counter > w.highest {
-		w.shift(counter - w.highest)
+		cur, top := w.highest>>6, counter>>6
+		if top-cur >= replayBlocks {
+			w.ring = [replayBlocks]uint64{}
+		} else {
+			for b := cur + 1; b <= top; b++ {
+				w.ring[b%replayBlocks] = 0
+			}
+		}
 		w.highest = counter
-		w.bitmap[0] |= 1
-		return
-	}
-	d := w.highest - counter
-	if d >= ReplayWindowSize {
+	} else if w.highest-counter >= ReplayWindowSize {
 		return // upstream would index out of bounds; Check never allows this
 	}
-	w.bitmap[d/64] |= 1 << (d % 64)
-}
-
-// shift moves every bit n places towards older counters.
-func (w *ReplayWindow) shift(n uint64) {
-	if n >= ReplayWindowSize {
-		w.bitmap = [ReplayWindowSize / 64]uint64{}
-		return
-	}
-	words, bits := int(n/64), n%64
-	if words > 0 {
-		copy(w.bitmap[words:], w.bitmap[:len(w.bitmap)-words])
-		clear(w.bitmap[:words])
-	}
-	if bits > 0 {
-		var carry uint64
-		for i := range w.bitmap {
-			next := w.bitmap[i] >> (64 - bits)
-			w.bitmap[i] = w.bitmap[i]<<bits | carry
-			carry = next
-		}
-	}
+	w.ring[(counter>>6)%replayBlocks] |= 1 << (counter & 63)
 }
 
 // Highest is the highest counter accepted so far (0 initially).
