@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -31,13 +32,20 @@ import (
 
 func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	level := new(slog.LevelVar)
-	log := newLogger(stderr, level)
+	log, lh := newLogger(stderr, level, os.Getenv)
 
 	cfg, loaded, warns, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
-	level.Set(cfg.Node.SlogLevel())
+	configureLogger(log, lh, level, cfg, os.Getenv)
+	log.Info(fmt.Sprintf("FIPS %s starting", Version))
+	if len(loaded) == 0 {
+		log.Info("No config files found, using defaults")
+	}
+	for _, p := range loaded {
+		log.Info("Loaded config file", "path", p)
+	}
 	for _, w := range warns {
 		log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
@@ -195,7 +196,7 @@ func New(o Options) (*Node, error) {
 		o.Log = slog.Default()
 	}
 	n := &Node{
-		opts: o, log: o.Log, id: o.Identity,
+		opts: o, log: logging.WithTarget(o.Log, "fips::node"), id: o.Identity,
 		transports: map[transport.ID]transport.Transport{},
 		rx:         make(chan transport.Packet, o.QueueSize),
 		stopped:    make(chan struct{}), aqm: newCodel(),
@@ -291,8 +292,13 @@ func (n *Node) Run(ctx context.Context) error {
 	} else {
 		n.state.Store(StateRunning)
 	}
-	n.log.Info("node running", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
+	// Upstream's four lines, which its harness waits for ("Node
+	// started"); the first carries the identity as fields too.
+	n.log.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
 		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
+	n.log.Info("       state: " + string(n.State()))
+	n.log.Info(fmt.Sprintf("  transports: %d", up))
+	n.log.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
 
 	if n.opts.TUN.Enabled {
 		n.startTUN()

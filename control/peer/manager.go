@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -222,6 +223,7 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::node::handlers::handshake")
 	m := &Manager{
 		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd,
 		peers:          map[identity.NodeAddr]*Peer{},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Router is one node's routing and lookup state. Not safe for concurrent
@@ -46,6 +47,7 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::handlers::lookup")
 	cfg = cfg.normalized()
 	errAge := max(cfg.ErrorMaxAge, cfg.ErrorInterval)
 	fwdAge := max(cfg.LookupForwardMaxAge, cfg.LookupForwardInterval)

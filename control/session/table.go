@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -113,6 +114,7 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::handlers::session")
 	t := &Table{
 		id: id, self: id.NodeAddr(), epoch: epoch, cfg: cfg, env: env, up: up, log: log, rnd: rnd,
 		sessions: make(map[identity.NodeAddr]*entry),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -90,6 +91,7 @@ func New(now time.Time, id *identity.Identity, cfg Config, env Env, log *slog.Lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::tree")
 	t := &Tree{
 		id:         id,
 		self:       id.NodeAddr(),

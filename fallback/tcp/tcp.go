@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -201,6 +202,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::transport::tcp")
 	log = log.With("transport", "tcp", "transport_id", uint32(id))
 	if name != "" {
 		log = log.With("name", name)
