@@ -39,13 +39,6 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return err
 	}
 	configureLogger(log, lh, level, cfg, os.Getenv)
-	log.Info(fmt.Sprintf("FIPS %s starting", Version))
-	if len(loaded) == 0 {
-		log.Info("No config files found, using defaults")
-	}
-	for _, p := range loaded {
-		log.Info("Loaded config file", "path", p)
-	}
 	for _, w := range warns {
 		log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
 	}
@@ -89,6 +82,15 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	}
 	if len(transports) == 0 {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
+	}
+	// Upstream's startup lines, once nothing fatal can come from the
+	// configuration alone (a refusal stays the one line on stderr).
+	log.Info(fmt.Sprintf("FIPS %s starting", Version))
+	if len(loaded) == 0 {
+		log.Info("No config files found, using defaults")
+	}
+	for _, p := range loaded {
+		log.Info("Loaded config file", "path", p)
 	}
 	statics := staticPeers(cfg)
 	// Names resolve through the hosts file first, then peers' aliases: for
