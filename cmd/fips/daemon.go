@@ -137,6 +137,13 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Upstream's "Node created:" block.
+	log.Info("Node created:")
+	log.Info("      npub: " + id.Npub())
+	log.Info("   node_addr: " + id.NodeAddr().String())
+	log.Info("   address: " + id.IPv6().String())
+	log.Info("     state: " + string(n.State()))
+	log.Info(fmt.Sprintf(" leaf_only: %t", cfg.Node.LeafOnly))
 
 	var srv *ctl.Server
 	if controlPath != "" {
@@ -214,6 +221,9 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	stopSrv()
 	if err := <-srvDone; err != nil && !errors.Is(err, ctl.ErrServerClosed) && !errors.Is(err, context.Canceled) {
 		log.Warn("control socket", "error", err)
+	}
+	if runErr == nil {
+		log.Info("FIPS shutdown complete")
 	}
 	return runErr
 }

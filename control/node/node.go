@@ -231,7 +231,7 @@ func New(o Options) (*Node, error) {
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU,
 		TransportCongested: func(id transport.ID) bool { return n.dropping[id] },
 		Tree:               o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
-		IdentityCacheSize: o.IdentityCacheSize}, n)
+		IdentityCacheSize: o.IdentityCacheSize, Name: n.displayName}, n)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +299,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.log.Info("       state: " + string(n.State()))
 	n.log.Info(fmt.Sprintf("  transports: %d", up))
 	n.log.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
+	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS running")
 
 	if n.opts.TUN.Enabled {
 		n.startTUN()
@@ -419,6 +420,7 @@ func (n *Node) Do(ctx context.Context, f func(now time.Time) any) (any, error) {
 func (n *Node) shutdown() {
 	n.state.Store(StateDraining)
 	now := time.Now()
+	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS shutting down")
 	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
 	n.peers.Shutdown(now)
 	n.flushSends() // the Disconnects
@@ -571,10 +573,14 @@ func (n *Node) sampleKernelDrops() {
 	for _, id := range n.order {
 		d := n.transports[id].Stats().KernelDrops
 		grew := d > n.kernelDrops[id]
-		n.dropping[id] = grew
-		if grew {
+		// An event is a transition into dropping, as upstream counts
+		// kernel_drop_events and logs it.
+		if grew && !n.dropping[id] {
 			n.dropEvents++
+			logging.WithTarget(n.log, "fips::node::dataplane::forwarding").Warn(
+				"Kernel recv drops first observed on transport", "transport_id", uint32(id))
 		}
+		n.dropping[id] = grew
 		n.kernelDrops[id] = d
 	}
 }

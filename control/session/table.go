@@ -87,6 +87,7 @@ func (e *entry) rekeyInProgress() bool { return e.rekeyI != nil || e.rekeyR != n
 
 // Table is the session table. See the package documentation.
 type Table struct {
+	namer func(identity.NodeAddr) string
 	id    *identity.Identity
 	self  identity.NodeAddr
 	epoch noise.Epoch
@@ -185,7 +186,7 @@ func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uin
 	// fails at once, and the environment may then drop what is queued.
 	t.queue(dest, srcPort, dstPort, payload)
 	if err != nil {
-		t.log.Debug("session initiation failed", "dest", dest, "err", err)
+		t.log.Debug("Failed to initiate session, trying discovery", "dest", t.name(dest), "error", err)
 		t.env.StartLookup(now, dest)
 	}
 	return nil
@@ -392,6 +393,12 @@ func (t *Table) HandleFSP(now time.Time, src, fromPeer identity.NodeAddr, ce boo
 	}
 }
 
+// SetNamer sets the display names of the log lines (upstream's
+// peer_display_name); without one a node is named by its short hex.
+func (t *Table) SetNamer(f func(identity.NodeAddr) string) { t.namer = f }
+
+func (t *Table) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(t.namer, a) }
+
 func (t *Table) reject(r *uint64, what string, src identity.NodeAddr) {
 	*r++
 	t.log.Debug("FSP message rejected", "why", what, "src", src)
@@ -558,6 +565,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	e.hsPayload, e.nextResend = nil, time.Time{}
 	e.lastActivity = now
 	t.stats.Established++
+	t.log.Info("Session established (initiator, XK)", "src", t.name(src))
 	t.env.CacheCoords(now, src, ack.SrcCoords.Addrs())
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: true})
 	t.flush(now, src)
@@ -639,6 +647,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	ne.pathMTU = e.pathMTU
 	t.sessions[src] = ne
 	t.stats.Established++
+	t.log.Info("Session established (responder, XK)", "src", t.name(src))
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: false})
 	t.flush(now, src)
 }
@@ -697,7 +706,8 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		}
 	}
 	if hit == 255 {
-		t.reject(&t.stats.DecryptFailed, "decrypt failed (all epochs)", src)
+		t.stats.DecryptFailed++
+		t.log.Debug("Session AEAD decryption failed (all epochs)", "src", t.name(src), "counter", m.Header.Counter)
 		return
 	}
 	switch hit {
@@ -709,6 +719,8 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		if e.msg3Payload != nil {
 			e.clearMsg3()
 		}
+		t.log.Info("Peer FSP new-epoch frame authenticated, FSP rekey cutover complete, promoting new session",
+			"peer", t.name(src))
 		t.promote(now, e)
 	case slotCurrent:
 		if e.msg3Payload != nil && e.pending == nil {
@@ -932,6 +944,7 @@ func (t *Table) Tick(now time.Time) {
 		e := t.sessions[a]
 		if e.state != StateEstablished && now.Sub(e.lastActivity) > t.cfg.HandshakeTimeout {
 			t.stats.HandshakeTimeouts++
+			t.log.Info("Session handshake timed out, removing", "dest", t.name(a))
 			t.drop(now, a, "handshake_timeout")
 		}
 	}
@@ -980,6 +993,7 @@ func (t *Table) Tick(now time.Time) {
 
 func (t *Table) rekeyTick(now time.Time, e *entry) {
 	if e.pending != nil && !e.rekeyInProgress() && e.rekeyInitiator && now.Sub(e.rekeyCompleted) >= t.cfg.CutoverDelay {
+		t.log.Debug("FSP rekey cutover complete (initiator), K-bit flipped", "peer", t.name(e.addr))
 		t.promote(now, e)
 		return
 	}
