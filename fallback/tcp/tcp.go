@@ -664,6 +664,12 @@ func (t *Transport) readFailed(c *conn, err error, firstFrame bool) {
 	remote := c.addr.String()
 	var de *wire.DecodeError
 	switch {
+	case errors.As(err, &de) && errors.Is(err, wire.ErrVersion):
+		// Not FIPS at all (a TLS ClientHello reads as version 1): in
+		// upstream's words, which its harness counts.
+		t.stats.DroppedInvalid.Add(1)
+		t.log.Debug("TCP receive error, removing connection", "remote_addr", remote,
+			"error", "unknown FMP version: "+de.Detail)
 	case errors.As(err, &de):
 		t.stats.DroppedInvalid.Add(1)
 		t.log.Debug("TCP framing error, closing connection", "remote_addr", remote, "err", err)
