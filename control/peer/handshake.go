@@ -405,7 +405,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession, initiator b
 	if initiator {
 		m.log.Debug("Rekey cutover complete (initiator), K-bit flipped", "peer", m.name(p.NodeAddr), "k", p.kbit)
 	} else {
-		m.log.Debug("Peer new-epoch frame authenticated, rekey cutover complete (responder)", "peer", m.name(p.NodeAddr),
+		m.log.Debug("Peer new-epoch frame authenticated, K-bit flip promoting new session", "peer", m.name(p.NodeAddr),
 			"k", p.kbit)
 	}
 }

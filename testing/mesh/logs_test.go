@@ -185,6 +185,7 @@ func TestUpstreamLogMessages(t *testing.T) {
 		{0, "DEBUG", "Discovery lookup suppressed by backoff", []string{"target_node", "failures"}},
 		{0, "DEBUG", "Unknown FMP version, dropping", []string{"version", "transport_id"}},
 		{-1, "DEBUG", "Rekey cutover complete (initiator), K-bit flipped", []string{"peer"}},
+		{-1, "DEBUG", "Peer new-epoch frame authenticated, K-bit flip promoting new session", []string{"peer"}},
 		{-1, "DEBUG", "FSP rekey cutover complete (initiator), K-bit flipped", []string{"peer"}},
 		{-1, "INFO", "Peer FSP new-epoch frame authenticated, FSP rekey cutover complete, promoting new session", []string{"peer"}},
 		{1, "DEBUG", "Congestion detected, CE flag set on forwarded packet", []string{"next_hop"}},
