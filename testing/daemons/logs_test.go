@@ -28,6 +28,7 @@ func TestLogsRustLogAndFormat(t *testing.T) {
 		" INFO fips: FIPS 0.1.0-dev starting",
 		" INFO fips: Loaded config file path=" + a.Config,
 		" INFO fips: Node created:",
+		" INFO fips::control: Control socket listening path=" + a.Socket,
 		" INFO fips::node: Node started: npub=",
 		" INFO fips: FIPS running",
 		" INFO fips::node::handlers::handshake: Peer promoted to active peer=npub1",
