@@ -616,11 +616,11 @@ func (n *Node) startTUN() {
 	if err != nil {
 		n.tunState = "failed"
 		n.state.Store(StateDegraded)
-		n.log.Error("IPv6 adapter unavailable", "tun", name, "error", err)
+		logging.WithTarget(n.log, "fips::upper::tun").Error("IPv6 adapter unavailable", "tun", name, "error", err)
 		return
 	}
 	n.tun, n.tunName, n.tunState = dev, real, "active"
-	n.log.Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	logging.WithTarget(n.log, "fips::upper::tun").Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
 }
 
 // TUNIndex is the IPv6 adapter's interface index once the device is up,
