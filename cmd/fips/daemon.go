@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
@@ -32,13 +34,13 @@ import (
 
 func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	level := new(slog.LevelVar)
-	log := newLogger(stderr, level)
+	log, lh := newLogger(stderr, level, os.Getenv)
 
 	cfg, loaded, warns, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
-	level.Set(cfg.Node.SlogLevel())
+	configureLogger(log, lh, level, cfg, os.Getenv)
 	for _, w := range warns {
 		log.Warn(w.Message, "file", w.File, "line", w.Line, "key", w.Key)
 	}
@@ -52,6 +54,19 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			return err
 		}
 	}
+	// Refused before anything is logged: the one line names what is missing.
+	if err := onlyUnimplemented(cfg); err != nil {
+		return err
+	}
+	// Upstream's startup lines, once the checks that refuse with one
+	// line on stderr have passed.
+	log.Info(fmt.Sprintf("FIPS %s starting", Version))
+	if len(loaded) == 0 {
+		log.Info("No config files found, using defaults")
+	}
+	for _, p := range loaded {
+		log.Info("Loaded config file", "path", p)
+	}
 	noConfig := len(loaded) == 0
 	if noConfig {
 		// Upstream refuses to start without transports; we start on a
@@ -61,7 +76,6 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		cfg.Transports.UDP.Single = &config.UDPConfig{BindAddr: config.DefaultUDPBindAddr, MTU: config.DefaultUDPMTU,
 			RecvBufSize: config.DefaultSocketBufferSize, SendBufSize: config.DefaultSocketBufferSize, AcceptConnections: true}
 	} else {
-		log.Info("configuration loaded", "files", loaded)
 		// Settings upstream accepts that probably do not do what was
 		// meant, and peers skipped for an unusable npub.
 		for _, w := range cfg.Lint() {
@@ -129,6 +143,13 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Upstream's "Node created:" block.
+	log.Info("Node created:")
+	log.Info("      npub: " + id.Npub())
+	log.Info("   node_addr: " + id.NodeAddr().String())
+	log.Info("   address: " + id.IPv6().String())
+	log.Info("     state: " + string(n.State()))
+	log.Info(fmt.Sprintf(" leaf_only: %t", cfg.Node.LeafOnly))
 
 	var srv *ctl.Server
 	if controlPath != "" {
@@ -206,6 +227,9 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	stopSrv()
 	if err := <-srvDone; err != nil && !errors.Is(err, ctl.ErrServerClosed) && !errors.Is(err, context.Canceled) {
 		log.Warn("control socket", "error", err)
+	}
+	if runErr == nil {
+		log.Info("FIPS shutdown complete")
 	}
 	return runErr
 }
@@ -370,13 +394,50 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 		out = append(out, t)
 		next++
 	}
-	for typ, n := range map[string]int{"ethernet": cfg.Transports.Ethernet.Len(), "tor": cfg.Transports.Tor.Len(),
-		"nym": cfg.Transports.Nym.Len(), "ble": cfg.Transports.BLE.Len()} {
-		if n > 0 {
-			log.Warn("transport type not supported by this build yet; skipping", "type", typ, "instances", n)
-		}
+	for _, u := range unimplementedTransports(cfg) {
+		log.Warn("transport type not supported by this build yet; skipping", "type", u.typ, "instances", u.n)
 	}
 	return out, nil
+}
+
+type unimplemented struct {
+	typ string
+	n   int
+}
+
+// unimplementedTransports are the configured transport types fips-go
+// does not run yet, in a fixed order.
+func unimplementedTransports(cfg *config.Config) []unimplemented {
+	var out []unimplemented
+	for _, u := range []unimplemented{{"ethernet", cfg.Transports.Ethernet.Len()}, {"tor", cfg.Transports.Tor.Len()},
+		{"nym", cfg.Transports.Nym.Len()}, {"ble", cfg.Transports.BLE.Len()}} {
+		if u.n > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// onlyUnimplemented is the one-line refusal for a configuration whose
+// every transport is of a type fips-go does not run yet; nil otherwise.
+func onlyUnimplemented(cfg *config.Config) error {
+	if cfg.Transports.UDP.Len() > 0 || cfg.Transports.TCP.Len() > 0 {
+		return nil
+	}
+	us := unimplementedTransports(cfg)
+	if len(us) == 0 {
+		return nil
+	}
+	names := make([]string, len(us))
+	for i, u := range us {
+		names[i] = "transports." + u.typ
+	}
+	verb := "is"
+	if len(names) > 1 {
+		verb = "are"
+	}
+	return fmt.Errorf("no operational transports: %s %s not implemented in fips-go yet (udp and tcp are)",
+		strings.Join(names, ", "), verb)
 }
 
 func instSuffix(name string) string {

@@ -10,7 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/fips-go/fips/control/config"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Version is set at link time (-ldflags "-X main.Version=...").
@@ -66,6 +70,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(w io.Writer, level slog.Leveler) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+// newLogger is the daemon's logger before the configuration is read: text
+// lines at info, or as RUST_LOG and FIPS_LOG_FORMAT say. configureLogger
+// then applies node.log_level and node.log_format beneath those.
+func newLogger(w io.Writer, level slog.Leveler, env func(string) string) (*slog.Logger, *logging.Handler) {
+	h := logging.New(w, logging.Options{Level: level})
+	if f, err := logging.ParseFormat(env("FIPS_LOG_FORMAT")); err == nil {
+		h.SetFormat(f)
+	}
+	if v := env("RUST_LOG"); strings.TrimSpace(v) != "" {
+		h.SetFilter(logging.ParseFilter(v))
+	}
+	return slog.New(h), h
+}
+
+// configureLogger applies the configuration's log settings as upstream
+// does: RUST_LOG, when set and not empty, overrides node.log_level (whose
+// level stays the default for targets RUST_LOG does not name), and
+// FIPS_LOG_FORMAT overrides node.log_format.
+func configureLogger(log *slog.Logger, h *logging.Handler, level *slog.LevelVar, cfg *config.Config, env func(string) string) {
+	level.Set(cfg.Node.SlogLevel())
+	format := cfg.Node.LogFormat
+	if v := env("FIPS_LOG_FORMAT"); v != "" {
+		format = v
+	}
+	f, err := logging.ParseFormat(format)
+	if err != nil {
+		log.Warn("unrecognised log format; using text", "format", format)
+	}
+	h.SetFormat(f)
+	if v := env("RUST_LOG"); strings.TrimSpace(v) != "" {
+		flt := logging.ParseFilter(v)
+		h.SetFilter(flt)
+		for _, d := range flt.Dropped {
+			log.Warn("ignoring RUST_LOG directive", "directive", d)
+		}
+		if flt.Refused > 0 {
+			log.Warn("RUST_LOG has too many directives; the rest are ignored", "refused", flt.Refused)
+		}
+	}
 }

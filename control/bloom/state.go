@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -94,6 +95,7 @@ func New(self identity.NodeAddr, cfg Config, env Env, log *slog.Logger) *State {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::bloom")
 	s := &State{
 		self:  self,
 		cfg:   cfg,

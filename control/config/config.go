@@ -71,6 +71,10 @@ type NodeConfig struct {
 	// LogLevel is node.log_level as written; "" when absent. Use
 	// SlogLevel (or ParseLogLevel) for its meaning.
 	LogLevel string `yaml:"log_level" fips:"optional"`
+	// LogFormat is node.log_format (fips-go addition): "text" (the
+	// default, tracing-subscriber's line layout) or "json" (its json
+	// layout). The FIPS_LOG_FORMAT environment variable overrides it.
+	LogFormat string `yaml:"log_format" fips:"optional"`
 }
 
 func defaultNodeConfig() NodeConfig {

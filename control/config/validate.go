@@ -209,6 +209,11 @@ func (c *Config) Lint() []Warning {
 			w("node.log_level", "unrecognised log level %q; info is used", c.Node.LogLevel)
 		}
 	}
+	switch strings.ToLower(c.Node.LogFormat) {
+	case "", "text", "full", "json":
+	default:
+		w("node.log_format", "unrecognised log format %q; text is used", c.Node.LogFormat)
+	}
 	if c.DNS.Enabled && uint64(c.DNS.TTL) > c.Node.Cache.CoordTTLSecs {
 		w("dns.ttl", "%d exceeds node.cache.coord_ttl_secs (%d); resolved names may outlive the cached coordinates", c.DNS.TTL, c.Node.Cache.CoordTTLSecs)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Defaults for [Config] fields left zero.
@@ -113,7 +115,7 @@ func listenWith(cfg Config, reg *Registry, chown func(string)) (*Server, error) 
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	s := &Server{cfg: cfg, reg: reg, log: cfg.Logger, sem: make(chan struct{}, cfg.MaxConns), refuseSem: make(chan struct{}, maxRefusers)}
+	s := &Server{cfg: cfg, reg: reg, log: logging.WithTarget(cfg.Logger, "fips::control"), sem: make(chan struct{}, cfg.MaxConns), refuseSem: make(chan struct{}, maxRefusers)}
 	if chown == nil {
 		chown = func(p string) { chownFipsGroup(p, s.log) }
 	}

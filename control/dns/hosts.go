@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // MaxHostnameLen is the longest hostname the hosts file accepts (one DNS
@@ -186,6 +187,7 @@ func OpenHostsFile(path string, log *slog.Logger) *HostsFile {
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::upper::hosts")
 	f := &HostsFile{path: path, log: log}
 	f.mu.Lock()
 	f.mtime, f.exist = f.stat()

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/fips-go/fips/control/logging"
 )
 
 // DefaultAddr is the responder's default listen address
@@ -52,6 +54,7 @@ func Listen(ctx context.Context, addr string, r *Resolver, log *slog.Logger) (*S
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::upper::dns")
 	var lc net.ListenConfig
 	conn, err := lc.ListenPacket(ctx, "udp", addr)
 	if err != nil {

@@ -90,3 +90,17 @@ func IPv6Prefix(ip netip.Addr) (p [15]byte, ok bool) {
 	copy(p[:], b[1:])
 	return p, true
 }
+
+// ShortHex is upstream's NodeAddr::short_hex, the last resort of its
+// display names: the first four bytes in hex and "...".
+func (a NodeAddr) ShortHex() string { return hex.EncodeToString(a[:4]) + "..." }
+
+// ShortNpub is upstream's short npub: "npub1" and the first and last four
+// characters of the rest, joined by "..." (npub1qmc3...el98).
+func ShortNpub(npub string) string {
+	data := npub[min(len(npub), 5):]
+	if len(data) < 8 {
+		return npub
+	}
+	return "npub1" + data[:4] + "..." + data[len(data)-4:]
+}

@@ -95,7 +95,7 @@ func counterHelp() map[string]string {
 		"congestion.ce_forwarded":        "Datagrams forwarded with the ECN congestion-experienced mark.",
 		"congestion.congestion_detected": "Forwards whose next hop was congested (mark set).",
 		"congestion.ce_received":         "Datagrams delivered to this node carrying the congestion-experienced mark.",
-		"congestion.kernel_drop_events":  "Ticks on which a transport's kernel receive drops grew.",
+		"congestion.kernel_drop_events":  "Times a transport's kernel receive drops started growing (a tick with new drops after one without).",
 
 		// show_metrics errors
 		"errors.lookup_resp_mtu_below_floor": "Lookup responses carrying a path MTU below the IPv6 floor.",

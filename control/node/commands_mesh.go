@@ -158,7 +158,7 @@ type SessionMetricsJSON struct {
 type CongestionJSON struct {
 	route.CongestionStats
 	CEReceived       uint64 `json:"ce_received"`        // datagrams delivered to us with CE
-	KernelDropEvents uint64 `json:"kernel_drop_events"` // ticks on which a transport's kernel drops grew
+	KernelDropEvents uint64 `json:"kernel_drop_events"` // transitions into kernel drops, as upstream counts them
 }
 
 func (s *Snapshot) congestion() CongestionJSON {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
@@ -53,6 +54,10 @@ type CoreOptions struct {
 	ACL     *peer.ACL
 	Log     *slog.Logger
 	Rand    io.Reader // nil: crypto/rand
+	// Name is the display name of a node in log lines, given its npub
+	// when known ("" otherwise): Node's hosts-file and alias names. Nil
+	// names a node by its short npub, else its short hex.
+	Name func(a identity.NodeAddr, npub string) string
 }
 
 // Core is a node's mesh state machine: the link layer, the spanning tree
@@ -66,6 +71,8 @@ type Core struct {
 
 	id       *identity.Identity
 	log      *slog.Logger
+	sessLog  *slog.Logger // upstream's session handler target
+	dispLog  *slog.Logger // upstream's dispatch target
 	peers    *peer.Manager
 	tree     *tree.Tree
 	bloom    *bloom.State
@@ -153,7 +160,32 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	c.route = route.New(o.Identity, o.Route, coreTopology{c.tree}, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
 	c.route.OnLookup(c.lookupDone)
 	c.sess = session.New(o.Identity, pm.Epoch(), o.Session, coreSessionEnv{c}, coreSessionUpper{c}, o.Log, o.Rand)
+	c.log = logging.WithTarget(o.Log, "fips::node")
+	c.sessLog = logging.WithTarget(o.Log, "fips::node::handlers::session")
+	c.dispLog = logging.WithTarget(o.Log, "fips::node::dataplane::dispatch")
+	pm.SetNamer(c.displayName)
+	c.tree.SetNamer(c.displayName)
+	c.route.SetNamer(c.displayName)
+	c.sess.SetNamer(c.displayName)
 	return c, nil
+}
+
+// displayName is upstream's peer_display_name for log lines: Name's
+// answer, given the node's npub when it is a peer or its key is cached.
+func (c *Core) displayName(a identity.NodeAddr) string {
+	npub := ""
+	if p := c.peers.Peer(a); p != nil {
+		npub = p.PublicKey.Npub()
+	} else if pk, ok := c.ids.Lookup(a); ok {
+		npub = pk.Npub()
+	}
+	if c.opts.Name != nil {
+		return c.opts.Name(a, npub)
+	}
+	if npub != "" {
+		return ShortNpub(npub)
+	}
+	return shortHex(a)
 }
 
 // Identity is the node's identity.
@@ -258,8 +290,11 @@ func (c *Core) FirstRTT(p *peer.Peer) { c.tree.FirstRTT(c.now, p.NodeAddr) }
 // PeerDown implements peer.Upper.
 func (c *Core) PeerDown(p *peer.Peer, why string) {
 	c.dirty = true
+	seq := c.tree.Sequence()
 	c.tree.PeerDown(c.now, p.NodeAddr)
 	c.bloom.PeerDown(c.now, p.NodeAddr)
+	c.dispLog.Debug("Peer removed and state cleaned up", "peer", logging.Named(c.displayName, p.NodeAddr),
+		"link_id", p.LinkID, "tree_changed", c.tree.Sequence() != seq, "reason", why)
 }
 
 // LinkMessage implements peer.Upper: it dispatches authenticated link
@@ -461,18 +496,22 @@ func (c *Core) lookupDone(now time.Time, ev route.LookupEvent) {
 		}
 	}
 	if ev.Outcome == route.LookupTimedOut {
-		c.lookupFailed(ev.Target)
+		queued := c.lookupFailed(ev.Target)
+		logging.WithTarget(c.log, "fips::node::handlers::lookup").Info("Discovery lookup timed out, destination unreachable",
+			"target_node", logging.Named(c.displayName, ev.Target), "queued_packets", queued, "failures", ev.Failures)
 	}
 }
 
 // lookupFailed: nobody knows where target is. What waited for it is
 // dropped, and every queued IPv6 packet is answered as unreachable.
-func (c *Core) lookupFailed(target identity.NodeAddr) {
+func (c *Core) lookupFailed(target identity.NodeAddr) (queued int) {
 	c.sess.DropPending(target, func(_, dstPort uint16, payload []byte) {
+		queued++
 		if dstPort == wire.FSPPortIPv6Shim {
 			c.queuedUnreachable(target, payload)
 		}
 	})
+	return queued
 }
 
 // LookupResult is the last outcome of a lookup this node started for

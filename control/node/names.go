@@ -1,24 +1,16 @@
 package node
 
 import (
-	"encoding/hex"
-
 	"github.com/fips-go/fips/control/identity"
 )
 
 // ShortNpub is upstream's short npub: "npub1" and the first and last four
 // characters of the rest, joined by "..." (npub1qmc3...el98).
-func ShortNpub(npub string) string {
-	data := npub[min(len(npub), 5):]
-	if len(data) < 8 {
-		return npub
-	}
-	return "npub1" + data[:4] + "..." + data[len(data)-4:]
-}
+func ShortNpub(npub string) string { return identity.ShortNpub(npub) }
 
 // shortHex is upstream's NodeAddr::short_hex: the first four bytes in hex
 // and "...".
-func shortHex(a identity.NodeAddr) string { return hex.EncodeToString(a[:4]) + "..." }
+func shortHex(a identity.NodeAddr) string { return a.ShortHex() }
 
 // displayName is upstream's peer_display_name: the hosts file's name for a
 // (hosts entries override peers' aliases), else a configured peer's alias,

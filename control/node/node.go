@@ -16,6 +16,7 @@ import (
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
@@ -220,7 +221,7 @@ func New(o Options) (*Node, error) {
 		o.Log = slog.Default()
 	}
 	n := &Node{
-		opts: o, log: o.Log, id: o.Identity,
+		opts: o, log: logging.WithTarget(o.Log, "fips::node"), id: o.Identity,
 		transports: map[transport.ID]transport.Transport{},
 		rx:         make(chan rxItem, o.QueueSize),
 		stopped:    make(chan struct{}), aqm: dataplane.NewCoDel(),
@@ -256,7 +257,7 @@ func New(o Options) (*Node, error) {
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU, OnForward: n.forwarded,
 		TransportCongested: func(id transport.ID) bool { return n.dropping[id] },
 		Tree:               o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
-		IdentityCacheSize: o.IdentityCacheSize}, n)
+		IdentityCacheSize: o.IdentityCacheSize, Name: n.displayName}, n)
 	if err != nil {
 		return nil, err
 	}
@@ -353,8 +354,14 @@ func (n *Node) Run(ctx context.Context) error {
 	} else {
 		n.state.Store(StateRunning)
 	}
-	n.log.Info("node running", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
+	// Upstream's four lines, which its harness waits for ("Node
+	// started"); the first carries the identity as fields too.
+	n.log.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
 		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
+	n.log.Info("       state: " + string(n.State()))
+	n.log.Info(fmt.Sprintf("  transports: %d", up))
+	n.log.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
+	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS running")
 
 	if n.opts.TUN.Enabled {
 		n.startTUN()
@@ -487,6 +494,7 @@ func (n *Node) Do(ctx context.Context, f func(now time.Time) any) (any, error) {
 func (n *Node) shutdown() {
 	n.state.Store(StateDraining)
 	now := time.Now()
+	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS shutting down")
 	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
 	n.peers.Shutdown(now)
 	n.flushSends() // the Disconnects
@@ -640,10 +648,14 @@ func (n *Node) sampleKernelDrops() {
 	for _, id := range n.order {
 		d := n.transports[id].Stats().KernelDrops
 		grew := d > n.kernelDrops[id]
-		n.dropping[id] = grew
-		if grew {
+		// An event is a transition into dropping, as upstream counts
+		// kernel_drop_events and logs it.
+		if grew && !n.dropping[id] {
 			n.dropEvents++
+			logging.WithTarget(n.log, "fips::node::dataplane::forwarding").Warn(
+				"Kernel recv drops first observed on transport", "transport_id", uint32(id))
 		}
+		n.dropping[id] = grew
 		n.kernelDrops[id] = d
 	}
 }
@@ -679,11 +691,11 @@ func (n *Node) startTUN() {
 	if err != nil {
 		n.tunState = "failed"
 		n.state.Store(StateDegraded)
-		n.log.Error("IPv6 adapter unavailable", "tun", name, "error", err)
+		logging.WithTarget(n.log, "fips::upper::tun").Error("IPv6 adapter unavailable", "tun", name, "error", err)
 		return
 	}
 	n.tun, n.tunName, n.tunState = dev, real, "active"
-	n.log.Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	logging.WithTarget(n.log, "fips::upper::tun").Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
 }
 
 // TUNIndex is the IPv6 adapter's interface index once the device is up,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/wire"
@@ -66,6 +67,14 @@ func (c *Core) sessionReports(now time.Time) {
 	c.smmpKeys = keys
 	for _, dest := range keys {
 		sm := c.smmp[dest]
+		if sm.link.LogDue(now) {
+			sm.link.MarkLogged(now)
+			args := []any{"session", logging.Named(c.displayName, dest)}
+			for _, a := range sm.link.SessionLogAttrs() {
+				args = append(args, a)
+			}
+			c.sessLog.Debug("MMP session metrics", args...)
+		}
 		if _, rr := sm.link.Due(now); rr {
 			if r, ok := sm.link.BuildReceiverReport(now); ok {
 				var body [wire.SessionReceiverReportSize]byte

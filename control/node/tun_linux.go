@@ -12,6 +12,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/tun"
+
+	"github.com/fips-go/fips/control/logging"
 )
 
 // openTUN creates the device, gives it the node's address as a /128,
@@ -56,7 +58,7 @@ func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
 	rule.Table = 254 // main
 	rule.Priority = 5265
 	if err := netlink.RuleAdd(rule); err != nil && !errors.Is(err, syscall.EEXIST) {
-		n.log.Warn("cannot add the fd00::/8 policy rule", "priority", 5265, "error", err)
+		logging.WithTarget(n.log, "fips::upper::tun").Warn("cannot add the fd00::/8 policy rule", "priority", 5265, "error", err)
 	} else {
 		n.tunCleanup = func() { _ = netlink.RuleDel(rule) }
 	}

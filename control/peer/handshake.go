@@ -64,7 +64,8 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 	if err != nil {
 		return err
 	}
-	m.log.Debug("dialing peer", "peer", na.Short(), "transport", c.Transport, "addr", c.Addr)
+	m.log.Debug("Connection initiated", "peer", m.name(na), "transport_id", c.Transport, "remote_addr", c.Addr,
+		"link_id", l.linkID, "our_index", l.ourIndex)
 	m.send(c.Transport, c.Addr, l.pkt[:])
 	return nil
 }
@@ -183,6 +184,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		// itself: this msg1 may be a replay.)
 		if existing.rekey != nil && m.id.NodeAddr().Less(na) {
 			m.stats.Msg1Ignored++
+			m.log.Debug("Dual rekey initiation: we win (smaller addr), dropping their msg1", "peer", m.name(na))
 			return
 		}
 		rekeyOf = existing
@@ -261,6 +263,9 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	epoch, err := l.hs.ReadMessage2(msg.Noise)
 	if err != nil {
 		m.stats.Msg2DecryptFailed++
+		if l.rekeyOf != nil {
+			m.log.Warn("Rekey msg2 processing failed", "peer", m.name(l.expectAddr), "error", err)
+		}
 		return
 	}
 	sess, err := l.hs.Session()
@@ -287,7 +292,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
 		}
-		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex})
+		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex}, true)
 		return
 	}
 	switch {
@@ -375,15 +380,15 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
 	m.stats.PeersPromoted++
-	m.log.Info("peer connected", "peer", p.String(), "npub", pk.Npub(), "direction", string(dir),
-		"transport", t, "addr", addr.String())
+	m.log.Info("Peer promoted to active", "peer", m.name(p.NodeAddr), "npub", pk.Npub(), "direction", string(dir),
+		"transport", t, "addr", addr.String(), "link_id", p.LinkID)
 	m.upper.PeerUp(p)
 	return p
 }
 
 // cutover makes next the current session of p and keeps the old one for
 // the drain window. The K bit toggles: it is a parity bit, not "new".
-func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
+func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession, initiator bool) {
 	if p.prev != nil {
 		m.delIndex(linkKey{p.Transport, p.prev.ourIndex})
 	}
@@ -398,7 +403,12 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession) {
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session
 	p.stats.Rekeys++
 	m.stats.RekeyCutovers++
-	m.log.Debug("rekey cutover", "peer", p.String(), "k", p.kbit)
+	if initiator {
+		m.log.Debug("Rekey cutover complete (initiator), K-bit flipped", "peer", m.name(p.NodeAddr), "k", p.kbit)
+	} else {
+		m.log.Debug("Peer new-epoch frame authenticated, K-bit flip promoting new session", "peer", m.name(p.NodeAddr),
+			"k", p.kbit)
+	}
 }
 
 func (m *Manager) unregisterSessions(p *Peer) {
@@ -427,6 +437,7 @@ func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnec
 	if m.peers[p.NodeAddr] != p {
 		return
 	}
+	name := m.name(p.NodeAddr).LogValue().String() // while p is still a peer
 	if k := (addrKey{p.Transport, p.Addr}); k != keep {
 		m.env.CloseConnection(p.Transport, p.Addr)
 	}
@@ -437,7 +448,8 @@ func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnec
 		delete(m.byAddr, addrKey{p.Transport, p.Addr})
 	}
 	m.stats.PeersRemoved++
-	m.log.Info("peer removed", "peer", p.String(), "reason", why)
+	m.log.Info("peer removed", "peer", name, "reason", why, "link_id", p.LinkID)
+	m.mmpLog.Debug("MMP link teardown", append([]any{"peer", name}, attrsAny(p.mmp.TeardownLogAttrs())...)...)
 	m.upper.PeerDown(p, why)
 	if reconnect {
 		m.scheduleRetry(now, p.NodeAddr, false)

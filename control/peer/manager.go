@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -146,6 +147,13 @@ type Manager struct {
 	// peerSetVersion counts additions to and removals from peers.
 	peerSetVersion uint64
 
+	// namer gives a node's display name for logs (SetNamer).
+	namer func(identity.NodeAddr) string
+	// mmpLog is upstream's MMP handler target, for the MMP lines.
+	mmpLog *slog.Logger
+	// rxLog is upstream's receive-loop target, for drops before dispatch.
+	rxLog *slog.Logger
+
 	cfg   Config
 	id    *identity.Identity
 	epoch noise.Epoch
@@ -232,8 +240,11 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
+	mmpLog := logging.WithTarget(log, "fips::node::handlers::mmp")
+	log = logging.WithTarget(log, "fips::node::handlers::handshake")
 	m := &Manager{
-		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd,
+		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd, mmpLog: mmpLog,
+		rxLog:          logging.WithTarget(log, "fips::node::dataplane::rx_loop"),
 		peers:          map[identity.NodeAddr]*Peer{},
 		byIndex:        map[linkKey]*indexEntry{},
 		byAddr:         map[addrKey]*Peer{},
@@ -274,6 +285,29 @@ func (m *Manager) Stats() Stats {
 	return s
 }
 
+// SetNamer sets the display names of the log lines (upstream's
+// peer_display_name); without one a peer is named by its alias, else its
+// short npub, and any other node by its short hex.
+func (m *Manager) SetNamer(f func(identity.NodeAddr) string) { m.namer = f }
+
+// name is a's display name, for a log line.
+func (m *Manager) name(a identity.NodeAddr) slog.LogValuer {
+	if m.namer != nil {
+		return logging.Named(m.namer, a)
+	}
+	return logging.Named(m.defaultName, a)
+}
+
+func (m *Manager) defaultName(a identity.NodeAddr) string {
+	if p := m.peers[a]; p != nil {
+		if p.Alias != "" {
+			return p.Alias
+		}
+		return identity.ShortNpub(p.PublicKey.Npub())
+	}
+	return a.ShortHex()
+}
+
 // Peer returns the active peer with this address.
 func (m *Manager) Peer(a identity.NodeAddr) *Peer { return m.peers[a] }
 
@@ -298,8 +332,9 @@ func (m *Manager) HandlePacket(now time.Time, t transport.ID, from transport.Add
 		m.stats.DropMalformed++
 		return
 	}
-	if pkt[0]>>4 != wire.FMPVersion {
+	if v := pkt[0] >> 4; v != wire.FMPVersion {
 		m.stats.DropMalformed++
+		m.rxLog.Debug("Unknown FMP version, dropping", "version", v, "transport_id", t)
 		return
 	}
 	switch pkt[0] & 0x0f {
@@ -345,4 +380,13 @@ func (m *Manager) jitter() time.Duration {
 	// Whole seconds in [-J, +J], as upstream draws them.
 	span := int64(m.cfg.RekeyJitter/time.Second)*2 + 1
 	return time.Duration(int64(binary.LittleEndian.Uint64(b[:])%uint64(span))-span/2) * time.Second
+}
+
+// attrsAny spreads attributes into a slog call's arguments.
+func attrsAny(as []slog.Attr) []any {
+	out := make([]any, len(as))
+	for i, a := range as {
+		out[i] = a
+	}
+	return out
 }

@@ -187,7 +187,8 @@ func (m *Manager) Tick(now time.Time) {
 				m.stats.RekeysAbandoned++
 				m.log.Debug("rekey abandoned: no msg2", "peer", l.rekeyOf.String())
 			} else {
-				m.log.Debug("handshake timed out", "peer", l.expectAddr.Short(), "addr", l.addr.String())
+				m.log.Debug("Handshake connection timed out", "link_id", l.linkID, "peer", m.name(l.expectAddr),
+					"remote_addr", l.addr.String())
 				m.scheduleRetry(now, l.expectAddr, true)
 			}
 		case l.resends < m.cfg.HandshakeMaxResends && !now.Before(l.nextResend):
@@ -307,11 +308,5 @@ func (m *Manager) logMetrics(now time.Time, p *Peer) {
 		return
 	}
 	p.mmp.MarkLogged(now)
-	srtt, ok := p.mmp.SRTT()
-	if !ok {
-		return
-	}
-	fwd, rev := p.mmp.DeliveryRatios()
-	m.log.Info("link metrics", "peer", p.String(), "srtt", srtt.Round(time.Microsecond), "loss", p.mmp.Loss(),
-		"etx", p.mmp.ETX(), "delivery_fwd", fwd, "delivery_rev", rev, "jitter", p.mmp.Jitter(), "goodput_bps", p.mmp.Goodput())
+	m.mmpLog.Debug("MMP link metrics", append([]any{"peer", m.name(p.NodeAddr)}, attrsAny(p.mmp.LinkLogAttrs())...)...)
 }

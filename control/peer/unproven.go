@@ -175,7 +175,7 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		if existing.rekey != nil {
 			m.dropLeg(existing.rekey) // the crossing rekey of ours lost
 		}
-		m.cutover(now, existing, u.sess)
+		m.cutover(now, existing, u.sess, false)
 		existing.dampenUntil = now.Add(m.cfg.RekeyDampening)
 		m.stats.RekeysResponded++
 		return existing

@@ -1,9 +1,11 @@
 package route
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -83,6 +85,9 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 	}
 	if congested {
 		r.stats.Congestion.CongestionDetected++
+		if r.fwdLog.Enabled(context.Background(), slog.LevelDebug) {
+			r.fwdLog.Debug("Congestion detected, CE flag set on forwarded packet", "next_hop", r.name(next))
+		}
 	}
 	if err := r.links.Send(next, ceOut, buf); err != nil {
 		if mtu, isMTU := mtuOf(err); isMTU {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -131,10 +133,12 @@ func (r *Router) StartLookup(now time.Time, target identity.NodeAddr) (StartOutc
 	L := &r.stats.Lookup
 	if _, ok := r.pending[target]; ok {
 		L.ReqDeduplicated++
+		r.log.Debug("Discovery lookup deduplicated, already pending", "target_node", r.name(target))
 		return StartDeduplicated, 0
 	}
 	if b, ok := r.backoff[target]; ok && n < b.until {
 		L.ReqBackoffSuppressed++
+		r.log.Debug("Discovery lookup suppressed by backoff", "target_node", r.name(target), "failures", b.failures)
 		return StartSuppressed, 0
 	}
 	reachable := false
@@ -147,6 +151,7 @@ func (r *Router) StartLookup(now time.Time, target identity.NodeAddr) (StartOutc
 	if !reachable {
 		r.recordFailure(target, n)
 		L.ReqBloomMiss++
+		r.log.Debug("Discovery skipped, target not in any peer bloom filter", "target_node", r.name(target))
 		return StartBloomMiss, 0
 	}
 	if len(r.pending) >= r.cfg.MaxPendingLookups {
@@ -158,6 +163,7 @@ func (r *Router) StartLookup(now time.Time, target identity.NodeAddr) (StartOutc
 	if sent == 0 {
 		delete(r.pending, target)
 		r.recordFailure(target, n)
+		r.log.Debug("Discovery failed, no tree peers with bloom match", "target_node", r.name(target))
 		return StartZeroFanout, 0
 	}
 	return StartSent, sent
@@ -226,11 +232,12 @@ func (r *Router) initiate(target identity.NodeAddr) int {
 			to = append(to, p)
 		}
 	}
+	r.log.Debug("Discovery lookup initiated", "request_id", id, "target", r.name(target), "ttl", req.TTL,
+		"peer_count", len(to), "total_peers", len(r.links.Peers()))
 	if len(to) == 0 {
 		return 0
 	}
 	r.fanOut(req, to)
-	r.log.Debug("lookup initiated", "request_id", id, "target", target, "peers", len(to))
 	return len(to)
 }
 
@@ -301,11 +308,12 @@ func (r *Router) pollPending(now time.Time) {
 		failures[i] = r.recordFailure(t, n)
 	}
 	for _, t := range retry {
-		r.initiate(t)
+		if r.initiate(t) > 0 {
+			r.log.Debug("Discovery retry sent", "target_node", r.name(t), "attempt", r.pending[t].attempt)
+		}
 	}
 	for i, t := range expire {
 		r.stats.Lookup.RespTimedOut++
-		r.log.Debug("lookup timed out", "target", t)
 		r.emit(now, LookupEvent{Target: t, Outcome: LookupTimedOut, Failures: failures[i]})
 	}
 }
@@ -387,9 +395,13 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	if len(to) == 0 {
 		if len(other) == 0 {
 			L.ReqNoTreePeer++
+			r.log.Log(context.Background(), logging.LevelTrace, "No eligible peers to forward LookupRequest",
+				"request_id", req.RequestID)
 			return fmt.Errorf("%w: %s", ErrNoPeers, req.Target.Short())
 		}
 		L.ReqFallbackForwarded++
+		r.log.Debug("Forwarding LookupRequest via non-tree fallback", "request_id", req.RequestID,
+			"target", r.name(req.Target), "ttl", req.TTL, "peer_count", len(other))
 		to = other
 	}
 	r.fanOut(req, to)
@@ -477,6 +489,8 @@ func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg
 		mtu = 0
 	}
 	r.cache.insert(n, resp.Target, coords, mtu)
+	r.log.Info("Discovery succeeded, proof verified, route cached", "request_id", resp.RequestID,
+		"target", r.name(resp.Target), "depth", max(len(coords)-1, 0), "path_mtu", mtu)
 	r.emit(now, LookupEvent{Target: resp.Target, Outcome: LookupFound, RequestID: resp.RequestID, Coords: coords, PathMTU: mtu})
 	return nil
 }

@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Router is one node's routing and lookup state. Not safe for concurrent
 // use.
 type Router struct {
+	namer  func(identity.NodeAddr) string
+	fwdLog *slog.Logger // upstream's forwarding target
 	// delivery is what HandleSessionDatagram returns for local datagrams.
 	delivery Delivery
 
@@ -46,11 +49,14 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fwdLog := logging.WithTarget(log, "fips::node::dataplane::forwarding")
+	log = logging.WithTarget(log, "fips::node::handlers::lookup")
 	cfg = cfg.normalized()
 	errAge := max(cfg.ErrorMaxAge, cfg.ErrorInterval)
 	fwdAge := max(cfg.LookupForwardMaxAge, cfg.LookupForwardInterval)
 	return &Router{
 		id: self, self: self.NodeAddr(), cfg: cfg, topo: topo, flt: filters, links: links, ids: ids, log: log, rnd: rnd,
+		fwdLog:     fwdLog,
 		cache:      NewCoordCache(cfg.CoordCacheSize, cfg.CoordCacheTTL),
 		errLimiter: newAddrLimiter(cfg.ErrorInterval.Milliseconds(), errAge.Milliseconds(), cfg.MaxErrorLimiterEntries),
 		recent:     map[uint64]*recentRequest{},
@@ -134,3 +140,9 @@ func (r *Router) scratch(n int) []byte {
 	}
 	return r.buf[:n]
 }
+
+// SetNamer sets the display names of the log lines (upstream's
+// peer_display_name); without one a node is named by its short hex.
+func (r *Router) SetNamer(f func(identity.NodeAddr) string) { r.namer = f }
+
+func (r *Router) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(r.namer, a) }

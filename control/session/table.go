@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -88,6 +89,7 @@ func (e *entry) rekeyInProgress() bool { return e.rekeyI != nil || e.rekeyR != n
 
 // Table is the session table. See the package documentation.
 type Table struct {
+	namer func(identity.NodeAddr) string
 	id    *identity.Identity
 	self  identity.NodeAddr
 	epoch noise.Epoch
@@ -117,6 +119,7 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::handlers::session")
 	t := &Table{
 		id: id, self: id.NodeAddr(), epoch: epoch, cfg: cfg, env: env, up: up, log: log, rnd: rnd,
 		sessions: make(map[identity.NodeAddr]*entry),
@@ -189,7 +192,7 @@ func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uin
 	// fails at once, and the environment may then drop what is queued.
 	t.queue(dest, srcPort, dstPort, payload)
 	if err != nil {
-		t.log.Debug("session initiation failed", "dest", dest, "err", err)
+		t.log.Debug("Failed to initiate session, trying discovery", "dest", t.name(dest), "error", err)
 		t.env.StartLookup(now, dest)
 	}
 	return nil
@@ -409,6 +412,12 @@ func (t *Table) HandleFSP(now time.Time, src, fromPeer identity.NodeAddr, ce boo
 	}
 }
 
+// SetNamer sets the display names of the log lines (upstream's
+// peer_display_name); without one a node is named by its short hex.
+func (t *Table) SetNamer(f func(identity.NodeAddr) string) { t.namer = f }
+
+func (t *Table) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(t.namer, a) }
+
 func (t *Table) reject(r *uint64, what string, src identity.NodeAddr) {
 	*r++
 	t.log.Debug("FSP message rejected", "why", what, "src", src)
@@ -575,6 +584,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	e.hsPayload, e.nextResend = nil, time.Time{}
 	e.hot.touch(now)
 	t.stats.Established++
+	t.log.Info("Session established (initiator, XK)", "src", t.name(src))
 	t.env.CacheCoords(now, src, ack.SrcCoords.Addrs())
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: true})
 	t.flush(now, src)
@@ -656,6 +666,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	ne.pathMTU = e.pathMTU
 	t.sessions[src] = ne
 	t.stats.Established++
+	t.log.Info("Session established (responder, XK)", "src", t.name(src))
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: false})
 	t.flush(now, src)
 }
@@ -714,7 +725,8 @@ func (t *Table) handleEncrypted(now time.Time, src identity.NodeAddr, ce bool, f
 		}
 	}
 	if hit == 255 {
-		t.reject(&t.stats.DecryptFailed, "decrypt failed (all epochs)", src)
+		t.stats.DecryptFailed++
+		t.log.Debug("Session AEAD decryption failed (all epochs)", "src", t.name(src), "counter", m.Header.Counter)
 		return
 	}
 	t.afterOpen(now, src, e, hit, m.Header.Counter, pt, ce, false)
@@ -733,6 +745,8 @@ func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit sl
 		if e.msg3Payload != nil {
 			e.clearMsg3()
 		}
+		t.log.Info("Peer FSP new-epoch frame authenticated, FSP rekey cutover complete, promoting new session",
+			"peer", t.name(src))
 		t.promote(now, e)
 	case slotCurrent:
 		if e.msg3Payload != nil && e.pending == nil {
@@ -954,6 +968,7 @@ func (t *Table) Tick(now time.Time) {
 		e := t.sessions[a]
 		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
 			t.stats.HandshakeTimeouts++
+			t.log.Info("Session handshake timed out, removing", "dest", t.name(a))
 			t.drop(now, a, "handshake_timeout")
 		}
 	}
@@ -1002,6 +1017,7 @@ func (t *Table) Tick(now time.Time) {
 
 func (t *Table) rekeyTick(now time.Time, e *entry) {
 	if e.pending != nil && !e.rekeyInProgress() && e.rekeyInitiator && now.Sub(e.rekeyCompleted) >= t.cfg.CutoverDelay {
+		t.log.Debug("FSP rekey cutover complete (initiator), K-bit flipped", "peer", t.name(e.addr))
 		t.promote(now, e)
 		return
 	}

@@ -201,8 +201,18 @@ func (t *Tree) applySwitch(now time.Time, parent identity.NodeAddr, trig Trigger
 		return
 	}
 	t.stats.ParentSwitches++
-	t.log.Info("parent switched", "new_parent", parent.Short(), "new_seq", seq,
-		"new_root", t.root.Short(), "depth", t.coords.depth(), "trigger", trig.String())
+	// Upstream's message names the trigger; its harness counts "Parent
+	// switched" over all three.
+	attrs := []any{"new_parent", t.name(parent), "new_seq", seq, "new_root", t.root.String(), "depth", t.coords.depth()}
+	switch trig {
+	case TriggerFirstRTT:
+		t.log.Info("Parent switched after first RTT measurement", append(attrs, "trigger", "first-rtt")...)
+	case TriggerPeriodic:
+		t.log.Info("Parent switched via periodic cost re-evaluation", append(attrs, "trigger", "periodic")...)
+	default:
+		t.log.Info("Parent switched, invalidated downstream coord cache entries, announcing to all peers",
+			append(attrs, "trigger", trig.String())...)
+	}
 	if flapped {
 		t.noteFlap(trig.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -53,6 +54,7 @@ type peerState struct {
 // Tree is one node's spanning-tree state machine. It is not safe for
 // concurrent use.
 type Tree struct {
+	namer      func(identity.NodeAddr) string
 	id         *identity.Identity
 	self       identity.NodeAddr
 	cfg        Config
@@ -90,6 +92,7 @@ func New(now time.Time, id *identity.Identity, cfg Config, env Env, log *slog.Lo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = logging.WithTarget(log, "fips::node::tree")
 	t := &Tree{
 		id:         id,
 		self:       id.NodeAddr(),
@@ -134,6 +137,12 @@ func unixSecs(now time.Time) uint64 {
 	}
 	return 0
 }
+
+// SetNamer sets the display names of the log lines (upstream's
+// peer_display_name); without one a node is named by its short hex.
+func (t *Tree) SetNamer(f func(identity.NodeAddr) string) { t.namer = f }
+
+func (t *Tree) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(t.namer, a) }
 
 // ---------------------------------------------------------------------------
 // Queries

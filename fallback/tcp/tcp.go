@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -201,6 +202,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::transport::tcp")
 	log = log.With("transport", "tcp", "transport_id", uint32(id))
 	if name != "" {
 		log = log.With("name", name)
@@ -662,6 +664,12 @@ func (t *Transport) readFailed(c *conn, err error, firstFrame bool) {
 	remote := c.addr.String()
 	var de *wire.DecodeError
 	switch {
+	case errors.As(err, &de) && errors.Is(err, wire.ErrVersion):
+		// Not FIPS at all (a TLS ClientHello reads as version 1): in
+		// upstream's words, which its harness counts.
+		t.stats.DroppedInvalid.Add(1)
+		t.log.Debug("TCP receive error, removing connection", "remote_addr", remote,
+			"error", "unknown FMP version: "+de.Detail)
 	case errors.As(err, &de):
 		t.stats.DroppedInvalid.Add(1)
 		t.log.Debug("TCP framing error, closing connection", "remote_addr", remote, "err", err)

@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/transport/transporttest"
 	"github.com/fips-go/fips/control/wire"
@@ -313,7 +317,10 @@ func TestPartialWritesReassemble(t *testing.T) {
 }
 
 func TestFramingErrorClosesConnection(t *testing.T) {
-	b := newNode(t, 1, listening(), nil)
+	logs := &lockedBuffer{}
+	b := newNode(t, 1, listening(), func(tr *Transport) {
+		tr.log = logging.WithTarget(slog.New(logging.New(logs, logging.Options{Level: slog.LevelDebug})), "fips::transport::tcp")
+	})
 	m1 := msg1(t, 1)
 	badLen := append([]byte{}, m1...)
 	badLen[2] = 109
@@ -345,6 +352,30 @@ func TestFramingErrorClosesConnection(t *testing.T) {
 	if st := b.Stats(); st.ConnectionsUp != 0 || st.PacketsRecv != uint64(len(cases)) {
 		t.Fatalf("stats %+v", st)
 	}
+	// The ClientHello is logged as upstream logs it (its harness counts
+	// "unknown FMP version").
+	if !strings.Contains(logs.String(), "DEBUG fips::transport::tcp: TCP receive error, removing connection remote_addr=") ||
+		!strings.Contains(logs.String(), " error=unknown FMP version: 1\n") {
+		t.Errorf("no unknown-version line:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a log destination the transport's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // gatedDial holds every dial until gate is closed (or the dial is aborted).

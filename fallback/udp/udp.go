@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 	udpio "github.com/fips-go/fips/dataplane/udp"
@@ -187,6 +188,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	if log == nil {
 		log = slog.Default()
 	}
+	log = logging.WithTarget(log, "fips::transport::udp")
 	log = log.With("transport", "udp", "transport_id", uint32(id))
 	if name != "" {
 		log = log.With("name", name)

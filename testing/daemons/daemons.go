@@ -88,6 +88,9 @@ type Daemon struct {
 	Dir    string
 	Config string
 	Socket string
+	// Env is added to the daemon's environment (RUST_LOG=…), after the
+	// test's own.
+	Env []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -127,7 +130,7 @@ func (d *Daemon) Start() {
 	cmd := exec.Command(d.bin.Fips, "-c", d.Config)
 	// hosts and peers.allow/deny are read from the daemon's directory,
 	// not the machine's /etc/fips.
-	cmd.Env = append(os.Environ(), config.EtcDirEnv+"="+d.Dir)
+	cmd.Env = append(append(os.Environ(), config.EtcDirEnv+"="+d.Dir), d.Env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -249,6 +252,12 @@ func WaitFor(timeout time.Duration, cond func() bool) (time.Duration, bool) {
 // with their identities.
 func Line(t testing.TB, bin Binaries, prefix string, n int) ([]*Daemon, []*identity.Identity) {
 	t.Helper()
+	return LineEnv(t, bin, prefix, n, nil)
+}
+
+// LineEnv is Line with env added to every daemon's environment.
+func LineEnv(t testing.TB, bin Binaries, prefix string, n int, env []string) ([]*Daemon, []*identity.Identity) {
+	t.Helper()
 	ids := make([]*identity.Identity, n)
 	ports := make([]int, n)
 	for i := range ids {
@@ -270,6 +279,7 @@ func Line(t testing.TB, bin Binaries, prefix string, n int) ([]*Daemon, []*ident
 		cfg := fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: \"{{DIR}}/control.sock\" }\n"+
 			"transports:\n  udp: { bind_addr: \"127.0.0.1:%d\" }\npeers:\n%s", ids[i].Secret().Hex(), ports[i], peers.String())
 		ds[i] = New(t, bin, fmt.Sprintf("%s%d", prefix, i), cfg)
+		ds[i].Env = env
 		ds[i].Start()
 	}
 	return ds, ids

@@ -30,7 +30,9 @@ func TestMetricsEndpointFollowsTheDaemon(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		body = string(b)
-		return resp.StatusCode == 200
+		// The endpoint is up before the node has started; wait for the
+		// snapshot it publishes once running.
+		return resp.StatusCode == 200 && strings.Contains(body, "fips_node_state{state=\"running\"} 1")
 	}); !ok {
 		t.Fatalf("no /metrics on %s\n%s", maddr, a.Logs())
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 )
 
@@ -32,6 +34,10 @@ type Options struct {
 	TickInterval time.Duration // default 1 s
 	Peer         peer.Config   // default peer.DefaultConfig()
 	Log          *slog.Logger  // default: discard
+	// Route and Session configure every node's router and session table
+	// (zero: their defaults).
+	Route   route.Config
+	Session session.Config
 	// MaxQueued bounds packets in flight; beyond it sends are dropped and
 	// counted (a runaway protocol must not eat the test's memory).
 	MaxQueued int // default 1,000,000
@@ -166,7 +172,7 @@ func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n, MTU: 1280}
 	core, err := node.NewCore(n.now, node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
-		Rand: rngReader{n.rng}, Deliver: nd.deliver, TransportMTU: func() int { return nd.MTU }}, nd)
+		Route: n.opts.Route, Session: n.opts.Session, Rand: rngReader{n.rng}, Deliver: nd.deliver, TransportMTU: func() int { return nd.MTU }}, nd)
 	if err != nil {
 		panic(err)
 	}

@@ -331,7 +331,7 @@ func smokeDaemon(t *testing.T, version string) {
 	if _, err := os.Lstat("/run/fips/control.sock"); err == nil {
 		t.Error("the daemon left its control socket behind")
 	}
-	if !strings.Contains(logBuf.String(), `msg="node stopped"`) {
+	if !strings.Contains(logBuf.String(), "INFO fips: FIPS shutdown complete") {
 		t.Errorf("no clean stop in the daemon log")
 	}
 }
