@@ -13,6 +13,8 @@ import (
 // after peer: the long-term RTT and loss trends, jitter, goodput and the
 // cumulative frame counts.
 func (l *Link) LinkLogAttrs() []slog.Attr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return []slog.Attr{
 		slog.String("rtt", l.trendRTT()),
 		slog.String("loss", l.trendLoss()),
@@ -26,6 +28,8 @@ func (l *Link) LinkLogAttrs() []slog.Attr {
 // SessionLogAttrs are the fields of "MMP session metrics" after session:
 // the link fields with the last observed path MTU.
 func (l *Link) SessionLogAttrs() []slog.Attr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	mtu := uint16(0)
 	if l.pmtu != nil {
 		mtu = l.pmtu.LastObserved()
@@ -44,6 +48,8 @@ func (l *Link) SessionLogAttrs() []slog.Attr {
 // TeardownLogAttrs are the fields of "MMP link teardown" after peer: the
 // link's lifetime summary (smoothed RTT, loss, ETX, byte counts).
 func (l *Link) TeardownLogAttrs() []slog.Attr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	rtt := "n/a"
 	if d, ok := l.SRTT(); ok {
 		rtt = fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
