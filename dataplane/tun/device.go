@@ -52,10 +52,3 @@ func (d *Device) Close() error {
 	}
 	return d.Dev.Close()
 }
-
-func logger(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
-}

@@ -5,6 +5,7 @@ package tun
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -74,6 +75,13 @@ const (
 	PolicyPriority = 5265
 	PolicyTable    = 254 // main
 )
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
 
 // disableIPv6Path is the sysctl that turns IPv6 off for every interface.
 const disableIPv6Path = "/proc/sys/net/ipv6/conf/all/disable_ipv6"
