@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -140,6 +141,10 @@ type Engine struct {
 	stats Counters
 	// workers counts live workers (for tests and show_status).
 	workers atomic.Int64
+	// aqms are the live workers' CoDel states; aqmEnded what ended
+	// workers' dropped.
+	aqms     sync.Map
+	aqmEnded atomic.Uint64
 }
 
 // Counters are the engine's own counts; the node folds the forwarding
@@ -190,13 +195,27 @@ func (e *Engine) NewWorker() transport.DataWorker { return e.NewLocalWorker() }
 // device's): it sends through Sender and ends each batch with Flush.
 func (e *Engine) NewLocalWorker() *Worker {
 	e.workers.Add(1)
-	return &Worker{e: e}
+	w := &Worker{e: e, aqm: NewCoDel()}
+	e.aqms.Store(w.aqm, struct{}{})
+	return w
+}
+
+// AQMDrops is what the workers' CoDel dropped, live workers and ended
+// ones alike.
+func (e *Engine) AQMDrops() uint64 {
+	n := e.aqmEnded.Load()
+	e.aqms.Range(func(k, _ any) bool {
+		n += k.(*CoDel).Drops.Load()
+		return true
+	})
+	return n
 }
 
 // Worker runs packets to completion on one reader goroutine. Not safe
 // for concurrent use: it is its goroutine's.
 type Worker struct {
 	e       *Engine
+	aqm     *CoDel    // the receive path's queueing delay (this worker's socket)
 	now     time.Time // per batch
 	senders []senderSlot
 	closed  bool
@@ -237,6 +256,12 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return false
 	}
 	now := w.clock()
+	// Queue management on what waited in the socket buffer: established
+	// frames only (data and link control alike, as a router drops), never
+	// handshakes. TCP in the mesh backs off on the gap.
+	if arrived != 0 && w.aqm.Drop(now, now.Sub(time.Unix(0, arrived))) {
+		return true
+	}
 	in, v := l.Open(now, from, f, len(b), f.Sealed[:0])
 	switch v {
 	case peer.Upcall:
@@ -295,12 +320,9 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	if s == nil {
 		return false // a transport without worker sends (TCP): the loop's
 	}
-	pathMTU := uint16(msg[2]) | uint16(msg[3])<<8
-	if r.MTU > 0 && r.MTU < int(pathMTU) {
-		pathMTU = uint16(r.MTU)
+	if route.ForwardInPlace(msg, r.MTU) != nil {
+		return false
 	}
-	msg[1] = ttl - 1
-	msg[2], msg[3] = byte(pathMTU), byte(pathMTU>>8)
 	ce := flags&wire.FMPFlagCE != 0 || r.Congested
 	var out uint8
 	if ce {
@@ -441,5 +463,7 @@ func (w *Worker) Close() {
 			s.Close()
 		}
 	}
+	w.e.aqms.Delete(w.aqm)
+	w.e.aqmEnded.Add(w.aqm.Drops.Load())
 	w.e.workers.Add(-1)
 }

@@ -307,6 +307,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge("fips_node_info", 1, c.info.Version, c.info.Npub, c.info.NodeAddr)
 	s := c.src.Snapshot()
+	if l, ok := c.src.(interface{ LiveSnapshot() *node.Snapshot }); ok {
+		s = l.LiveSnapshot() // the workers' counters, not a tick old
+	}
 	if s == nil {
 		return
 	}

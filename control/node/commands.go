@@ -75,7 +75,7 @@ type StatusData struct {
 }
 
 func (n *Node) showStatus() StatusData {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "-"
@@ -127,7 +127,7 @@ func forwardingJSON(f route.ForwardingStats) ctl.ForwardingStats {
 }
 
 func (n *Node) showPeers() ctl.ShowPeers {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	out := make(ctl.List[ctl.PeerInfo], 0, len(s.Peers))
 	for _, p := range s.Peers {
 		info := ctl.PeerInfo{
@@ -160,7 +160,7 @@ func (n *Node) showPeers() ctl.ShowPeers {
 }
 
 func (n *Node) showLinks() ctl.ShowLinks {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	out := make(ctl.List[ctl.LinkInfo], 0, len(s.Peers)+len(s.Connections))
 	for _, p := range s.Peers {
 		out = append(out, ctl.LinkInfo{LinkID: p.LinkID, TransportID: uint32(p.TransportID), RemoteAddr: p.TransportAddr,
@@ -179,7 +179,7 @@ func (n *Node) showLinks() ctl.ShowLinks {
 }
 
 func (n *Node) showTransports() ctl.ShowTransports {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	out := make(ctl.List[ctl.TransportInfo], 0, len(s.Transports))
 	for _, t := range s.Transports {
 		out = append(out, ctl.TransportInfo{TransportID: uint32(t.ID), Type: t.Type, State: string(t.State),
@@ -189,7 +189,7 @@ func (n *Node) showTransports() ctl.ShowTransports {
 }
 
 func (n *Node) showConnections() ctl.ShowConnections {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	out := make(ctl.List[ctl.ConnectionInfo], 0, len(s.Connections))
 	for _, c := range s.Connections {
 		state := "sent_msg1"
@@ -204,7 +204,7 @@ func (n *Node) showConnections() ctl.ShowConnections {
 }
 
 func (n *Node) showACL() ctl.ShowACL {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	a := s.ACL
 	if a == nil {
 		a = &peer.ACLSnapshot{EffectiveMode: "default_open", DefaultDecision: "allow"}

@@ -89,7 +89,7 @@ func errorSignals(r route.ErrorStats, s session.Stats) ErrorSignalsJSON {
 }
 
 func (n *Node) showRouting() RoutingJSON {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	rows := make([]route.PendingLookupRow, len(s.Routing.PendingLookups))
 	for i, r := range s.Routing.PendingLookups {
 		r.DisplayName = n.nameIn(s, r.Target)
@@ -165,7 +165,7 @@ func (s *Snapshot) congestion() CongestionJSON {
 	return CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
 }
 
-func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.Snapshot()) }
+func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
 
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
@@ -252,7 +252,7 @@ type TreeJSON struct {
 }
 
 func (n *Node) showTree() TreeJSON {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	out := TreeJSON{Snapshot: s.Tree, ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []TreePeerJSON{}}
 	if ni, ok := s.Names[s.Tree.Root]; ok {
 		out.RootNpub = &ni.npub
@@ -286,7 +286,7 @@ func floatPtr(p *float64) *ctl.Float {
 }
 
 func (n *Node) showBloom() BloomJSON {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	b := s.Bloom
 	out := BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
 		OwnNodeAddr: b.OwnNodeAddr, PeerFilters: make([]map[string]any, 0, len(b.PeerFilters)), Sequence: b.Sequence,
@@ -427,7 +427,7 @@ type MMPSessionJSON struct {
 // showMMP is show_mmp: link metrics per peer, end-to-end metrics per
 // session, in upstream's nesting.
 func (n *Node) showMMP() map[string]any {
-	s := n.Snapshot()
+	s := n.LiveSnapshot()
 	peers := make([]MMPPeerJSON, 0, len(s.Peers))
 	for _, p := range s.Peers {
 		peers = append(peers, MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,

@@ -101,7 +101,7 @@ func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
 		n.core.HandleOpenedFSP(now, u.Src, u.Counter, u.Msg, u.CE)
 		return
 	}
-	if u.Arrived != 0 && n.aqm.drop(now, now.Sub(time.Unix(0, u.Arrived))) {
+	if u.Arrived != 0 && n.aqm.Drop(now, now.Sub(time.Unix(0, u.Arrived))) {
 		return
 	}
 	n.core.HandleOpened(now, u.Link, u.Flags, wire.FMPInner{Timestamp: u.TS, Message: u.Msg})
@@ -242,4 +242,12 @@ func (n *Node) localLen() int {
 		return len(lt.byAddr)
 	}
 	return 0
+}
+
+// engineAQMDrops is what the workers' queue management dropped.
+func (n *Node) engineAQMDrops() uint64 {
+	if n.eng == nil {
+		return 0
+	}
+	return n.eng.AQMDrops()
 }

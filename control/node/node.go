@@ -128,7 +128,7 @@ type Node struct {
 	// on a full queue give up then.
 	stopped chan struct{}
 	// aqm bounds the receive path's queueing delay (loop-owned).
-	aqm *codel
+	aqm *dataplane.CoDel
 
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
@@ -149,8 +149,8 @@ type Node struct {
 	tunName        string
 	tunState       string // disabled|configured|active|failed
 	tunIn          chan tunPacket
-	tunAQM         *codel    // the TUN read path's queueing delay (loop-owned)
-	tunBufs        sync.Pool // *[]byte packet buffers between the TUN reader and the loop
+	tunAQM         *dataplane.CoDel // the TUN read path's queueing delay (loop-owned)
+	tunBufs        sync.Pool        // *[]byte packet buffers between the TUN reader and the loop
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
 	tunFlush       func()       // writes the packets batched for the TUN; nil without one
@@ -221,11 +221,11 @@ func New(o Options) (*Node, error) {
 		opts: o, log: o.Log, id: o.Identity,
 		transports: map[transport.ID]transport.Transport{},
 		rx:         make(chan rxItem, o.QueueSize),
-		stopped:    make(chan struct{}), aqm: newCodel(),
+		stopped:    make(chan struct{}), aqm: dataplane.NewCoDel(),
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
-		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: newCodel(), tunState: "disabled",
+		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
 	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
@@ -276,6 +276,34 @@ func (n *Node) State() State { return n.state.Load().(State) }
 
 // Snapshot is the last published view of the node.
 func (n *Node) Snapshot() *Snapshot { return n.snap.Load() }
+
+// liveAge is how old a snapshot LiveSnapshot still serves.
+const liveAge = 50 * time.Millisecond
+
+// LiveSnapshot is Snapshot brought up to date first when it is older
+// than 50 ms: the dataplane workers count packets the loop never sees, so
+// a published view can lag by a tick. It asks the loop to publish (within
+// a second, else the last view is returned). Never call it from the loop.
+func (n *Node) LiveSnapshot() *Snapshot {
+	s := n.snap.Load()
+	if s != nil && time.Since(s.At) < liveAge {
+		return s
+	}
+	switch n.State() {
+	case StateRunning, StateDegraded:
+	default:
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := n.Do(ctx, func(now time.Time) any {
+		n.publish(now)
+		return nil
+	}); err != nil {
+		return n.snap.Load()
+	}
+	return n.snap.Load()
+}
 
 // Identity is the node's identity.
 func (n *Node) Identity() *identity.Identity { return n.id }
@@ -411,7 +439,7 @@ func (n *Node) receive(now time.Time, it rxItem) {
 	}
 	p := it.p
 	if p.Arrived != 0 && len(p.Data) > 0 && p.Data[0]&0x0f == wire.FMPPhaseEstablished &&
-		n.aqm.drop(now, now.Sub(time.Unix(0, p.Arrived))) {
+		n.aqm.Drop(now, now.Sub(time.Unix(0, p.Arrived))) {
 		p.Buf.Release()
 		return
 	}
@@ -423,7 +451,7 @@ func (n *Node) receive(now time.Time, it rxItem) {
 // management drops it: the sender's own standing queue (the loop behind
 // the device) is bounded like a relay's, so the local TCP backs off.
 func (n *Node) sendIPv6(now time.Time, p tunPacket) {
-	if !n.tunAQM.drop(now, now.Sub(time.Unix(0, p.read))) {
+	if !n.tunAQM.Drop(now, now.Sub(time.Unix(0, p.read))) {
 		n.core.SendIPv6(now, *p.b)
 	}
 	n.tunBufs.Put(p.b) // SendIPv6 does not retain the packet

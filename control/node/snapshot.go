@@ -117,7 +117,7 @@ func (n *Node) publish(now time.Time) {
 	n.core.dirty = false
 	c := n.core
 	s := &Snapshot{At: now, State: n.State(), Started: n.started, PeerStats: n.peers.Stats(),
-		RxDrops: n.rxDrops.Load(), AQMDrops: n.aqm.drops, LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
+		RxDrops: n.rxDrops.Load(), AQMDrops: n.aqm.Drops.Load() + n.engineAQMDrops(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
@@ -133,7 +133,7 @@ func (n *Node) publish(now time.Time) {
 		s.TunName = n.tunName
 	}
 	s.IPv6.ReadQueueDrops, s.IPv6.WriteErrors = n.tunDrops.Load(), n.tunWriteErrors
-	s.IPv6.ReadQueueAQMDrops = n.tunAQM.drops
+	s.IPv6.ReadQueueAQMDrops = n.tunAQM.Drops.Load()
 	for _, a := range sortedAddrs(c.smmp) {
 		v := SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()}
 		if pk, ok := c.sess.RemoteKey(a); ok {

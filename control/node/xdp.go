@@ -312,7 +312,7 @@ type XDPMaps struct {
 // BPF reads the XDP program's counters and maps now; it is safe from any
 // goroutine (the maps are the kernel's).
 func (n *Node) BPF() (BPFView, error) {
-	v := BPFView{DataplaneView: n.Snapshot().Dataplane, Counters: []XDPCounter{}}
+	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}}
 	p := n.xdp.Load()
 	if p == nil {
 		return v, nil

@@ -250,16 +250,30 @@ func (l *FastLink) Open(now time.Time, from transport.Addr, f wire.FMPFrame, siz
 		countOpenError(l.peer, err, true)
 		return wire.FMPInner{}, Dropped
 	}
-	l.peer.received(now, size)
-	in, err := wire.ParseFMPInner(pt)
+	in, err := accept(now, l.peer, l.mmp, l.draining, f, size, pt)
 	if err != nil {
 		l.m.fast.malformed.Add(1)
 		return wire.FMPInner{}, Dropped
 	}
-	if !l.draining {
-		l.mmp.RecordRecv(now, f.Counter, in.Timestamp, size, f.Flags&wire.FMPFlagCE != 0)
-	}
 	return in, Opened
+}
+
+// accept is the one implementation of what follows a frame's successful
+// decryption, for the loop and the workers: the peer's counters, the
+// inner header, the MMP receiver (not for a draining session's frames:
+// they belong to the old counters and timestamps — fed to MMP, a counter
+// would set the new session's receiver state and a report in it the new
+// baseline, so that every later report would count as regressed).
+func accept(now time.Time, p *Peer, mm *mmp.Link, draining bool, f wire.FMPFrame, size int, pt []byte) (wire.FMPInner, error) {
+	p.received(now, size)
+	in, err := wire.ParseFMPInner(pt)
+	if err != nil {
+		return wire.FMPInner{}, err
+	}
+	if !draining {
+		mm.RecordRecv(now, f.Counter, in.Timestamp, size, f.Flags&wire.FMPFlagCE != 0)
+	}
+	return in, nil
 }
 
 // Draining reports whether the frame's session is the one cut over from

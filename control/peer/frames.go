@@ -47,7 +47,6 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 			return
 		}
 	}
-	p.received(now, len(pkt))
 	if from != p.Addr {
 		// Roaming: authenticated frames move the peer to their source.
 		if m.byAddr[addrKey{t, p.Addr}] == p {
@@ -60,19 +59,11 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		p.stats.Roams++
 		m.pubDirty = true
 	}
-	in, err := wire.ParseFMPInner(pt)
+	draining := e.cand == nil && s == p.prev
+	in, err := accept(now, p, p.mmp, draining, f, len(pkt), pt)
 	if err != nil {
 		m.stats.DropMalformed++
 		return
-	}
-	// A frame on the session we have cut over from belongs to the old
-	// counters and timestamps: fed to MMP, its counter would set the new
-	// session's receiver state, and a report in it (built from the old
-	// session) the new report baseline, so that every later report would
-	// count as regressed and the link's metrics would freeze.
-	draining := e.cand == nil && s == p.prev
-	if !draining {
-		p.mmp.RecordRecv(now, f.Counter, in.Timestamp, len(pkt), f.Flags&wire.FMPFlagCE != 0)
 	}
 	m.dispatch(now, p, f.Flags, draining, in)
 }

@@ -78,7 +78,7 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 	ceOut := ceIn || congested
 	// Forward in place: only the TTL and the path MTU change.
 	buf := msg
-	if err := wire.SetSessionDatagramHops(buf, dg.TTL-1, foldMTU(dg.PathMTU, r.links.LinkMTU(next))); err != nil {
+	if err := ForwardInPlace(buf, r.links.LinkMTU(next)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSend, err)
 	}
 	if congested {
@@ -102,6 +102,19 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 		r.stats.Congestion.CEForwarded++
 	}
 	return nil, nil
+}
+
+// ForwardInPlace rewrites a SessionDatagram message (type byte first)
+// for its next hop: the TTL decremented, the path MTU lowered to the
+// next hop's link MTU when that is known (0: unknown). The caller has
+// checked the TTL is above 1. The one implementation for the loop's
+// router and the dataplane workers.
+func ForwardInPlace(msg []byte, linkMTU int) error {
+	if len(msg) < wire.SessionDatagramHeaderSize || wire.MsgType(msg[0]) != wire.MsgSessionDatagram || msg[1] <= 1 {
+		return ErrTTLExhausted
+	}
+	pathMTU := uint16(msg[2]) | uint16(msg[3])<<8
+	return wire.SetSessionDatagramHops(msg, msg[1]-1, foldMTU(pathMTU, linkMTU))
 }
 
 // foldMTU lowers a path MTU to a link MTU when that is known.

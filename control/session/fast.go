@@ -257,31 +257,41 @@ const DataPayloadOffset = wire.FSPHeaderSize + wire.FSPInnerHeaderSize + wire.FS
 // hold n+DataOverhead bytes. It returns the encrypted FSP message (b's
 // first n+DataOverhead bytes) and accounts the send.
 func (s *FastSession) SealData(now time.Time, b []byte, n int, srcPort, dstPort uint16) ([]byte, error) {
+	out, err := sealData(now, s.cur, s.k, s.start, b, n, srcPort, dstPort)
+	if err == nil {
+		s.hot.sent(now, n)
+	}
+	return out, err
+}
+
+// sealData is the one implementation of sealing a DataPacket without
+// coordinates, for the loop (Table.sendData) and the workers: the
+// payload is at b[DataPayloadOffset:DataPayloadOffset+n].
+func sealData(now time.Time, cur *noise.Session, k bool, start time.Time, b []byte, n int, srcPort, dstPort uint16) ([]byte, error) {
 	innerLen := wire.FSPInnerHeaderSize + wire.FSPPortHeaderSize + n
 	total := wire.FSPHeaderSize + innerLen + wire.FSPTagSize
 	if len(b) < total || innerLen > noise.MaxPlaintextSize {
 		return nil, noise.ErrMessageTooLarge
 	}
-	counter, err := s.cur.NextSendCounter()
+	counter, err := cur.NextSendCounter()
 	if err != nil {
 		return nil, err
 	}
 	var flags wire.FSPFlags
-	if s.k {
+	if k {
 		flags = wire.FSPFlagK
 	}
 	if _, err := (wire.FSPHeader{Flags: flags, PayloadLen: uint16(innerLen), Counter: counter}).MarshalTo(b); err != nil {
 		return nil, err
 	}
 	in := b[wire.FSPHeaderSize : wire.FSPHeaderSize+innerLen]
-	binary.LittleEndian.PutUint32(in, msSince(now, s.start))
+	binary.LittleEndian.PutUint32(in, msSince(now, start))
 	in[4] = byte(wire.SessionMsgDataPacket)
 	in[5] = 0
 	binary.LittleEndian.PutUint16(in[6:], srcPort)
 	binary.LittleEndian.PutUint16(in[8:], dstPort)
-	if _, err := s.cur.Seal(in[:0], counter, b[:wire.FSPHeaderSize], in); err != nil {
+	if _, err := cur.Seal(in[:0], counter, b[:wire.FSPHeaderSize], in); err != nil {
 		return nil, err
 	}
-	s.hot.sent(now, n)
 	return b[:total], nil
 }

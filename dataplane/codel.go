@@ -1,20 +1,21 @@
-package node
+package dataplane
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
-// codel is CoDel (RFC 8289) on the node's receive path: a packet's
-// sojourn is the time from its kernel arrival (SO_TIMESTAMPNS, so the
-// socket buffer counts) to the loop taking it. When the sojourn has stayed
+// CoDel is CoDel (RFC 8289) on a receive path: a packet's sojourn is
+// the time from its kernel arrival (SO_TIMESTAMPNS, so the socket buffer
+// counts) to a worker or the loop taking it. When the sojourn has stayed
 // above target for a whole interval, established frames are dropped, at
 // intervals shrinking with the square root of the drops so far, until it
 // falls below target again. A relay that cannot keep up then holds a
 // short queue — TCP inside the mesh backs off on the drops — instead of
 // filling the socket buffer: latency under load stays near the target.
-// Loop-owned.
-type codel struct {
+// One goroutine's (each worker has its own; the loop has its own).
+type CoDel struct {
 	target, interval time.Duration
 
 	firstAbove time.Time // when the sojourn will have been above target for an interval
@@ -23,7 +24,8 @@ type codel struct {
 	count      uint32 // drops in this dropping state
 	lastCount  uint32
 
-	drops uint64
+	// Drops counts what Drop refused (read by others: atomic).
+	Drops atomic.Uint64
 }
 
 // CoDel's defaults (RFC 8289 §4.2).
@@ -32,11 +34,12 @@ const (
 	codelInterval = 100 * time.Millisecond
 )
 
-func newCodel() *codel { return &codel{target: codelTarget, interval: codelInterval} }
+// NewCoDel has RFC 8289's target and interval.
+func NewCoDel() *CoDel { return &CoDel{target: codelTarget, interval: codelInterval} }
 
-// drop reports whether the packet dequeued at now after waiting sojourn
+// Drop reports whether the packet dequeued at now after waiting sojourn
 // should be dropped, and counts it.
-func (c *codel) drop(now time.Time, sojourn time.Duration) bool {
+func (c *CoDel) Drop(now time.Time, sojourn time.Duration) bool {
 	ok := c.okToDrop(now, sojourn)
 	switch {
 	case c.dropping && !ok:
@@ -44,7 +47,7 @@ func (c *codel) drop(now time.Time, sojourn time.Duration) bool {
 	case c.dropping && !now.Before(c.dropNext):
 		c.count++
 		c.dropNext = c.controlLaw(c.dropNext)
-		c.drops++
+		c.Drops.Add(1)
 		return true
 	case !c.dropping && ok:
 		c.dropping = true
@@ -58,13 +61,13 @@ func (c *codel) drop(now time.Time, sojourn time.Duration) bool {
 		}
 		c.lastCount = c.count
 		c.dropNext = c.controlLaw(now)
-		c.drops++
+		c.Drops.Add(1)
 		return true
 	}
 	return false
 }
 
-func (c *codel) okToDrop(now time.Time, sojourn time.Duration) bool {
+func (c *CoDel) okToDrop(now time.Time, sojourn time.Duration) bool {
 	if sojourn < c.target {
 		c.firstAbove = time.Time{}
 		return false
@@ -76,6 +79,6 @@ func (c *codel) okToDrop(now time.Time, sojourn time.Duration) bool {
 	return !now.Before(c.firstAbove)
 }
 
-func (c *codel) controlLaw(t time.Time) time.Time {
+func (c *CoDel) controlLaw(t time.Time) time.Time {
 	return t.Add(time.Duration(float64(c.interval) / math.Sqrt(float64(c.count))))
 }

@@ -1,4 +1,4 @@
-package node
+package dataplane
 
 import (
 	"math"
@@ -11,16 +11,16 @@ import (
 // at 100 ms, then at intervals shrinking as 1/√count, and stops as soon
 // as the sojourn is back under target.
 func TestCodelDropsOnlyAStandingQueue(t *testing.T) {
-	c := newCodel()
+	c := NewCoDel()
 	t0 := time.Unix(1000, 0)
 	step := time.Millisecond
 	// A 90 ms burst at 20 ms sojourn: never an interval above target.
 	for i := range 90 {
-		if c.drop(t0.Add(time.Duration(i)*step), 20*time.Millisecond) {
+		if c.Drop(t0.Add(time.Duration(i)*step), 20*time.Millisecond) {
 			t.Fatalf("burst: dropped at %d ms", i)
 		}
 	}
-	if c.drop(t0.Add(90*step), time.Millisecond) || c.drops != 0 {
+	if c.Drop(t0.Add(90*step), time.Millisecond) || c.Drops.Load() != 0 {
 		t.Fatal("dropped below target")
 	}
 	// A standing queue from t1 on.
@@ -28,7 +28,7 @@ func TestCodelDropsOnlyAStandingQueue(t *testing.T) {
 	var at []time.Duration
 	for i := range 1000 { // one packet per ms for a second
 		now := t1.Add(time.Duration(i) * step)
-		if c.drop(now, 20*time.Millisecond) {
+		if c.Drop(now, 20*time.Millisecond) {
 			at = append(at, now.Sub(t1))
 		}
 	}
@@ -44,15 +44,15 @@ func TestCodelDropsOnlyAStandingQueue(t *testing.T) {
 			t.Errorf("gap before drop %d: %v, want %v", k+1, got, want)
 		}
 	}
-	n := c.drops
+	n := c.Drops.Load()
 	// Below target again: no more drops, and out of the dropping state.
 	t2 := t1.Add(time.Second)
 	for i := range 300 {
-		if c.drop(t2.Add(time.Duration(i)*step), 2*time.Millisecond) {
+		if c.Drop(t2.Add(time.Duration(i)*step), 2*time.Millisecond) {
 			t.Fatalf("dropped below target after the standing queue")
 		}
 	}
-	if c.dropping || c.drops != n {
-		t.Errorf("still dropping (%v) or counted %d drops after %d", c.dropping, c.drops, n)
+	if c.dropping || c.Drops.Load() != n {
+		t.Errorf("still dropping (%v) or counted %d drops after %d", c.dropping, c.Drops.Load(), n)
 	}
 }
