@@ -1,4 +1,6 @@
 // Package fallback holds the portable packet I/O the engine uses where the
-// Linux fast paths are unavailable: plain UDP and TCP sockets, TUN on each
-// OS, and BLE. Everything here must build on Linux, macOS and Windows.
+// Linux fast paths are unavailable: plain UDP and TCP sockets
+// (fallback/udp, fallback/tcp), TUN on each OS (fallback/tun: macOS utun,
+// Windows wintun; read and written with dataplane/tun's Reader and
+// Batch), and BLE. Everything here must build on Linux, macOS and Windows.
 package fallback

@@ -14,6 +14,7 @@ import (
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane"
+	"github.com/fips-go/fips/dataplane/tun"
 )
 
 // The IPv6 adapter on the dataplane workers: datagrams for us on port
@@ -51,8 +52,8 @@ type fastIPv6 struct {
 
 // localWorker is one worker's adapter state.
 type localWorker struct {
-	tun   *tunBatch // nil without a device
-	plain []byte    // decrypted FSP
+	tun   *tun.Batch // nil without a device
+	plain []byte     // decrypted FSP
 }
 
 // publishLocal republishes the adapter table when the sessions changed,
@@ -86,7 +87,7 @@ func (n *Node) localState(w *dataplane.Worker) *localWorker {
 	}
 	lw := &localWorker{plain: make([]byte, 65535)}
 	if n.tun != nil {
-		lw.tun = newTUNBatch(n.tun, tunWriteBatch/2)
+		lw.tun = tun.NewBatch(n.tun.Dev, tunWriteBatch/2)
 	}
 	w.Local = lw
 	return lw
@@ -127,7 +128,7 @@ func (n *Node) fastDeliver(w *dataplane.Worker, now time.Time, ce bool, msg []by
 	le.mmp.RecordRecv(now, op.Counter, in.Timestamp, op.Size, ce)
 	le.fs.Received(now, len(in.Body))
 	shim := in.Body[wire.FSPPortHeaderSize:]
-	buf := lw.tun.reserve()
+	buf := lw.tun.Reserve()
 	k, err := wire.DecompressIPv6(buf, shim, src.IPv6().As16(), n.id.IPv6().As16())
 	if err != nil {
 		n.v6fast.dropped.Add(1)
@@ -143,7 +144,7 @@ func (n *Node) fastDeliver(w *dataplane.Worker, now time.Time, ce bool, msg []by
 	if ipv6.ClampMSS(pkt, ipv6.MaxMSS(lt.transportMTU)) {
 		n.v6fast.mssClamped.Add(1)
 	}
-	if !lw.tun.commit(k) {
+	if !lw.tun.Commit(k) {
 		n.v6fast.writeErrors.Add(1)
 	}
 	n.v6fast.received.Add(1)
@@ -153,7 +154,7 @@ func (n *Node) fastDeliver(w *dataplane.Worker, now time.Time, ce bool, msg []by
 // fastFlush is dataplane.Config.LocalFlush.
 func (n *Node) fastFlush(w *dataplane.Worker) {
 	if lw, ok := w.Local.(*localWorker); ok && lw.tun != nil {
-		if err := lw.tun.flush(); err != nil {
+		if err := lw.tun.Flush(); err != nil {
 			n.v6fast.writeErrors.Add(1)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 // The IPv6 adapter's packet path: IPv6 packets from the TUN device go to
 // their fd00::/8 destination over an end-to-end session (port 256, the
 // shim format); datagrams arriving on port 256 become IPv6 packets again.
-// The device itself belongs to the Node (tun_linux.go); this is the part
-// the in-process harness can drive.
+// The device itself belongs to the Node (tun.go, over dataplane/tun and
+// fallback/tun); this is the part the in-process harness can drive.
 
 // IPv6Writer receives packets for the TUN device (inbound datagrams,
 // ICMPv6 errors, hairpinned packets); pkt is valid only during the call.

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.zx2c4.com/wireguard/tun"
-
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
@@ -25,6 +23,7 @@ import (
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane"
+	"github.com/fips-go/fips/dataplane/tun"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -147,7 +146,7 @@ type Node struct {
 	dropping    map[transport.ID]bool
 	dropEvents  uint64
 
-	tun            tun.Device
+	tun            *tun.Device
 	tunName        string
 	tunState       string // disabled|configured|active|failed
 	tunIn          chan tunPacket
@@ -156,7 +155,6 @@ type Node struct {
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
 	tunFlush       func()       // writes the packets batched for the TUN; nil without one
-	tunCleanup     func()       // undoes what openTUN set up beyond the device (Linux: the policy rule)
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver, static-peer resolutions); Run waits for them before it
@@ -514,10 +512,7 @@ func (n *Node) shutdown() {
 	}
 	n.stopDataplane()
 	if n.tun != nil {
-		if n.tunCleanup != nil {
-			n.tunCleanup()
-		}
-		n.tun.Close()
+		n.tun.Close() // the policy rule (Linux) or route (Windows) first
 	}
 	n.state.Store(StateStopped)
 	n.publish(time.Now())
@@ -681,7 +676,7 @@ func (n *Node) startTUN() {
 	if mtu <= 0 {
 		mtu = 1280
 	}
-	dev, real, err := n.openTUN(name, mtu)
+	dev, err := openTUN(tun.Config{Name: name, MTU: mtu, Addr: n.id.IPv6(), Log: logging.WithTarget(n.log, "fips::upper::tun")})
 	if err == nil {
 		err = n.runTUN(dev)
 		if err != nil {
@@ -694,8 +689,9 @@ func (n *Node) startTUN() {
 		logging.WithTarget(n.log, "fips::upper::tun").Error("IPv6 adapter unavailable", "tun", name, "error", err)
 		return
 	}
-	n.tun, n.tunName, n.tunState = dev, real, "active"
-	logging.WithTarget(n.log, "fips::upper::tun").Info("IPv6 adapter up", "tun", real, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	n.tunIndex.Store(int64(dev.Index))
+	n.tun, n.tunName, n.tunState = dev, dev.Name, "active"
+	logging.WithTarget(n.log, "fips::upper::tun").Info("IPv6 adapter up", "tun", dev.Name, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
 }
 
 // TUNIndex is the IPv6 adapter's interface index once the device is up,

@@ -1,14 +1,12 @@
-//go:build !linux && !darwin && !windows
+//go:build !linux
 
 package node
 
 import (
-	"errors"
-
-	"golang.zx2c4.com/wireguard/tun"
+	"github.com/fips-go/fips/dataplane/tun"
+	fbtun "github.com/fips-go/fips/fallback/tun"
 )
 
-// openTUN is not wired up on this OS.
-func (n *Node) openTUN(name string, mtu int) (tun.Device, string, error) {
-	return nil, "", errors.New("the TUN adapter is not supported on this OS yet")
-}
+// openTUN opens the portable adapter (fallback/tun: utun on macOS,
+// wintun on Windows).
+func openTUN(cfg tun.Config) (*tun.Device, error) { return fbtun.Open(cfg) }

@@ -153,11 +153,3 @@ func (q *SendQueue) Flush() (sent int, err error) {
 	q.n, q.count, q.closed, q.Datagrams = 0, 0, false, 0
 	return sent, err
 }
-
-// segments is how many datagrams m carries.
-func (m *Message) segments() int {
-	if m.Segment <= 0 || m.Segment >= len(m.Buf) {
-		return 1
-	}
-	return (len(m.Buf) + m.Segment - 1) / m.Segment
-}

@@ -348,3 +348,11 @@ func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool, stamp int64)
 func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
+
+// segments is how many datagrams m carries.
+func (m *Message) segments() int {
+	if m.Segment <= 0 || m.Segment >= len(m.Buf) {
+		return 1
+	}
+	return (len(m.Buf) + m.Segment - 1) / m.Segment
+}

@@ -1,10 +1,10 @@
-package node
+package tun
 
 import "strconv"
 
 // The commands that configure the adapter where there is no netlink, as
 // upstream runs them (src/upper/tun.rs). Built on every OS so they are
-// tested where CI runs; used by tun_darwin.go and tun_windows.go.
+// tested where CI runs; used by open_darwin.go and open_windows.go.
 
 // darwinTUNCommands gives utun device name the address as a /128, sets
 // its MTU, brings it up and routes fd00::/8 through it.

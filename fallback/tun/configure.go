@@ -1,6 +1,6 @@
 //go:build darwin || windows
 
-package node
+package tun
 
 import (
 	"fmt"
@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"strings"
 
-	"golang.zx2c4.com/wireguard/tun"
+	wgtun "golang.zx2c4.com/wireguard/tun"
+
+	dptun "github.com/fips-go/fips/dataplane/tun"
 )
 
 // configCmd runs one interface configuration command (ifconfig/route on
@@ -22,18 +24,19 @@ func configCmd(args ...string) error {
 	return nil
 }
 
-// configureTUN runs the commands that give device real (dev) its address,
-// MTU and route, closing the device if one fails, then records its
-// interface index.
-func (n *Node) configureTUN(dev tun.Device, real string, cmds [][]string) (tun.Device, string, error) {
+// configure runs the commands that give device real (dev) its address,
+// MTU and route, closing the device if one fails, and records its
+// interface index; cleanup (may be nil) runs on the device's Close.
+func configure(dev wgtun.Device, real string, cmds [][]string, cleanup func()) (*dptun.Device, error) {
 	for _, c := range cmds {
 		if err := configCmd(c...); err != nil {
 			dev.Close()
-			return nil, "", fmt.Errorf("TUN %s: %w", real, err)
+			return nil, fmt.Errorf("TUN %s: %w", real, err)
 		}
 	}
+	index := 0
 	if ifc, err := net.InterfaceByName(real); err == nil {
-		n.tunIndex.Store(int64(ifc.Index))
+		index = ifc.Index
 	}
-	return dev, real, nil
+	return dptun.NewDevice(dev, real, index, cleanup), nil
 }
