@@ -82,7 +82,9 @@ func sessionStartOf(t *testing.T, n, peer *Node) int64 {
 // msg1 counts as a rekey only once its session is 30 s old), a paced
 // sequenced UDP stream A→C over the mesh IPv6 through B's engine for
 // 75 s sees both links and the session rekey, and C's receiver gets
-// every sequence number exactly once.
+// every sequence number exactly once — but for those the nodes' CoDel
+// counted as dropped, which a machine loaded enough to keep a loop from
+// running for 100 ms causes by design.
 func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 	m, a, b, c, _ := ipv6Chain(t, Options{NodeConfig: "  rekey: { after_secs: 16 }\n"})
 	addr := resolve(t, m, a, c)
@@ -101,7 +103,7 @@ func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 	if !waitUDP(m, "c", 7001, 10*time.Second) {
 		t.Fatal("sink not bound")
 	}
-	k0 := hostDrops(t, m)
+	k0, q0 := hostDrops(t, m), queueDrops(t, a, b, c)
 	la0, lb0, lc0 := linkRekeysOf(t, a), linkRekeysOf(t, b), linkRekeysOf(t, c)
 	e0 := engineOf(t, b)
 
@@ -151,7 +153,7 @@ func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
 		t.Fatalf("sink output %q: %v", res.out, err)
 	}
-	k1 := hostDrops(t, m)
+	k1, q1 := hostDrops(t, m), queueDrops(t, a, b, c)
 	for k, v := range k1 {
 		if v != k0[k] {
 			t.Logf("%s moved by %d during the stream", k, v-k0[k])
@@ -165,9 +167,16 @@ func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 	if len(got.Gaps) > 0 {
 		t.Logf("delivery gaps over 100 ms (stream started %s): %v", t0.UTC().Format("15:04:05.000"), got.Gaps)
 	}
-	if got.Received != secs*rate || got.Distinct != secs*rate || len(got.Missing) > 0 || len(got.Duplicates) > 0 {
-		t.Errorf("C received %d datagrams (%d distinct) of %d; missing %v, duplicated %v",
-			got.Received, got.Distinct, secs*rate, got.Missing, got.Duplicates)
+	// CoDel on a loop that the loaded machine keeps from running for
+	// over 100 ms drops by design; such drops are counted, and are not
+	// the rekeys' losses.
+	aqm := q1 - q0
+	if aqm > 0 {
+		t.Logf("the nodes' queue management dropped %d frames during the stream (A's TUN reads, B's and C's receive queues)", aqm)
+	}
+	if lost := secs*rate - got.Distinct; lost > int(aqm) || got.Received != got.Distinct || len(got.Duplicates) > 0 {
+		t.Errorf("C received %d datagrams (%d distinct) of %d, %d lost beyond the %d queue-management drops; missing %v, duplicated %v",
+			got.Received, got.Distinct, secs*rate, lost-int(aqm), aqm, got.Missing, got.Duplicates)
 		for _, i := range got.Missing {
 			t.Logf("datagram %d was sent about %s", i, t0.Add(time.Duration(i)*time.Second/rate).UTC().Format("15:04:05.000"))
 		}
@@ -235,4 +244,29 @@ func hostDrops(t *testing.T, m *Mesh) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// queueDrops are the frames the nodes' CoDel dropped where the stream
+// passes: A's TUN read queue, B's and C's receive queues.
+func queueDrops(t *testing.T, a, b, c *Node) uint64 {
+	t.Helper()
+	var mt struct {
+		IPv6 struct {
+			AQM uint64 `json:"read_queue_aqm_drops"`
+		} `json:"ipv6"`
+	}
+	if err := a.Call("show_metrics", nil, &mt); err != nil {
+		t.Fatal(err)
+	}
+	sum := mt.IPv6.AQM
+	for _, n := range []*Node{b, c} {
+		var st struct {
+			AQM uint64 `json:"receive_queue_aqm_drops"`
+		}
+		if err := n.Call("show_status", nil, &st); err != nil {
+			t.Fatal(err)
+		}
+		sum += st.AQM
+	}
+	return sum
 }
