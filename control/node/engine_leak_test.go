@@ -31,7 +31,7 @@ func TestEngineStartStopLeaksNoGoroutine(t *testing.T) {
 			if !waitFor(10*time.Second, func() bool { return cn.streamCount() == 200 }) {
 				t.Fatalf("C delivered %d of 200 packets", cn.streamCount())
 			}
-			ev := b.n.engineView()
+			ev := b.engine()
 			t.Logf("b's engine: %+v", ev)
 			if c.noEngine {
 				if ev.Enabled || ev.Workers != 0 || b.n.eng != nil {

@@ -40,7 +40,7 @@ func linkRekeys(n *loopNode) map[string]uint64 {
 func TestEngineRekeysLoseNoPacket(t *testing.T) {
 	const want = 20
 	a, b, c := loopChain(t, rekeyOptions())
-	e0 := b.n.engineView()
+	e0 := b.engine()
 	// The counts since the stream starts: each end of a link counts its
 	// cutovers; a session's ends count theirs.
 	type counts struct{ ab, ba, bc, cb, sa, sc uint64 }
@@ -107,7 +107,7 @@ func TestEngineRekeysLoseNoPacket(t *testing.T) {
 		}
 	}
 	c.mu.Unlock()
-	e1 := b.n.engineView()
+	e1 := b.engine()
 	end := get()
 	t.Logf("%d packets A→C in %v; rekeys during the stream: link A–B %d/%d, link B–C %d/%d, session A↔C %d/%d (each end); "+
 		"b's worker forwarded %d, upcalled %d, dropped %d, %d route misses",

@@ -209,3 +209,13 @@ func (ln *loopNode) streamCount() int {
 	defer ln.mu.Unlock()
 	return len(ln.seen)
 }
+
+// engine is the node's show_status dataplane.engine, read on its loop.
+func (ln *loopNode) engine() EngineView {
+	ln.t.Helper()
+	v, err := ln.do(func(time.Time) any { return ln.n.engineView() })
+	if err != nil {
+		ln.t.Fatal(err)
+	}
+	return v.(EngineView)
+}
