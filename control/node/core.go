@@ -615,6 +615,13 @@ func (u coreSessionUpper) Frame(now time.Time, src identity.NodeAddr, f session.
 	u.c.sessionFrame(now, src, f)
 }
 
+// Sent feeds session MMP's sender side.
+func (u coreSessionUpper) Sent(now time.Time, dest identity.NodeAddr, counter uint64, ts uint32, size int) {
+	if sm := u.c.smmp[dest]; sm != nil {
+		sm.link.RecordSent(now, counter, ts, size)
+	}
+}
+
 func (u coreSessionUpper) Event(now time.Time, ev session.Event) {
 	u.c.dirty = true
 	switch ev.Kind {

@@ -156,6 +156,9 @@ type Upper interface {
 	Deliver(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool)
 	// Frame reports every authenticated encrypted message (MMP input).
 	Frame(now time.Time, src identity.NodeAddr, f Frame)
+	// Sent reports every encrypted message handed to the network (MMP's
+	// sender side): its AEAD counter, inner timestamp and ciphertext size.
+	Sent(now time.Time, dest identity.NodeAddr, counter uint64, ts uint32, size int)
 	// Event reports session state changes.
 	Event(now time.Time, ev Event)
 }

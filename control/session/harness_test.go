@@ -164,7 +164,8 @@ func (n *node) Frame(_ time.Time, _ identity.NodeAddr, f Frame) {
 	f.Body = nil
 	n.frames = append(n.frames, f)
 }
-func (n *node) Event(_ time.Time, ev Event) { n.events = append(n.events, ev) }
+func (n *node) Sent(time.Time, identity.NodeAddr, uint64, uint32, int) {}
+func (n *node) Event(_ time.Time, ev Event)                            { n.events = append(n.events, ev) }
 
 func (n *node) state(peer *node) State {
 	in, ok := n.tbl.Session(peer.addr)

@@ -379,7 +379,11 @@ func (t *Table) seal(now time.Time, e *entry, flags wire.FSPFlags, src, dst []id
 	if _, err := e.cur.Seal(b[hl:hl], counter, b[:wire.FSPHeaderSize], b[hl:hl+innerLen]); err != nil {
 		return err
 	}
-	return t.send(now, e, e.addr, b)
+	if err := t.send(now, e, e.addr, b); err != nil {
+		return err
+	}
+	t.up.Sent(now, e.addr, counter, ts, innerLen+wire.FSPTagSize)
+	return nil
 }
 
 // ---------------------------------------------------------------------------

@@ -61,6 +61,9 @@ type Options struct {
 	TunMTU int
 	// ExtraConfig is YAML appended to every node's fips.yaml.
 	ExtraConfig string
+	// NodeConfig is YAML added to every node's node: section (which
+	// ExtraConfig cannot repeat), each line indented two spaces.
+	NodeConfig string
 	// NoDaemons makes a mesh of namespaces and veths only (for other
 	// software under test): no fips binaries are built, Start refuses.
 	NoDaemons bool
@@ -298,6 +301,7 @@ func (n *Node) config() string {
 	if lv != "" {
 		level = fmt.Sprintf("  log_level: %s\n", lv)
 	}
+	level += n.m.opts.NodeConfig
 	p := "peers: []\n"
 	if peers.Len() > 0 {
 		p = "peers:\n" + peers.String()
