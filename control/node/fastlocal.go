@@ -221,7 +221,8 @@ func (n *Node) fastSend(w *dataplane.Worker, now time.Time, pkt []byte) bool {
 		n.v6fast.dropped.Add(1)
 		return true
 	}
-	if _, err := le.fs.SealData(now, fsp, shimLen, wire.FSPPortIPv6Shim, wire.FSPPortIPv6Shim); err != nil {
+	sealed, counter, ts, err := le.fs.SealData(now, fsp, shimLen, wire.FSPPortIPv6Shim, wire.FSPPortIPv6Shim)
+	if err != nil {
 		clear(slot)
 		n.v6fast.dropped.Add(1)
 		return true
@@ -231,6 +232,7 @@ func (n *Node) fastSend(w *dataplane.Worker, now time.Time, pkt []byte) bool {
 		n.v6fast.dropped.Add(1)
 		return true
 	}
+	le.mmp.RecordSent(now, counter, ts, len(sealed)-wire.FSPHeaderSize)
 	n.v6fast.sent.Add(1)
 	n.v6fast.originated.Add(1)
 	n.v6fast.originatedBytes.Add(uint64(msgLen))

@@ -256,42 +256,47 @@ const DataPayloadOffset = wire.FSPHeaderSize + wire.FSPInnerHeaderSize + wire.FS
 // already written at b[DataPayloadOffset:DataPayloadOffset+n]; b must
 // hold n+DataOverhead bytes. It returns the encrypted FSP message (b's
 // first n+DataOverhead bytes) and accounts the send.
-func (s *FastSession) SealData(now time.Time, b []byte, n int, srcPort, dstPort uint16) ([]byte, error) {
-	out, err := sealData(now, s.cur, s.k, s.start, b, n, srcPort, dstPort)
+//
+// It also returns the counter and timestamp the message carries, for
+// session MMP's sender (RecordSent with the ciphertext size,
+// len(out) - FSPHeaderSize).
+func (s *FastSession) SealData(now time.Time, b []byte, n int, srcPort, dstPort uint16) (out []byte, counter uint64, ts uint32, err error) {
+	out, counter, ts, err = sealData(now, s.cur, s.k, s.start, b, n, srcPort, dstPort)
 	if err == nil {
 		s.hot.sent(now, n)
 	}
-	return out, err
+	return out, counter, ts, err
 }
 
 // sealData is the one implementation of sealing a DataPacket without
 // coordinates, for the loop (Table.sendData) and the workers: the
 // payload is at b[DataPayloadOffset:DataPayloadOffset+n].
-func sealData(now time.Time, cur *noise.Session, k bool, start time.Time, b []byte, n int, srcPort, dstPort uint16) ([]byte, error) {
+func sealData(now time.Time, cur *noise.Session, k bool, start time.Time, b []byte, n int, srcPort, dstPort uint16) ([]byte, uint64, uint32, error) {
 	innerLen := wire.FSPInnerHeaderSize + wire.FSPPortHeaderSize + n
 	total := wire.FSPHeaderSize + innerLen + wire.FSPTagSize
 	if len(b) < total || innerLen > noise.MaxPlaintextSize {
-		return nil, noise.ErrMessageTooLarge
+		return nil, 0, 0, noise.ErrMessageTooLarge
 	}
 	counter, err := cur.NextSendCounter()
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	var flags wire.FSPFlags
 	if k {
 		flags = wire.FSPFlagK
 	}
 	if _, err := (wire.FSPHeader{Flags: flags, PayloadLen: uint16(innerLen), Counter: counter}).MarshalTo(b); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	in := b[wire.FSPHeaderSize : wire.FSPHeaderSize+innerLen]
-	binary.LittleEndian.PutUint32(in, msSince(now, start))
+	ts := msSince(now, start)
+	binary.LittleEndian.PutUint32(in, ts)
 	in[4] = byte(wire.SessionMsgDataPacket)
 	in[5] = 0
 	binary.LittleEndian.PutUint16(in[6:], srcPort)
 	binary.LittleEndian.PutUint16(in[8:], dstPort)
 	if _, err := cur.Seal(in[:0], counter, b[:wire.FSPHeaderSize], in); err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	return b[:total], nil
+	return b[:total], counter, ts, nil
 }

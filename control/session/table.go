@@ -304,13 +304,14 @@ func (t *Table) sendData(now time.Time, e *entry, srcPort, dstPort uint16, paylo
 		}
 		b := t.buf[:total]
 		copy(b[DataPayloadOffset:], payload)
-		fsp, err := sealData(now, e.cur, e.k, e.sessionStart, b, len(payload), srcPort, dstPort)
+		fsp, counter, ts, err := sealData(now, e.cur, e.k, e.sessionStart, b, len(payload), srcPort, dstPort)
 		if err != nil {
 			return err
 		}
 		if err := t.send(now, e, e.addr, fsp); err != nil {
 			return err
 		}
+		t.up.Sent(now, e.addr, counter, ts, len(fsp)-wire.FSPHeaderSize)
 		e.hot.sent(now, len(payload))
 		return nil
 	}
