@@ -96,38 +96,59 @@ bench:
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
-## deb: the Debian package, out/deb/fips_<version>_<arch>.deb, built
-## reproducibly from the current commit (docs/packaging.md). Sources are
-## in cmd/fips/packaging/. nfpm runs as a pinned Go module.
-## DEB_BINS lists the commands packaged into /usr/bin: add fipstop and
-## fips-gateway here when they exist.
-DEB_BINS      ?= fips fipsctl
-DEB_GO        ?= go1.26.8
+## Packages: every command under cmd/ (PKG_BINS: fips, fipsctl, and
+## fipstop and fips-gateway once they exist there), built reproducibly from
+## the current commit (docs/packaging.md) with the pinned toolchain PKG_GO.
+## Sources are in cmd/fips/packaging/; nfpm runs as a pinned Go module and
+## testing/packaging/mkpkg makes the man pages and the ZIP.
+##   deb:     out/deb/fips_<version>_<arch>.deb
+##   tarball: out/tarball/fips-<version>-linux-<arch>.tar.gz, with install.sh
+##   zip:     out/zip/fips-<version>-windows-<arch>.zip
+##   man:     out/man/<command>.1
+PKG_BINS       = $(notdir $(shell $(GO) list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./cmd/...))
+PKG_GO        ?= go1.26.8
+DEB_GO        ?= $(PKG_GO)
+PKG_EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DEB_EPOCH     := $(PKG_EPOCH)
+PKG_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo .dirty)
+PKG_VERSION   ?= 0.1.0~git$(shell TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd 2>/dev/null).$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(PKG_DIRTY)
+MKPKG         ?= GOTOOLCHAIN=$(PKG_GO) $(GO) run ./testing/packaging/mkpkg
+MAN_OUT       ?= out/man
+
+# $(call pkg-build,GOOS,GOARCH,DIR,COMMANDS,VERSION,SUFFIX)
+define pkg-build
+	@test "$$(GOTOOLCHAIN=$(PKG_GO) $(GO) env GOVERSION)" = "$(PKG_GO)" || \
+	  { echo "make $@: needs toolchain $(PKG_GO)"; exit 1; }
+	for b in $(4); do \
+	  GOTOOLCHAIN=$(PKG_GO) CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) GOFLAGS= \
+	    $(GO) build -trimpath -buildvcs=false \
+	    -ldflags '-s -w -buildid= -X main.Version=$(5)' -o $(3)/$$b$(6) ./cmd/$$b || exit 1; \
+	done
+endef
+
+.PHONY: man
+man:
+	rm -rf $(MAN_OUT)
+	$(MKPKG) man -o $(MAN_OUT) -version $(PKG_VERSION) -epoch $(PKG_EPOCH) $(PKG_BINS)
+
+DEB_BINS      ?= $(PKG_BINS)
 DEB_ARCH      ?= $(shell $(GO) env GOARCH)
 DEB_OUT       ?= out/deb
 NFPM          ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
-DEB_EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-DEB_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo .dirty)
-DEB_VERSION   ?= 0.1.0~git$(shell TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd 2>/dev/null).$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(DEB_DIRTY)-1
+DEB_VERSION   ?= $(PKG_VERSION)-1
 DEB_STAGE     := $(DEB_OUT)/stage
 DEB_FILE      := $(DEB_OUT)/fips_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 .PHONY: deb
 deb:
-	@test "$$(GOTOOLCHAIN=$(DEB_GO) $(GO) env GOVERSION)" = "$(DEB_GO)" || \
-	  { echo "make deb: needs toolchain $(DEB_GO)"; exit 1; }
 	rm -rf $(DEB_STAGE) && mkdir -p $(DEB_STAGE)/bin
-	for b in $(DEB_BINS); do \
-	  GOTOOLCHAIN=$(DEB_GO) CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) GOFLAGS= \
-	    $(GO) build -trimpath -buildvcs=false \
-	    -ldflags '-s -w -buildid= -X main.Version=$(DEB_VERSION)' -o $(DEB_STAGE)/bin/$$b ./cmd/$$b || exit 1; \
-	done
+	$(call pkg-build,linux,$(DEB_ARCH),$(DEB_STAGE)/bin,$(DEB_BINS),$(DEB_VERSION),)
 	{ echo "fips ($(DEB_VERSION)) unstable; urgency=medium"; echo; \
 	  echo "  * Built from fips-go commit $$(git rev-parse HEAD 2>/dev/null)."; echo; \
 	  echo " -- fips-go developers <fips-go@users.noreply.github.com>  $$(LC_ALL=C date -u -R -d @$(DEB_EPOCH))"; \
 	} | gzip -9n > $(DEB_STAGE)/changelog.Debian.gz
-	mkdir -p $(DEB_STAGE)/man
-	for m in cmd/fips/packaging/man/*.1; do gzip -9n < $$m > $(DEB_STAGE)/man/$${m##*/}.gz; done
+	$(MKPKG) man -o $(DEB_STAGE)/man -version $(DEB_VERSION) -epoch $(DEB_EPOCH) $(DEB_BINS)
+	for m in $(DEB_STAGE)/man/*.1; do gzip -9n $$m; done
 	rm -f $(DEB_OUT)/fips_*.deb
 	STAGE=$(DEB_STAGE) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(DEB_EPOCH) \
 	  $(NFPM) package -f cmd/fips/packaging/nfpm.yaml -p deb -t $(DEB_FILE)
