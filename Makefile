@@ -153,3 +153,48 @@ deb:
 	STAGE=$(DEB_STAGE) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(DEB_EPOCH) \
 	  $(NFPM) package -f cmd/fips/packaging/nfpm.yaml -p deb -t $(DEB_FILE)
 	@sha256sum $(DEB_FILE)
+
+TAR_BINS      ?= $(PKG_BINS)
+TAR_ARCH      ?= $(shell $(GO) env GOARCH)
+TAR_OUT       ?= out/tarball
+TAR_NAME      := fips-$(PKG_VERSION)-linux-$(TAR_ARCH)
+TAR_STAGE     := $(TAR_OUT)/stage/$(TAR_NAME)
+TAR_FILE      := $(TAR_OUT)/$(TAR_NAME).tar.gz
+PKG_SRC       := cmd/fips/packaging
+
+.PHONY: tarball
+tarball:
+	rm -rf $(TAR_OUT)/stage && mkdir -p $(TAR_STAGE)/bin $(TAR_STAGE)/systemd $(TAR_STAGE)/etc $(TAR_STAGE)/lib
+	$(call pkg-build,linux,$(TAR_ARCH),$(TAR_STAGE)/bin,$(TAR_BINS),$(PKG_VERSION),)
+	$(MKPKG) man -o $(TAR_STAGE)/man -version $(PKG_VERSION) -epoch $(PKG_EPOCH) $(TAR_BINS)
+	cp $(PKG_SRC)/systemd/fips.service $(PKG_SRC)/systemd/fips-dns.service $(PKG_SRC)/systemd/fips-firewall.service \
+	  $(PKG_SRC)/systemd/fips.tmpfiles $(TAR_STAGE)/systemd/
+	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(PKG_SRC)/etc/fips.nft $(TAR_STAGE)/etc/
+	cp $(PKG_SRC)/dns/fips-dns-setup $(PKG_SRC)/dns/fips-dns-teardown $(TAR_STAGE)/lib/
+	cp $(PKG_SRC)/tarball/install.sh $(PKG_SRC)/tarball/uninstall.sh $(PKG_SRC)/tarball/README.install.md $(TAR_STAGE)/
+	cp $(PKG_SRC)/debian/copyright $(TAR_STAGE)/COPYRIGHT
+	find $(TAR_STAGE) -type d -exec chmod 0755 {} + && find $(TAR_STAGE) -type f -exec chmod 0644 {} +
+	chmod 0755 $(TAR_STAGE)/bin/* $(TAR_STAGE)/lib/* $(TAR_STAGE)/install.sh $(TAR_STAGE)/uninstall.sh
+	rm -f $(TAR_OUT)/fips-*.tar.gz
+	LC_ALL=C tar --format=gnu --sort=name --mtime=@$(PKG_EPOCH) --owner=0 --group=0 --numeric-owner \
+	  -C $(TAR_OUT)/stage -cf - $(TAR_NAME) | gzip -9n > $(TAR_FILE)
+	@sha256sum $(TAR_FILE)
+
+## zip: the Windows ZIP, out/zip/fips-<version>-windows-<arch>.zip: the
+## .exe of every command that runs on Windows (not fips-gateway, which
+## drives nftables), fips.yaml, hosts and README.txt.
+ZIP_BINS      ?= $(filter-out fips-gateway,$(PKG_BINS))
+ZIP_ARCH      ?= amd64
+ZIP_OUT       ?= out/zip
+ZIP_STAGE     := $(ZIP_OUT)/stage
+ZIP_FILE      := $(ZIP_OUT)/fips-$(PKG_VERSION)-windows-$(ZIP_ARCH).zip
+
+.PHONY: zip
+zip:
+	rm -rf $(ZIP_STAGE) && mkdir -p $(ZIP_STAGE)
+	$(call pkg-build,windows,$(ZIP_ARCH),$(ZIP_STAGE),$(ZIP_BINS),$(PKG_VERSION),.exe)
+	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(ZIP_STAGE)/
+	sed -e 's/@VERSION@/$(PKG_VERSION)/' -e 's/@ARCH@/$(ZIP_ARCH)/' -e 's/$$/\r/' $(PKG_SRC)/windows/README.txt > $(ZIP_STAGE)/README.txt
+	rm -f $(ZIP_OUT)/fips-*.zip
+	$(MKPKG) zip -o $(ZIP_FILE) -C $(ZIP_STAGE) -epoch $(PKG_EPOCH)
+	@sha256sum $(ZIP_FILE)

@@ -39,6 +39,7 @@ func TestDeb(t *testing.T) {
 		t.Fatalf("package fips is already on this machine (%s): the test would replace and purge it; remove it first", out)
 	}
 	root := repoRoot(t)
+	cmds := commandNames(t, root)
 	out := t.TempDir()
 
 	// Two builds from the same commit, into different directories.
@@ -80,10 +81,14 @@ func TestDeb(t *testing.T) {
 
 	t.Run("contents", func(t *testing.T) {
 		c := run(t, "dpkg-deb", "-c", deb)
-		for _, p := range []string{"./usr/bin/fips", "./usr/bin/fipsctl", "./etc/fips/fips.yaml", "./etc/fips/hosts",
+		want := []string{"./etc/fips/fips.yaml", "./etc/fips/hosts",
 			"./etc/fips/fips.nft", "./lib/systemd/system/fips.service", "./lib/systemd/system/fips-dns.service",
 			"./lib/systemd/system/fips-firewall.service", "./usr/lib/tmpfiles.d/fips.conf",
-			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright"} {
+			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright"}
+		for _, b := range cmds {
+			want = append(want, "./usr/bin/"+b, "./usr/share/man/man1/"+b+".1.gz")
+		}
+		for _, p := range want {
 			if !strings.Contains(c, " "+p+"\n") {
 				t.Errorf("package lacks %s", p)
 			}
@@ -91,9 +96,9 @@ func TestDeb(t *testing.T) {
 		x := t.TempDir()
 		run(t, "dpkg-deb", "-e", deb, x)
 		conf, _ := os.ReadFile(filepath.Join(x, "conffiles"))
-		want := "/etc/fips/fips.nft\n/etc/fips/fips.yaml\n/etc/fips/hosts\n"
-		if got := sortLines(string(conf)); got != want {
-			t.Errorf("conffiles = %q, want %q", got, want)
+		wantConf := "/etc/fips/fips.nft\n/etc/fips/fips.yaml\n/etc/fips/hosts\n"
+		if got := sortLines(string(conf)); got != wantConf {
+			t.Errorf("conffiles = %q, want %q", got, wantConf)
 		}
 	})
 
@@ -141,7 +146,7 @@ func TestDeb(t *testing.T) {
 	})
 
 	t.Run("versions", func(t *testing.T) {
-		for _, b := range []string{"fips", "fipsctl"} {
+		for _, b := range cmds {
 			o := strings.TrimSpace(run(t, "/usr/bin/"+b, "--version"))
 			t.Logf("%s --version: %s", b, o)
 			if o != b+" "+version {
@@ -167,7 +172,7 @@ func TestDeb(t *testing.T) {
 		}
 	})
 
-	t.Run("daemon", func(t *testing.T) { smokeDaemon(t, version) })
+	t.Run("daemon", func(t *testing.T) { smokeDaemon(t, version, "/usr/bin", "/usr/lib/fips") })
 
 	run(t, "dpkg", "-r", "fips")
 	t.Run("removed", func(t *testing.T) {
@@ -183,43 +188,25 @@ func TestDeb(t *testing.T) {
 	run(t, "dpkg", "-P", "fips")
 	installed = false
 
-	after := snapshot(t)
-	var diffs []string
-	for p, v := range before {
-		if w, ok := after[p]; !ok {
-			diffs = append(diffs, "gone:    "+p+" "+v)
-		} else if w != v {
-			diffs = append(diffs, "changed: "+p+" "+v+" -> "+w)
-		}
-	}
-	for p, w := range after {
-		if _, ok := before[p]; !ok {
-			diffs = append(diffs, "left:    "+p+" "+w)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Fatalf("dpkg -i, -r, -P did not leave the machine as it was:\n%s", strings.Join(diffs, "\n"))
-	}
+	sameAsBefore(t, "dpkg -i, -r, -P", before, snapshot(t))
 	if o, _ := runErr("getent", "group", "fips"); o != "" {
 		t.Fatalf("group fips survived purge: %q", o)
 	}
 	if o, _ := runErr("getent", "passwd", "fips"); o != "" {
 		t.Fatalf("a user fips exists after purge: %q", o)
 	}
-	t.Logf("purge left nothing behind (%d paths compared)", len(after))
 }
 
-// smokeDaemon starts the installed fips from the installed configuration in
-// a fresh network namespace, queries it with the installed fipsctl through
+// smokeDaemon starts the installed fips (in bin; the DNS helpers in lib)
+// from the installed configuration in a fresh network namespace, queries it with the installed fipsctl through
 // its default socket, routes .fips through a real dnsmasq configured by the
 // installed fips-dns-setup, then stops it. The installed configuration
 // needs no changes: the control socket defaults to /run/fips/control.sock,
 // which the package made, and the identity is ephemeral.
-func smokeDaemon(t *testing.T, version string) {
+func smokeDaemon(t *testing.T, version, bin, lib string) {
 	ns := newNetns(t)
 	var logBuf bytes.Buffer
-	d := exec.Command("ip", "netns", "exec", ns, "/usr/bin/fips", "--config", "/etc/fips/fips.yaml")
+	d := exec.Command("ip", "netns", "exec", ns, bin+"/fips", "--config", "/etc/fips/fips.yaml")
 	d.Stdout, d.Stderr = &logBuf, &logBuf
 	d.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.Start(); err != nil {
@@ -251,7 +238,7 @@ func smokeDaemon(t *testing.T, version string) {
 
 	var status map[string]any
 	err := eventually(10*time.Second, func() error {
-		o, err := runErr("ip", "netns", "exec", ns, "/usr/bin/fipsctl", "show", "status")
+		o, err := runErr("ip", "netns", "exec", ns, bin+"/fipsctl", "show", "status")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, o)
 		}
@@ -265,7 +252,7 @@ func smokeDaemon(t *testing.T, version string) {
 		status["state"], status["version"], status["control_socket"], status["tun_name"], status["tun_state"],
 		status["transport_count"], status["npub"])
 	for k, want := range map[string]any{"state": "running", "version": version, "control_socket": "/run/fips/control.sock",
-		"tun_name": "fips0", "tun_state": "active", "transport_count": float64(2), "exe_path": "/usr/bin/fips"} {
+		"tun_name": "fips0", "tun_state": "active", "transport_count": float64(2), "exe_path": bin + "/fips"} {
 		if status[k] != want {
 			t.Errorf("show status %s = %v, want %v", k, status[k], want)
 		}
@@ -284,7 +271,7 @@ func smokeDaemon(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	writeStub(t, stubs, "systemctl", `case "$1" in is-active) [ "$3" = dnsmasq.service ] && exit 0; exit 3 ;; esac; echo "systemctl $*" >> `+stubs+"/log\n")
-	setup := exec.Command("ip", "netns", "exec", ns, "/usr/lib/fips/fips-dns-setup")
+	setup := exec.Command("ip", "netns", "exec", ns, lib+"/fips-dns-setup")
 	setup.Env = append(os.Environ(), "PATH="+stubs+":/usr/sbin:/usr/bin:/sbin:/bin", "FIPS_DNS_ROOT="+dnsRoot, "FIPS_DNS_WAIT=5")
 	if o, err := setup.CombinedOutput(); err != nil || !strings.Contains(string(o), "via dnsmasq") {
 		t.Fatalf("fips-dns-setup: %v\n%s", err, o)
@@ -317,7 +304,7 @@ func smokeDaemon(t *testing.T, version string) {
 	if err != nil {
 		t.Errorf("%v; dnsmasq log:\n%s", err, dmLog.String())
 	}
-	teardown := exec.Command("/usr/lib/fips/fips-dns-teardown")
+	teardown := exec.Command(lib + "/fips-dns-teardown")
 	teardown.Env = setup.Env
 	if o, err := teardown.CombinedOutput(); err != nil {
 		t.Fatalf("fips-dns-teardown: %v\n%s", err, o)
@@ -335,6 +322,29 @@ func smokeDaemon(t *testing.T, version string) {
 	}
 }
 
+// sameAsBefore fails the test unless two snapshots are equal.
+func sameAsBefore(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	var diffs []string
+	for p, v := range before {
+		if w, ok := after[p]; !ok {
+			diffs = append(diffs, "gone:    "+p+" "+v)
+		} else if w != v {
+			diffs = append(diffs, "changed: "+p+" "+v+" -> "+w)
+		}
+	}
+	for p, w := range after {
+		if _, ok := before[p]; !ok {
+			diffs = append(diffs, "left:    "+p+" "+w)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("%s did not leave the machine as it was:\n%s", what, strings.Join(diffs, "\n"))
+	}
+	t.Logf("%s left nothing behind (%d paths compared)", what, len(after))
+}
+
 // snapshot lists every path under the directories a package can touch, with
 // type, mode and owner (and a content hash for the account databases).
 func snapshot(t *testing.T) map[string]string {
@@ -345,7 +355,8 @@ func snapshot(t *testing.T) map[string]string {
 	hash := []string{"/etc/group", "/etc/gshadow", "/etc/passwd", "/etc/shadow"}
 	for _, r := range []string{"/etc", "/usr/bin", "/usr/sbin", "/usr/lib/fips", "/usr/lib/tmpfiles.d", "/usr/lib/sysusers.d",
 		"/lib/systemd/system", "/usr/share/doc/fips", "/usr/share/man/man1", "/usr/share/lintian/overrides",
-		"/var/lib/systemd", "/var/lib/fips", "/var/log/fips", "/run/fips"} {
+		"/var/lib/systemd", "/var/lib/fips", "/var/log/fips", "/run/fips",
+		"/usr/local/bin", "/usr/local/lib", "/usr/local/share/man"} {
 		_ = filepath.WalkDir(r, func(p string, de fs.DirEntry, err error) error {
 			if err != nil || slices.Contains(skip, p) {
 				return nil
