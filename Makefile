@@ -194,7 +194,7 @@ zip:
 	rm -rf $(ZIP_STAGE) && mkdir -p $(ZIP_STAGE)
 	$(call pkg-build,windows,$(ZIP_ARCH),$(ZIP_STAGE),$(ZIP_BINS),$(PKG_VERSION),.exe)
 	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(ZIP_STAGE)/
-	sed -e 's/@VERSION@/$(PKG_VERSION)/' -e 's/@ARCH@/$(ZIP_ARCH)/' -e 's/$$/\r/' $(PKG_SRC)/windows/README.txt > $(ZIP_STAGE)/README.txt
+	sed -e 's/@VERSION@/$(PKG_VERSION)/g' -e 's/@ARCH@/$(ZIP_ARCH)/g' -e 's/$$/\r/' $(PKG_SRC)/windows/README.txt > $(ZIP_STAGE)/README.txt
 	rm -f $(ZIP_OUT)/fips-*.zip
 	$(MKPKG) zip -o $(ZIP_FILE) -C $(ZIP_STAGE) -epoch $(PKG_EPOCH)
 	@sha256sum $(ZIP_FILE)
