@@ -42,12 +42,24 @@ func TestDeb(t *testing.T) {
 	cmds := commandNames(t, root)
 	out := t.TempDir()
 
-	// Two builds from the same commit, into different directories.
+	// Two builds of the same commit: one in this tree, one from scratch
+	// (see fromScratch). The same nfpm binary packages both.
+	nfpmBin := t.TempDir()
+	inst := exec.Command("go", "install", "github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0")
+	inst.Env = append(os.Environ(), "GOBIN="+nfpmBin, "GOFLAGS=")
+	if b, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("go install nfpm: %v\n%s", err, b)
+	}
 	var debs [2]string
 	var sums [2]string
 	for i, dir := range []string{"a", "b"} {
 		o := filepath.Join(out, dir)
-		cmd := exec.Command("make", "-C", root, "deb", "DEB_OUT="+o)
+		src, env := root, os.Environ()
+		if i == 1 {
+			src, env = fromScratch(t, root)
+		}
+		cmd := exec.Command("make", "-C", src, "deb", "DEB_OUT="+o, "NFPM="+filepath.Join(nfpmBin, "nfpm"))
+		cmd.Env = env
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make deb (%s): %v\n%s", dir, err, b)
 		}
@@ -62,7 +74,7 @@ func TestDeb(t *testing.T) {
 		}
 		s := sha256.Sum256(b)
 		sums[i] = hex.EncodeToString(s[:])
-		t.Logf("build %s: %s sha256 %s", dir, filepath.Base(m[0]), sums[i])
+		t.Logf("build %s (in %s): %s sha256 %s", dir, src, filepath.Base(m[0]), sums[i])
 	}
 	if filepath.Base(debs[0]) != filepath.Base(debs[1]) || sums[0] != sums[1] {
 		t.Fatalf("two builds differ: %s %s / %s %s", debs[0], sums[0], debs[1], sums[1])
@@ -320,6 +332,26 @@ func smokeDaemon(t *testing.T, version, bin, lib string) {
 	if !strings.Contains(logBuf.String(), `msg="node stopped"`) {
 		t.Errorf("no clean stop in the daemon log")
 	}
+}
+
+// fromScratch prepares the second of two reproducibility builds: a fresh
+// clone of the commit under another path (so nothing of this tree's
+// location can leak in) and an empty Go build cache (so every package,
+// the standard library included, is compiled again rather than taken from
+// the first build). A tree with uncommitted changes is rebuilt in place,
+// still with an empty cache: a clone would lack the changes.
+func fromScratch(t *testing.T, root string) (string, []string) {
+	t.Helper()
+	env := append(os.Environ(), "GOCACHE="+t.TempDir(), "GOFLAGS=")
+	if st := strings.TrimSpace(run(t, "git", "-C", root, "status", "--porcelain")); st != "" {
+		t.Logf("uncommitted changes: the second build is in %s, with an empty build cache", root)
+		return root, env
+	}
+	head := strings.TrimSpace(run(t, "git", "-C", root, "rev-parse", "HEAD"))
+	src := filepath.Join(t.TempDir(), "elsewhere", "fips-go")
+	run(t, "git", "clone", "-q", "--no-checkout", root, src)
+	run(t, "git", "-C", src, "checkout", "-q", head)
+	return src, env
 }
 
 // sameAsBefore fails the test unless two snapshots are equal.
