@@ -114,6 +114,10 @@ PKG_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && ech
 PKG_VERSION   ?= 0.1.0~git$(shell TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd 2>/dev/null).$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(PKG_DIRTY)
 MKPKG         ?= GOTOOLCHAIN=$(PKG_GO) $(GO) run ./testing/packaging/mkpkg
 MAN_OUT       ?= out/man
+HOST_ARCH     := $(shell $(GO) env GOHOSTARCH)
+# mkpkg man runs the packaged binaries for --help when they are this
+# machine's; otherwise it builds its own.
+man-bins       = $(if $(filter $(HOST_ARCH),$(2)),-bin $(1))
 
 # $(call pkg-build,GOOS,GOARCH,DIR,COMMANDS,VERSION,SUFFIX)
 define pkg-build
@@ -147,7 +151,8 @@ deb:
 	  echo "  * Built from fips-go commit $$(git rev-parse HEAD 2>/dev/null)."; echo; \
 	  echo " -- fips-go developers <fips-go@users.noreply.github.com>  $$(LC_ALL=C date -u -R -d @$(DEB_EPOCH))"; \
 	} | gzip -9n > $(DEB_STAGE)/changelog.Debian.gz
-	$(MKPKG) man -o $(DEB_STAGE)/man -version $(DEB_VERSION) -epoch $(DEB_EPOCH) $(DEB_BINS)
+	$(MKPKG) man -o $(DEB_STAGE)/man -version $(DEB_VERSION) -epoch $(DEB_EPOCH) \
+	  $(call man-bins,$(DEB_STAGE)/bin,$(DEB_ARCH)) $(DEB_BINS)
 	for m in $(DEB_STAGE)/man/*.1; do gzip -9n $$m; done
 	rm -f $(DEB_OUT)/fips_*.deb
 	STAGE=$(DEB_STAGE) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(DEB_EPOCH) \
@@ -166,7 +171,8 @@ PKG_SRC       := cmd/fips/packaging
 tarball:
 	rm -rf $(TAR_OUT)/stage && mkdir -p $(TAR_STAGE)/bin $(TAR_STAGE)/systemd $(TAR_STAGE)/etc $(TAR_STAGE)/lib
 	$(call pkg-build,linux,$(TAR_ARCH),$(TAR_STAGE)/bin,$(TAR_BINS),$(PKG_VERSION),)
-	$(MKPKG) man -o $(TAR_STAGE)/man -version $(PKG_VERSION) -epoch $(PKG_EPOCH) $(TAR_BINS)
+	$(MKPKG) man -o $(TAR_STAGE)/man -version $(PKG_VERSION) -epoch $(PKG_EPOCH) \
+	  $(call man-bins,$(TAR_STAGE)/bin,$(TAR_ARCH)) $(TAR_BINS)
 	cp $(PKG_SRC)/systemd/fips.service $(PKG_SRC)/systemd/fips-dns.service $(PKG_SRC)/systemd/fips-firewall.service \
 	  $(PKG_SRC)/systemd/fips.tmpfiles $(TAR_STAGE)/systemd/
 	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(PKG_SRC)/etc/fips.nft $(TAR_STAGE)/etc/

@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		epoch := fs.String("epoch", "", "SOURCE_DATE_EPOCH: the page date")
 		src := fs.String("src", ".", "repository root (holds cmd/)")
 		extra := fs.String("extra", "cmd/fips/packaging/man", "directory of hand-written NAME.sections files")
+		bin := fs.String("bin", "", "directory of this machine's builds of the commands (default: build them)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		return writeManPages(ctx, manOptions{out: *out, version: *version, date: date, src: *src,
-			extra: *extra, names: fs.Args()})
+			extra: *extra, bin: *bin, names: fs.Args()})
 	case "zip":
 		fs := flag.NewFlagSet("mkpkg zip", flag.ContinueOnError)
 		fs.SetOutput(stderr)

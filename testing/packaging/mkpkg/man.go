@@ -23,6 +23,7 @@ type manOptions struct {
 	date         time.Time
 	src          string // repository root
 	extra        string // NAME.sections files, relative to src
+	bin          string // the commands, built for this machine; empty: build them
 	names        []string
 }
 
@@ -48,17 +49,24 @@ func writeManPages(ctx context.Context, o manOptions) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"build", "-o", tmp + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "./cmd/"+n)
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return err
 	}
-	build := exec.CommandContext(ctx, "go", args...)
-	build.Dir = o.src
-	// Pages describe the commands, not a platform: build for this machine
-	// even when the caller cross-compiles.
-	build.Env = append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, b)
+	if o.bin == "" {
+		bin = tmp
+		args := []string{"build", "-o", tmp + string(filepath.Separator)}
+		for _, n := range names {
+			args = append(args, "./cmd/"+n)
+		}
+		build := exec.CommandContext(ctx, "go", args...)
+		build.Dir = o.src
+		// Pages describe the commands, not a platform: build for this
+		// machine even when the caller cross-compiles.
+		build.Env = append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+		if b, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %w\n%s", err, b)
+		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -68,7 +76,7 @@ func writeManPages(ctx context.Context, o manOptions) error {
 		if err != nil {
 			return err
 		}
-		h, err := commandHelp(ctx, filepath.Join(tmp, n), tmp)
+		h, err := commandHelp(ctx, filepath.Join(bin, n), tmp)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}
