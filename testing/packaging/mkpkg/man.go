@@ -197,15 +197,19 @@ func runHelp(ctx context.Context, bin, dir string, args ...string) (*helpText, e
 }
 
 var (
-	flagLine = regexp.MustCompile(`^  -(\S+)(?: (\S+))?(?:\t(.*))?$`)
+	flagLine = regexp.MustCompile(`^  -([^-\s]\S*)(?: (\S+))?(?:\t(.*))?$`)
 	flagCont = regexp.MustCompile(`^    \t(.*)$`)
 	cmdLine  = regexp.MustCompile(`^\s+(\S+)\s+(\S.*)$`)
 	cmdWord  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	// "  -s, --socket PATH   text" and "  --name ARG   text", as a
+	// hand-written usage lays options out.
+	gnuLine = regexp.MustCompile(`^ {1,8}(-[A-Za-z0-9](?:, --[A-Za-z0-9][A-Za-z0-9-]*)?|--[A-Za-z0-9][A-Za-z0-9-]*)(?: ([A-Z][A-Z0-9_]*|<[^>]+>))?(?:\s{2,}|\t)(\S.*)$`)
 )
 
 // parseHelp reads the shape Go's flag package and our commands print:
 // "usage: ..." lines, free text, a "commands:" list of "  name  summary",
-// and flag.PrintDefaults blocks.
+// flag.PrintDefaults blocks and hand-aligned "  -s, --socket PATH  text"
+// option lines.
 func parseHelp(s string) *helpText {
 	h := &helpText{}
 	var para []string
@@ -240,6 +244,14 @@ func parseHelp(s string) *helpText {
 			flush()
 			m := flagLine.FindStringSubmatch(l)
 			h.flags = append(h.flags, flagDef{names: []string{m[1]}, arg: m[2], usage: m[3]})
+		case gnuLine.MatchString(l):
+			flush()
+			m := gnuLine.FindStringSubmatch(l)
+			var names []string
+			for _, n := range strings.Split(m[1], ", ") {
+				names = append(names, strings.TrimLeft(n, "-"))
+			}
+			h.flags = append(h.flags, flagDef{names: names, arg: m[2], usage: strings.TrimSpace(m[3])})
 		case flagCont.MatchString(l) && len(h.flags) > 0:
 			f := &h.flags[len(h.flags)-1]
 			f.usage = strings.TrimSpace(f.usage + " " + flagCont.FindStringSubmatch(l)[1])
@@ -402,7 +414,9 @@ func sentence(s string) string {
 	if s == "" {
 		return s
 	}
-	if c := s[0]; c >= 'a' && c <= 'z' {
+	first, _, _ := strings.Cut(s, " ")
+	// "fips-gateway control socket" starts with a name: leave it be.
+	if c := s[0]; c >= 'a' && c <= 'z' && !strings.ContainsAny(first, "-_./") {
 		s = string(c-'a'+'A') + s[1:]
 	}
 	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, ")") {

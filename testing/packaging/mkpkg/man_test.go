@@ -55,6 +55,33 @@ options:
 	}
 }
 
+// TestParseHandAlignedHelp: a usage written by hand, as fipstop's is.
+func TestParseHandAlignedHelp(t *testing.T) {
+	h := parseHelp(`usage: fipstop [-s SOCKET] [--gateway-socket PATH] [-r SECONDS] [-V]
+
+  -s, --socket PATH        daemon control socket (default: as fipsctl)
+  --gateway-socket PATH    fips-gateway control socket
+  -r, --refresh SECONDS    poll interval (default 2)
+  -V, --version            print the version
+  --json	one JSON document
+
+Press ? in fipstop for the keys of the current tab.
+`)
+	want := []flagDef{
+		{names: []string{"s", "socket"}, arg: "PATH", usage: "daemon control socket (default: as fipsctl)"},
+		{names: []string{"gateway-socket"}, arg: "PATH", usage: "fips-gateway control socket"},
+		{names: []string{"r", "refresh"}, arg: "SECONDS", usage: "poll interval (default 2)"},
+		{names: []string{"V", "version"}, usage: "print the version"},
+		{names: []string{"json"}, usage: "one JSON document"},
+	}
+	if !reflect.DeepEqual(h.flags, want) {
+		t.Errorf("flags\n got %+v\nwant %+v", h.flags, want)
+	}
+	if !reflect.DeepEqual(h.text, []string{"Press ? in fipstop for the keys of the current tab."}) {
+		t.Errorf("text %q", h.text)
+	}
+}
+
 func TestEsc(t *testing.T) {
 	for in, want := range map[string]string{
 		`-c FILE`:        `\-c FILE`,
