@@ -200,7 +200,10 @@ func TestManPages(t *testing.T) {
 			t.Errorf("%s.1 lacks its .sections file", n)
 		}
 
-		if _, err := exec.LookPath("man"); err == nil {
+		if _, err := exec.LookPath("man"); err != nil {
+			t.Fatal("man is missing (apt-get install man-db): it checks the pages for groff warnings")
+		}
+		{
 			c := exec.Command("man", "--warnings", "-E", "UTF-8", "-l", "-Tutf8", "-Z", filepath.Join(dirs[0], n+".1"))
 			c.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "MANWIDTH=80")
 			var warn strings.Builder
