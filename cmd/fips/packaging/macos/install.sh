@@ -1,8 +1,7 @@
 #!/bin/sh
 # Install fips-go on macOS as the com.fips.daemon LaunchDaemon.
 # Run from a directory holding the darwin fips and fipsctl (and fipstop)
-# binaries and this
-# packaging directory's files:  sudo ./install.sh [BINDIR]
+# binaries and this packaging directory's files:  sudo ./install.sh [BINDIR]
 # An existing /usr/local/etc/fips/fips.yaml or hosts is kept. Running it
 # again updates the binaries and reloads the job.
 set -eu
