@@ -107,7 +107,6 @@ bench:
 ##   man:     out/man/<command>.1
 PKG_BINS       = $(notdir $(shell $(GO) list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./cmd/...))
 PKG_GO        ?= go1.26.8
-DEB_GO        ?= $(PKG_GO)
 PKG_EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 DEB_EPOCH     := $(PKG_EPOCH)
 PKG_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo .dirty)
