@@ -255,10 +255,18 @@ func smokeDaemon(t *testing.T, version, bin, lib string) {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 		status = nil
-		return json.Unmarshal([]byte(o), &status)
+		if err := json.Unmarshal([]byte(o), &status); err != nil {
+			return err
+		}
+		// The socket answers while the node is still starting (state
+		// "created", no fips0 yet): wait for it to be up.
+		if status["state"] != "running" || status["tun_state"] != "active" {
+			return fmt.Errorf("node not up yet: state %v, tun_state %v", status["state"], status["tun_state"])
+		}
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("fipsctl show status: %v", err)
+		t.Errorf("fipsctl show status: %v", err)
 	}
 	t.Logf("show status: state=%v version=%v control_socket=%v tun=%v/%v transports=%v npub=%v",
 		status["state"], status["version"], status["control_socket"], status["tun_name"], status["tun_state"],
