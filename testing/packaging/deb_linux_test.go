@@ -396,7 +396,7 @@ func snapshot(t *testing.T) map[string]string {
 	for _, r := range []string{"/etc", "/usr/bin", "/usr/sbin", "/usr/lib/fips", "/usr/lib/tmpfiles.d", "/usr/lib/sysusers.d",
 		"/lib/systemd/system", "/usr/share/doc/fips", "/usr/share/man/man1", "/usr/share/lintian/overrides",
 		"/var/lib/systemd", "/var/lib/fips", "/var/log/fips", "/run/fips",
-		"/usr/local/bin", "/usr/local/lib", "/usr/local/share/man"} {
+		"/usr/local/bin", "/usr/local/lib", "/usr/local/share/man", "/opt"} {
 		_ = filepath.WalkDir(r, func(p string, de fs.DirEntry, err error) error {
 			if err != nil || slices.Contains(skip, p) {
 				return nil

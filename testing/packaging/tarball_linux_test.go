@@ -30,7 +30,8 @@ const manifest = "/var/lib/fips/install.manifest"
 // its contents, installs it on this machine with its install.sh, checks
 // what landed where, runs the installed daemon, upgrades over an edited
 // configuration, uninstalls (configuration kept) and purges, and compares
-// the machine with a list taken before the install.
+// the machine with a list taken before the install; then installs and
+// purges once more under another --prefix.
 func TestTarball(t *testing.T) {
 	needTools(t, tarTools)
 	if o, err := runErr("dpkg-query", "-W", "-f", "${db:Status-Status}", "fips"); err == nil && strings.TrimSpace(o) == "installed" {
@@ -219,6 +220,36 @@ func TestTarball(t *testing.T) {
 	if o, _ := runErr("getent", "group", "fips"); o != "" {
 		t.Fatalf("group fips survived --purge: %q", o)
 	}
+
+	// Another prefix: everything under it, the units naming it.
+	const prefix = "/opt/fips-go-test"
+	installed = true
+	run(t, filepath.Join(dir, "install.sh"), "--prefix", prefix)
+	for _, c := range cmds {
+		if v := strings.TrimSpace(run(t, prefix+"/bin/"+c, "--version")); v != c+" "+version {
+			t.Errorf("%s --version = %q", c, v)
+		}
+	}
+	for _, p := range []string{prefix + "/share/man/man1/fips.1", prefix + "/lib/fips/fips-dns-setup", prefix + "/lib/fips/uninstall.sh"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("--prefix %s: %v", prefix, err)
+		}
+	}
+	unit, _ := os.ReadFile("/etc/systemd/system/fips.service")
+	dns, _ := os.ReadFile("/etc/systemd/system/fips-dns.service")
+	if !strings.Contains(string(unit), "\nExecStart="+prefix+"/bin/fips --config") ||
+		!strings.Contains(string(dns), "\nExecStart="+prefix+"/lib/fips/fips-dns-setup\n") {
+		t.Errorf("units do not name %s:\n%s\n%s", prefix, unit, dns)
+	}
+	if o, err := runErr("systemd-analyze", "verify", "/etc/systemd/system/fips.service"); err != nil || strings.TrimSpace(o) != "" {
+		t.Errorf("systemd-analyze verify fips.service (--prefix): %v\n%s", err, o)
+	}
+	if _, err := os.Stat("/usr/local/bin/fips"); err == nil {
+		t.Error("--prefix install wrote /usr/local/bin/fips")
+	}
+	run(t, prefix+"/lib/fips/uninstall.sh", "--purge")
+	installed = false
+	sameAsBefore(t, "install.sh --prefix "+prefix+", uninstall.sh --purge", before, snapshot(t))
 }
 
 func fileSHA256(t *testing.T, p string) string {

@@ -134,10 +134,16 @@ put 0755 "$HERE/lib/fips-dns-setup" "$LIBDIR/fips-dns-setup"
 put 0755 "$HERE/lib/fips-dns-teardown" "$LIBDIR/fips-dns-teardown"
 put 0755 "$HERE/uninstall.sh" "$LIBDIR/uninstall.sh"
 
-# The units name /usr/bin and /usr/lib/fips, as the .deb installs them.
+# The units name /usr/bin and /usr/lib/fips, as the .deb installs them,
+# and the .deb's README. man(1) finds the pages under /usr and /usr/local
+# only; elsewhere the unit names the file.
+case "$PREFIX" in
+/usr | /usr/local) doc="man:fips(1)" ;;
+*) doc="file://$PREFIX/share/man/man1/fips.1" ;;
+esac
 for u in $UNITS; do
     sed -e "s|/usr/bin/|$PREFIX/bin/|g" -e "s|/usr/lib/fips/|$LIBDIR/|g" \
-        -e "s|^Documentation=file:///usr/share/doc/fips/README.md|Documentation=man:fips(1)|" \
+        -e "s|^Documentation=file:///usr/share/doc/fips/README.md|Documentation=$doc|" \
         "$HERE/systemd/$u" > "$new.unit"
     put 0644 "$new.unit" "$UNITDIR/$u"
 done
