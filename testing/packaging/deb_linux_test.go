@@ -52,11 +52,15 @@ func TestDeb(t *testing.T) {
 	}
 	var debs [2]string
 	var sums [2]string
+	// The commit build a is made from: a commit landing meanwhile must
+	// not become build b's.
+	head := strings.TrimSpace(run(t, "git", "-C", root, "rev-parse", "HEAD"))
+	dirty := strings.TrimSpace(run(t, "git", "-C", root, "status", "--porcelain")) != ""
 	for i, dir := range []string{"a", "b"} {
 		o := filepath.Join(out, dir)
 		src, env := root, os.Environ()
 		if i == 1 {
-			src, env = fromScratch(t, root)
+			src, env = fromScratch(t, root, head, dirty)
 		}
 		cmd := exec.Command("make", "-C", src, "deb", "DEB_OUT="+o, "NFPM="+filepath.Join(nfpmBin, "nfpm"))
 		cmd.Env = env
@@ -348,14 +352,13 @@ func smokeDaemon(t *testing.T, version, bin, lib string) {
 // the standard library included, is compiled again rather than taken from
 // the first build). A tree with uncommitted changes is rebuilt in place,
 // still with an empty cache: a clone would lack the changes.
-func fromScratch(t *testing.T, root string) (string, []string) {
+func fromScratch(t *testing.T, root, head string, dirty bool) (string, []string) {
 	t.Helper()
 	env := append(os.Environ(), "GOCACHE="+t.TempDir(), "GOFLAGS=")
-	if st := strings.TrimSpace(run(t, "git", "-C", root, "status", "--porcelain")); st != "" {
+	if dirty {
 		t.Logf("uncommitted changes: the second build is in %s, with an empty build cache", root)
 		return root, env
 	}
-	head := strings.TrimSpace(run(t, "git", "-C", root, "rev-parse", "HEAD"))
 	src := filepath.Join(t.TempDir(), "elsewhere", "fips-go")
 	run(t, "git", "clone", "-q", "--no-checkout", root, src)
 	run(t, "git", "-C", src, "checkout", "-q", head)
