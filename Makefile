@@ -96,41 +96,113 @@ bench:
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
-## deb: the Debian package, out/deb/fips_<version>_<arch>.deb, built
-## reproducibly from the current commit (docs/packaging.md). Sources are
-## in cmd/fips/packaging/. nfpm runs as a pinned Go module.
-## DEB_BINS lists the commands packaged into /usr/bin: add fips-gateway
-## here when it exists.
-DEB_BINS      ?= fips fipsctl fipstop
-DEB_GO        ?= go1.26.8
+## Packages: every command under cmd/ (PKG_BINS: fips, fipsctl, and
+## fipstop and fips-gateway once they exist there), built reproducibly from
+## the current commit (docs/packaging.md) with the pinned toolchain PKG_GO.
+## Sources are in cmd/fips/packaging/; nfpm runs as a pinned Go module and
+## testing/packaging/mkpkg makes the man pages and the ZIP.
+##   deb:     out/deb/fips_<version>_<arch>.deb
+##   tarball: out/tarball/fips-<version>-linux-<arch>.tar.gz, with install.sh
+##   zip:     out/zip/fips-<version>-windows-<arch>.zip
+##   man:     out/man/<command>.1
+PKG_BINS       = $(notdir $(shell $(GO) list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./cmd/...))
+PKG_GO        ?= go1.26.8
+PKG_EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+DEB_EPOCH     := $(PKG_EPOCH)
+PKG_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo .dirty)
+PKG_VERSION   ?= 0.1.0~git$(shell TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd 2>/dev/null).$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(PKG_DIRTY)
+MKPKG         ?= GOTOOLCHAIN=$(PKG_GO) $(GO) run ./testing/packaging/mkpkg
+MAN_OUT       ?= out/man
+HOST_ARCH     := $(shell $(GO) env GOHOSTARCH)
+# mkpkg man runs the packaged binaries for --help when they are this
+# machine's; otherwise it builds its own.
+man-bins       = $(if $(filter $(HOST_ARCH),$(2)),-bin $(1))
+
+# $(call pkg-build,GOOS,GOARCH,DIR,COMMANDS,VERSION,SUFFIX)
+define pkg-build
+	@test "$$(GOTOOLCHAIN=$(PKG_GO) $(GO) env GOVERSION)" = "$(PKG_GO)" || \
+	  { echo "make $@: needs toolchain $(PKG_GO)"; exit 1; }
+	for b in $(4); do \
+	  GOTOOLCHAIN=$(PKG_GO) CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) GOFLAGS= \
+	    $(GO) build -trimpath -buildvcs=false \
+	    -ldflags '-s -w -buildid= -X main.Version=$(5)' -o $(3)/$$b$(6) ./cmd/$$b || exit 1; \
+	done
+endef
+
+.PHONY: man
+man:
+	rm -rf $(MAN_OUT)
+	$(MKPKG) man -o $(MAN_OUT) -version $(PKG_VERSION) -epoch $(PKG_EPOCH) $(PKG_BINS)
+
+DEB_BINS      ?= $(PKG_BINS)
 DEB_ARCH      ?= $(shell $(GO) env GOARCH)
 DEB_OUT       ?= out/deb
 NFPM          ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
-DEB_EPOCH     := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-DEB_DIRTY     := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo .dirty)
-DEB_VERSION   ?= 0.1.0~git$(shell TZ=UTC git log -1 --date=format-local:%Y%m%d%H%M%S --format=%cd 2>/dev/null).$(shell git rev-parse --short=12 HEAD 2>/dev/null)$(DEB_DIRTY)-1
+DEB_VERSION   ?= $(PKG_VERSION)-1
 DEB_STAGE     := $(DEB_OUT)/stage
 DEB_FILE      := $(DEB_OUT)/fips_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 .PHONY: deb
 deb:
-	@test "$$(GOTOOLCHAIN=$(DEB_GO) $(GO) env GOVERSION)" = "$(DEB_GO)" || \
-	  { echo "make deb: needs toolchain $(DEB_GO)"; exit 1; }
 	rm -rf $(DEB_STAGE) && mkdir -p $(DEB_STAGE)/bin
-	for b in $(DEB_BINS); do \
-	  GOTOOLCHAIN=$(DEB_GO) CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) GOFLAGS= \
-	    $(GO) build -trimpath -buildvcs=false \
-	    -ldflags '-s -w -buildid= -X main.Version=$(DEB_VERSION)' -o $(DEB_STAGE)/bin/$$b ./cmd/$$b || exit 1; \
-	done
+	$(call pkg-build,linux,$(DEB_ARCH),$(DEB_STAGE)/bin,$(DEB_BINS),$(DEB_VERSION),)
 	{ echo "fips ($(DEB_VERSION)) unstable; urgency=medium"; echo; \
 	  echo "  * Built from fips-go commit $$(git rev-parse HEAD 2>/dev/null)."; echo; \
 	  echo " -- fips-go developers <fips-go@users.noreply.github.com>  $$(LC_ALL=C date -u -R -d @$(DEB_EPOCH))"; \
 	} | gzip -9n > $(DEB_STAGE)/changelog.Debian.gz
-	mkdir -p $(DEB_STAGE)/man $(DEB_STAGE)/completion
-	for m in cmd/fips/packaging/man/*.1; do gzip -9n < $$m > $(DEB_STAGE)/man/$${m##*/}.gz; done
-	GOTOOLCHAIN=$(DEB_GO) $(GO) run ./cmd/fipsctl completion bash > $(DEB_STAGE)/completion/fipsctl
-	GOTOOLCHAIN=$(DEB_GO) $(GO) run ./cmd/fipsctl completion zsh > $(DEB_STAGE)/completion/_fipsctl
+	$(MKPKG) man -o $(DEB_STAGE)/man -version $(DEB_VERSION) -epoch $(DEB_EPOCH) \
+	  $(call man-bins,$(DEB_STAGE)/bin,$(DEB_ARCH)) $(DEB_BINS)
+	for m in $(DEB_STAGE)/man/*.1; do gzip -9n $$m; done
+	mkdir -p $(DEB_STAGE)/completion
+	GOTOOLCHAIN=$(PKG_GO) $(GO) run ./cmd/fipsctl completion bash > $(DEB_STAGE)/completion/fipsctl
+	GOTOOLCHAIN=$(PKG_GO) $(GO) run ./cmd/fipsctl completion zsh > $(DEB_STAGE)/completion/_fipsctl
 	rm -f $(DEB_OUT)/fips_*.deb
 	STAGE=$(DEB_STAGE) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(DEB_EPOCH) \
 	  $(NFPM) package -f cmd/fips/packaging/nfpm.yaml -p deb -t $(DEB_FILE)
 	@sha256sum $(DEB_FILE)
+
+TAR_BINS      ?= $(PKG_BINS)
+TAR_ARCH      ?= $(shell $(GO) env GOARCH)
+TAR_OUT       ?= out/tarball
+TAR_NAME      := fips-$(PKG_VERSION)-linux-$(TAR_ARCH)
+TAR_STAGE     := $(TAR_OUT)/stage/$(TAR_NAME)
+TAR_FILE      := $(TAR_OUT)/$(TAR_NAME).tar.gz
+PKG_SRC       := cmd/fips/packaging
+
+.PHONY: tarball
+tarball:
+	rm -rf $(TAR_OUT)/stage && mkdir -p $(TAR_STAGE)/bin $(TAR_STAGE)/systemd $(TAR_STAGE)/etc $(TAR_STAGE)/lib
+	$(call pkg-build,linux,$(TAR_ARCH),$(TAR_STAGE)/bin,$(TAR_BINS),$(PKG_VERSION),)
+	$(MKPKG) man -o $(TAR_STAGE)/man -version $(PKG_VERSION) -epoch $(PKG_EPOCH) \
+	  $(call man-bins,$(TAR_STAGE)/bin,$(TAR_ARCH)) $(TAR_BINS)
+	cp $(PKG_SRC)/systemd/fips.service $(PKG_SRC)/systemd/fips-dns.service $(PKG_SRC)/systemd/fips-firewall.service \
+	  $(PKG_SRC)/systemd/fips.tmpfiles $(TAR_STAGE)/systemd/
+	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(PKG_SRC)/etc/fips.nft $(TAR_STAGE)/etc/
+	cp $(PKG_SRC)/dns/fips-dns-setup $(PKG_SRC)/dns/fips-dns-teardown $(TAR_STAGE)/lib/
+	cp $(PKG_SRC)/tarball/install.sh $(PKG_SRC)/tarball/uninstall.sh $(PKG_SRC)/tarball/README.install.md $(TAR_STAGE)/
+	cp $(PKG_SRC)/debian/copyright $(TAR_STAGE)/COPYRIGHT
+	find $(TAR_STAGE) -type d -exec chmod 0755 {} + && find $(TAR_STAGE) -type f -exec chmod 0644 {} +
+	chmod 0755 $(TAR_STAGE)/bin/* $(TAR_STAGE)/lib/* $(TAR_STAGE)/install.sh $(TAR_STAGE)/uninstall.sh
+	rm -f $(TAR_OUT)/fips-*.tar.gz
+	LC_ALL=C tar --format=gnu --sort=name --mtime=@$(PKG_EPOCH) --owner=0 --group=0 --numeric-owner \
+	  -C $(TAR_OUT)/stage -cf - $(TAR_NAME) | gzip -9n > $(TAR_FILE)
+	@sha256sum $(TAR_FILE)
+
+## zip: the Windows ZIP, out/zip/fips-<version>-windows-<arch>.zip: the
+## .exe of every command that runs on Windows (not fips-gateway, which
+## drives nftables), fips.yaml, hosts and README.txt.
+ZIP_BINS      ?= $(filter-out fips-gateway,$(PKG_BINS))
+ZIP_ARCH      ?= amd64
+ZIP_OUT       ?= out/zip
+ZIP_STAGE     := $(ZIP_OUT)/stage
+ZIP_FILE      := $(ZIP_OUT)/fips-$(PKG_VERSION)-windows-$(ZIP_ARCH).zip
+
+.PHONY: zip
+zip:
+	rm -rf $(ZIP_STAGE) && mkdir -p $(ZIP_STAGE)
+	$(call pkg-build,windows,$(ZIP_ARCH),$(ZIP_STAGE),$(ZIP_BINS),$(PKG_VERSION),.exe)
+	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(ZIP_STAGE)/
+	sed -e 's/@VERSION@/$(PKG_VERSION)/g' -e 's/@ARCH@/$(ZIP_ARCH)/g' -e 's/$$/\r/' $(PKG_SRC)/windows/README.txt > $(ZIP_STAGE)/README.txt
+	rm -f $(ZIP_OUT)/fips-*.zip
+	$(MKPKG) zip -o $(ZIP_FILE) -C $(ZIP_STAGE) -epoch $(PKG_EPOCH)
+	@sha256sum $(ZIP_FILE)

@@ -1,4 +1,12 @@
-// Command fips is the FIPS daemon.
+// Command fips is the FIPS mesh network daemon: it joins this host to a
+// FIPS mesh, keeping encrypted links to peers over UDP and TCP, gives the
+// host the IPv6 address derived from its key on fips0, answers .fips names
+// on a local DNS responder and serves the control socket that fipsctl
+// talks to. It runs until SIGINT or SIGTERM.
+//
+// Without -c it merges the standard search paths, lowest priority first:
+// /etc/fips/fips.yaml, the user configuration directory, ~/.fips.yaml,
+// ./fips.yaml.
 package main
 
 import (

@@ -51,6 +51,11 @@ type env struct {
 	pollInterval time.Duration
 }
 
+// defaultSocketHelp says where the control socket is looked for; fixed
+// text, so that --help (and the man page made from it) does not depend on
+// the machine it runs on.
+const defaultSocketHelp = "/run/fips/control.sock when /run/fips exists, else $XDG_RUNTIME_DIR/fips/control.sock or /tmp/fips-control.sock; on Windows TCP port 21210 on 127.0.0.1"
+
 func commands() []command {
 	return []command{
 		{"keygen", "generate a FIPS identity keypair (fips.key, fips.pub)", runKeygen},
@@ -91,13 +96,16 @@ func run(args []string, e *env) int {
 	fs := flag.NewFlagSet("fipsctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&e.socket, "s", "", "control socket path")
-	fs.StringVar(&e.socket, "socket", "", "control socket path")
-	version := fs.Bool("V", false, "print version")
-	fs.BoolVar(version, "version", false, "print version")
+	fs.StringVar(&e.socket, "s", "", "control socket path (default: "+defaultSocketHelp+")")
+	fs.StringVar(&e.socket, "socket", "", "control socket path (long form)")
+	version := fs.Bool("V", false, "print version and exit")
+	fs.BoolVar(version, "version", false, "print version and exit (long form)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(e.stdout)
+			fmt.Fprintln(e.stdout, "\noptions:")
+			fs.SetOutput(e.stdout)
+			fs.PrintDefaults()
 			return statusOK
 		}
 		return report(e, usageError{msg: clapFlagError(err)})

@@ -39,14 +39,31 @@ func TestDeb(t *testing.T) {
 		t.Fatalf("package fips is already on this machine (%s): the test would replace and purge it; remove it first", out)
 	}
 	root := repoRoot(t)
+	cmds := commandNames(t, root)
 	out := t.TempDir()
 
-	// Two builds from the same commit, into different directories.
+	// Two builds of the same commit: one in this tree, one from scratch
+	// (see fromScratch). The same nfpm binary packages both.
+	nfpmBin := t.TempDir()
+	inst := exec.Command("go", "install", "github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0")
+	inst.Env = append(os.Environ(), "GOBIN="+nfpmBin, "GOFLAGS=")
+	if b, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("go install nfpm: %v\n%s", err, b)
+	}
 	var debs [2]string
 	var sums [2]string
+	// The commit build a is made from: a commit landing meanwhile must
+	// not become build b's.
+	head := strings.TrimSpace(run(t, "git", "-C", root, "rev-parse", "HEAD"))
+	dirty := strings.TrimSpace(run(t, "git", "-C", root, "status", "--porcelain")) != ""
 	for i, dir := range []string{"a", "b"} {
 		o := filepath.Join(out, dir)
-		cmd := exec.Command("make", "-C", root, "deb", "DEB_OUT="+o)
+		src, env := root, os.Environ()
+		if i == 1 {
+			src, env = fromScratch(t, root, head, dirty)
+		}
+		cmd := exec.Command("make", "-C", src, "deb", "DEB_OUT="+o, "NFPM="+filepath.Join(nfpmBin, "nfpm"))
+		cmd.Env = env
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make deb (%s): %v\n%s", dir, err, b)
 		}
@@ -61,7 +78,7 @@ func TestDeb(t *testing.T) {
 		}
 		s := sha256.Sum256(b)
 		sums[i] = hex.EncodeToString(s[:])
-		t.Logf("build %s: %s sha256 %s", dir, filepath.Base(m[0]), sums[i])
+		t.Logf("build %s (in %s): %s sha256 %s", dir, src, filepath.Base(m[0]), sums[i])
 	}
 	if filepath.Base(debs[0]) != filepath.Base(debs[1]) || sums[0] != sums[1] {
 		t.Fatalf("two builds differ: %s %s / %s %s", debs[0], sums[0], debs[1], sums[1])
@@ -80,11 +97,15 @@ func TestDeb(t *testing.T) {
 
 	t.Run("contents", func(t *testing.T) {
 		c := run(t, "dpkg-deb", "-c", deb)
-		for _, p := range []string{"./usr/bin/fips", "./usr/bin/fipsctl", "./usr/bin/fipstop", "./etc/fips/fips.yaml", "./etc/fips/hosts",
+		want := []string{"./etc/fips/fips.yaml", "./etc/fips/hosts",
 			"./etc/fips/fips.nft", "./lib/systemd/system/fips.service", "./lib/systemd/system/fips-dns.service",
 			"./lib/systemd/system/fips-firewall.service", "./usr/lib/tmpfiles.d/fips.conf",
 			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright",
-			"./usr/share/bash-completion/completions/fipsctl", "./usr/share/zsh/vendor-completions/_fipsctl"} {
+			"./usr/share/bash-completion/completions/fipsctl", "./usr/share/zsh/vendor-completions/_fipsctl"}
+		for _, b := range cmds {
+			want = append(want, "./usr/bin/"+b, "./usr/share/man/man1/"+b+".1.gz")
+		}
+		for _, p := range want {
 			if !strings.Contains(c, " "+p+"\n") {
 				t.Errorf("package lacks %s", p)
 			}
@@ -92,9 +113,9 @@ func TestDeb(t *testing.T) {
 		x := t.TempDir()
 		run(t, "dpkg-deb", "-e", deb, x)
 		conf, _ := os.ReadFile(filepath.Join(x, "conffiles"))
-		want := "/etc/fips/fips.nft\n/etc/fips/fips.yaml\n/etc/fips/hosts\n"
-		if got := sortLines(string(conf)); got != want {
-			t.Errorf("conffiles = %q, want %q", got, want)
+		wantConf := "/etc/fips/fips.nft\n/etc/fips/fips.yaml\n/etc/fips/hosts\n"
+		if got := sortLines(string(conf)); got != wantConf {
+			t.Errorf("conffiles = %q, want %q", got, wantConf)
 		}
 	})
 
@@ -142,7 +163,7 @@ func TestDeb(t *testing.T) {
 	})
 
 	t.Run("versions", func(t *testing.T) {
-		for _, b := range []string{"fips", "fipsctl", "fipstop"} {
+		for _, b := range cmds {
 			o := strings.TrimSpace(run(t, "/usr/bin/"+b, "--version"))
 			t.Logf("%s --version: %s", b, o)
 			if o != b+" "+version {
@@ -168,7 +189,7 @@ func TestDeb(t *testing.T) {
 		}
 	})
 
-	t.Run("daemon", func(t *testing.T) { smokeDaemon(t, version) })
+	t.Run("daemon", func(t *testing.T) { smokeDaemon(t, version, "/usr/bin", "/usr/lib/fips") })
 
 	run(t, "dpkg", "-r", "fips")
 	t.Run("removed", func(t *testing.T) {
@@ -184,43 +205,25 @@ func TestDeb(t *testing.T) {
 	run(t, "dpkg", "-P", "fips")
 	installed = false
 
-	after := snapshot(t)
-	var diffs []string
-	for p, v := range before {
-		if w, ok := after[p]; !ok {
-			diffs = append(diffs, "gone:    "+p+" "+v)
-		} else if w != v {
-			diffs = append(diffs, "changed: "+p+" "+v+" -> "+w)
-		}
-	}
-	for p, w := range after {
-		if _, ok := before[p]; !ok {
-			diffs = append(diffs, "left:    "+p+" "+w)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Fatalf("dpkg -i, -r, -P did not leave the machine as it was:\n%s", strings.Join(diffs, "\n"))
-	}
+	sameAsBefore(t, "dpkg -i, -r, -P", before, snapshot(t))
 	if o, _ := runErr("getent", "group", "fips"); o != "" {
 		t.Fatalf("group fips survived purge: %q", o)
 	}
 	if o, _ := runErr("getent", "passwd", "fips"); o != "" {
 		t.Fatalf("a user fips exists after purge: %q", o)
 	}
-	t.Logf("purge left nothing behind (%d paths compared)", len(after))
 }
 
-// smokeDaemon starts the installed fips from the installed configuration in
-// a fresh network namespace, queries it with the installed fipsctl through
+// smokeDaemon starts the installed fips (in bin; the DNS helpers in lib)
+// from the installed configuration in a fresh network namespace, queries it with the installed fipsctl through
 // its default socket, routes .fips through a real dnsmasq configured by the
 // installed fips-dns-setup, then stops it. The installed configuration
 // needs no changes: the control socket defaults to /run/fips/control.sock,
 // which the package made, and the identity is ephemeral.
-func smokeDaemon(t *testing.T, version string) {
+func smokeDaemon(t *testing.T, version, bin, lib string) {
 	ns := newNetns(t)
 	var logBuf bytes.Buffer
-	d := exec.Command("ip", "netns", "exec", ns, "/usr/bin/fips", "--config", "/etc/fips/fips.yaml")
+	d := exec.Command("ip", "netns", "exec", ns, bin+"/fips", "--config", "/etc/fips/fips.yaml")
 	d.Stdout, d.Stderr = &logBuf, &logBuf
 	d.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.Start(); err != nil {
@@ -252,21 +255,29 @@ func smokeDaemon(t *testing.T, version string) {
 
 	var status map[string]any
 	err := eventually(10*time.Second, func() error {
-		o, err := runErr("ip", "netns", "exec", ns, "/usr/bin/fipsctl", "show", "status")
+		o, err := runErr("ip", "netns", "exec", ns, bin+"/fipsctl", "show", "status")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, o)
 		}
 		status = nil
-		return json.Unmarshal([]byte(o), &status)
+		if err := json.Unmarshal([]byte(o), &status); err != nil {
+			return err
+		}
+		// The socket answers while the node is still starting (state
+		// "created", no fips0 yet): wait for it to be up.
+		if status["state"] != "running" || status["tun_state"] != "active" {
+			return fmt.Errorf("node not up yet: state %v, tun_state %v", status["state"], status["tun_state"])
+		}
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("fipsctl show status: %v", err)
+		t.Errorf("fipsctl show status: %v", err)
 	}
 	t.Logf("show status: state=%v version=%v control_socket=%v tun=%v/%v transports=%v npub=%v",
 		status["state"], status["version"], status["control_socket"], status["tun_name"], status["tun_state"],
 		status["transport_count"], status["npub"])
 	for k, want := range map[string]any{"state": "running", "version": version, "control_socket": "/run/fips/control.sock",
-		"tun_name": "fips0", "tun_state": "active", "transport_count": float64(2), "exe_path": "/usr/bin/fips"} {
+		"tun_name": "fips0", "tun_state": "active", "transport_count": float64(2), "exe_path": bin + "/fips"} {
 		if status[k] != want {
 			t.Errorf("show status %s = %v, want %v", k, status[k], want)
 		}
@@ -285,7 +296,7 @@ func smokeDaemon(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	writeStub(t, stubs, "systemctl", `case "$1" in is-active) [ "$3" = dnsmasq.service ] && exit 0; exit 3 ;; esac; echo "systemctl $*" >> `+stubs+"/log\n")
-	setup := exec.Command("ip", "netns", "exec", ns, "/usr/lib/fips/fips-dns-setup")
+	setup := exec.Command("ip", "netns", "exec", ns, lib+"/fips-dns-setup")
 	setup.Env = append(os.Environ(), "PATH="+stubs+":/usr/sbin:/usr/bin:/sbin:/bin", "FIPS_DNS_ROOT="+dnsRoot, "FIPS_DNS_WAIT=5")
 	if o, err := setup.CombinedOutput(); err != nil || !strings.Contains(string(o), "via dnsmasq") {
 		t.Fatalf("fips-dns-setup: %v\n%s", err, o)
@@ -318,7 +329,7 @@ func smokeDaemon(t *testing.T, version string) {
 	if err != nil {
 		t.Errorf("%v; dnsmasq log:\n%s", err, dmLog.String())
 	}
-	teardown := exec.Command("/usr/lib/fips/fips-dns-teardown")
+	teardown := exec.Command(lib + "/fips-dns-teardown")
 	teardown.Env = setup.Env
 	if o, err := teardown.CombinedOutput(); err != nil {
 		t.Fatalf("fips-dns-teardown: %v\n%s", err, o)
@@ -336,6 +347,48 @@ func smokeDaemon(t *testing.T, version string) {
 	}
 }
 
+// fromScratch prepares the second of two reproducibility builds: a fresh
+// clone of the commit under another path (so nothing of this tree's
+// location can leak in) and an empty Go build cache (so every package,
+// the standard library included, is compiled again rather than taken from
+// the first build). A tree with uncommitted changes is rebuilt in place,
+// still with an empty cache: a clone would lack the changes.
+func fromScratch(t *testing.T, root, head string, dirty bool) (string, []string) {
+	t.Helper()
+	env := append(os.Environ(), "GOCACHE="+t.TempDir(), "GOFLAGS=")
+	if dirty {
+		t.Logf("uncommitted changes: the second build is in %s, with an empty build cache", root)
+		return root, env
+	}
+	src := filepath.Join(t.TempDir(), "elsewhere", "fips-go")
+	run(t, "git", "clone", "-q", "--no-checkout", root, src)
+	run(t, "git", "-C", src, "checkout", "-q", head)
+	return src, env
+}
+
+// sameAsBefore fails the test unless two snapshots are equal.
+func sameAsBefore(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	var diffs []string
+	for p, v := range before {
+		if w, ok := after[p]; !ok {
+			diffs = append(diffs, "gone:    "+p+" "+v)
+		} else if w != v {
+			diffs = append(diffs, "changed: "+p+" "+v+" -> "+w)
+		}
+	}
+	for p, w := range after {
+		if _, ok := before[p]; !ok {
+			diffs = append(diffs, "left:    "+p+" "+w)
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Fatalf("%s did not leave the machine as it was:\n%s", what, strings.Join(diffs, "\n"))
+	}
+	t.Logf("%s left nothing behind (%d paths compared)", what, len(after))
+}
+
 // snapshot lists every path under the directories a package can touch, with
 // type, mode and owner (and a content hash for the account databases).
 func snapshot(t *testing.T) map[string]string {
@@ -346,7 +399,8 @@ func snapshot(t *testing.T) map[string]string {
 	hash := []string{"/etc/group", "/etc/gshadow", "/etc/passwd", "/etc/shadow"}
 	for _, r := range []string{"/etc", "/usr/bin", "/usr/sbin", "/usr/lib/fips", "/usr/lib/tmpfiles.d", "/usr/lib/sysusers.d",
 		"/lib/systemd/system", "/usr/share/doc/fips", "/usr/share/man/man1", "/usr/share/lintian/overrides",
-		"/var/lib/systemd", "/var/lib/fips", "/var/log/fips", "/run/fips"} {
+		"/var/lib/systemd", "/var/lib/fips", "/var/log/fips", "/run/fips",
+		"/usr/local/bin", "/usr/local/lib", "/usr/local/share/man", "/opt"} {
 		_ = filepath.WalkDir(r, func(p string, de fs.DirEntry, err error) error {
 			if err != nil || slices.Contains(skip, p) {
 				return nil

@@ -7,6 +7,11 @@
 // fips-dns-setup and fips-dns-teardown for every resolver backend against a
 // temporary root.
 //
+// TestTarball does the same for the systemd tarball (`make tarball`) and
+// its install.sh and uninstall.sh, on this machine; TestWindowsZip builds
+// the Windows ZIP twice and checks what it holds. The generator of the man
+// pages and the ZIP writer are in mkpkg, with their own tests.
+//
 // The tests need root, dpkg, lintian, systemd-analyze (Debian's systemd
 // package), iproute2, nftables, dnsmasq and dig; a missing tool fails the
 // test rather than skipping it (.ci/run installs them).

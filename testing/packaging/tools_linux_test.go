@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +92,25 @@ func writeStub(t *testing.T, dir, name, body string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// commandNames lists the commands under cmd/ (the main packages), which
+// every package ships: fips, fipsctl, and fipstop and fips-gateway once
+// they exist.
+func commandNames(t *testing.T, root string) []string {
+	t.Helper()
+	c := exec.Command("go", "list", "-f", `{{if eq .Name "main"}}{{.Dir}}{{end}}`, "./cmd/...")
+	c.Dir = root
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("go list ./cmd/...: %v", err)
+	}
+	var names []string
+	for _, d := range strings.Fields(string(out)) {
+		names = append(names, filepath.Base(d))
+	}
+	if !slices.Contains(names, "fips") || !slices.Contains(names, "fipsctl") {
+		t.Fatalf("commands under cmd/: %v, want fips and fipsctl among them", names)
+	}
+	return names
 }

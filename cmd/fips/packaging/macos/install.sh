@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install fips-go on macOS as the com.fips.daemon LaunchDaemon.
-# Run from a directory holding the darwin fips and fipsctl binaries and this
-# packaging directory's files:  sudo ./install.sh [BINDIR]
+# Run from a directory holding the darwin fips and fipsctl (and fipstop)
+# binaries and this packaging directory's files:  sudo ./install.sh [BINDIR]
 # An existing /usr/local/etc/fips/fips.yaml or hosts is kept. Running it
 # again updates the binaries and reloads the job.
 set -eu
@@ -16,6 +16,10 @@ LOG=/usr/local/var/log/fips
 
 for b in fips fipsctl; do
     [ -x "$BINDIR/$b" ] || { echo "install.sh: no $BINDIR/$b (GOOS=darwin go build ./cmd/$b)" >&2; exit 1; }
+done
+# fipstop too when it was built (fips-gateway is Linux only).
+for b in fips fipsctl fipstop; do
+    [ -x "$BINDIR/$b" ] || continue
     install -m 0755 "$BINDIR/$b" "/usr/local/bin/$b"
 done
 mkdir -p "$ETC" "$ETC/fips.d" "$LOG"

@@ -7,7 +7,7 @@ PLIST=/Library/LaunchDaemons/com.fips.daemon.plist
 [ "$(id -u)" -eq 0 ] || { echo "uninstall.sh: run as root (sudo $0)" >&2; exit 1; }
 
 launchctl bootout system/com.fips.daemon 2>/dev/null || true
-rm -f "$PLIST" /usr/local/bin/fips /usr/local/bin/fipsctl /etc/resolver/fips
+rm -f "$PLIST" /usr/local/bin/fips /usr/local/bin/fipsctl /usr/local/bin/fipstop /etc/resolver/fips
 dscacheutil -flushcache 2>/dev/null || true
 if [ "${1:-}" = --purge ]; then
     rm -rf /usr/local/etc/fips /usr/local/var/log/fips
