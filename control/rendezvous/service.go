@@ -101,15 +101,15 @@ type Stats struct {
 }
 
 type counters struct {
-	advertsPublished, advertPublishErrors, inboxPublished        atomic.Uint64
-	advertsReceived, advertsRejected, eventsDropped              atomic.Uint64
-	signalsReceived, signalsInvalid                              atomic.Uint64
-	offersSent, offersReceived, offersRejected                   atomic.Uint64
-	offersElection                                               atomic.Uint64
-	answersSent, answersReceived, answersUnmatched               atomic.Uint64
-	attemptsStarted, attemptsSucceeded, attemptsFailed           atomic.Uint64
-	responderSucceeded, responderFailed, establishedDropped      atomic.Uint64
-	stunFailures, cooldowns                                      atomic.Uint64
+	advertsPublished, advertPublishErrors, inboxPublished   atomic.Uint64
+	advertsReceived, advertsRejected, eventsDropped         atomic.Uint64
+	signalsReceived, signalsInvalid                         atomic.Uint64
+	offersSent, offersReceived, offersRejected              atomic.Uint64
+	offersElection                                          atomic.Uint64
+	answersSent, answersReceived, answersUnmatched          atomic.Uint64
+	attemptsStarted, attemptsSucceeded, attemptsFailed      atomic.Uint64
+	responderSucceeded, responderFailed, establishedDropped atomic.Uint64
+	stunFailures, cooldowns                                 atomic.Uint64
 }
 
 type answerMsg struct {
