@@ -122,6 +122,9 @@ type Transport struct {
 	stats transport.Counters
 	res   *resolver
 	bufs  *transport.BufferPool // receive copies handed to the node
+	// adopted is a socket bound elsewhere (a NAT-traversal punch) that
+	// Start uses instead of binding; nil for a configured transport.
+	adopted *net.UDPConn
 
 	// The batched send path (Queue, Flush): one goroutine, the node's
 	// loop. queue is nil until Start.
@@ -164,6 +167,27 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		res:   newResolver(lookupFamily(bind)),
 		bufs:  transport.NewBufferPool(opts.MTU + RecvHeadroom),
 	}, nil
+}
+
+// Adopt wraps a socket that is already bound — the one a NAT-traversal
+// punch opened, so the NAT mapping the peer reaches is kept — as a
+// transport. opts.BindAddr and OutboundOnly are ignored; the rest (MTU,
+// buffers, AcceptConnections) apply as to a configured instance. The
+// transport owns conn from here: Close closes it, and so does a failed
+// Start.
+func Adopt(id transport.ID, name string, conn *net.UDPConn, opts Options, log *slog.Logger) (*Transport, error) {
+	la, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return nil, errors.New("udp: adopt: not a UDP socket")
+	}
+	ap := la.AddrPort()
+	opts.BindAddr, opts.OutboundOnly = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String(), false
+	t, err := New(id, name, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	t.adopted = conn
+	return t, nil
 }
 
 // ID implements transport.Transport.
@@ -225,11 +249,16 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.log.Info("outbound_only set: bind_addr ignored, binding an ephemeral port",
 			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
 	}
-	conn, err := net.ListenUDP(transport.ListenNetwork("udp", t.bind), net.UDPAddrFromAddrPort(t.bind))
-	if err != nil {
-		t.state = transport.StateFailed
-		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
+	conn := t.adopted
+	if conn == nil {
+		var err error
+		conn, err = net.ListenUDP(transport.ListenNetwork("udp", t.bind), net.UDPAddrFromAddrPort(t.bind))
+		if err != nil {
+			t.state = transport.StateFailed
+			return fmt.Errorf("udp: bind %s: %w", t.bind, err)
+		}
 	}
+	t.adopted = nil // a failed Start closes it: it cannot be retried
 	if err := t.configure(conn); err != nil {
 		conn.Close()
 		t.state = transport.StateFailed
@@ -524,6 +553,10 @@ func (t *Transport) Close() error {
 			err = t.conn.Close()
 			t.conn = nil
 			t.log.Info("UDP transport stopped")
+		}
+		if t.adopted != nil { // never started
+			err = t.adopted.Close()
+			t.adopted = nil
 		}
 		t.local = ""
 		t.state = transport.StateDown
