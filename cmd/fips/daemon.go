@@ -75,7 +75,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	log.Info("identity", "npub", id.Npub(), "node_addr", id.NodeAddr().String(), "address", id.IPv6().String(),
 		"source", string(source))
 
-	transports, err := buildTransports(cfg, log)
+	transports, ids, err := buildTransports(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -83,13 +83,21 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
 	statics := staticPeers(cfg)
+	rdv, err := rendezvousOptions(cfg, id, ids, log)
+	if err != nil {
+		return err
+	}
 	// Names resolve through the hosts file first, then peers' aliases: for
 	// the ACL files and the .fips DNS responder alike.
 	// hosts and the ACL files live in upstream's fixed directory, not next
 	// to the configuration; only the key file does (resolveIdentity).
 	etc := config.EtcDir()
 	hosts := fipsdns.OpenHostsFile(filepath.Join(etc, "hosts"), log)
-	peerAliases := aliasResolver(statics)
+	aliased := append([]node.StaticPeer(nil), statics...)
+	for _, np := range rdv.Peers {
+		aliased = append(aliased, node.StaticPeer{PublicKey: np.PublicKey, Alias: np.Alias})
+	}
+	peerAliases := aliasResolver(aliased)
 	names := func(name string) (identity.PublicKey, bool) {
 		if pk, ok := hosts.Lookup(name); ok {
 			return pk, true
@@ -123,6 +131,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		HostName:          hosts.NameOf,
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces,
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
+		Rendezvous: rdv,
 	})
 	if err != nil {
 		return err
@@ -335,8 +344,11 @@ func sessionConfig(cfg *config.Config) session.Config {
 	return c
 }
 
-func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, error) {
+// buildTransports makes the configured transports; ids maps
+// "udp/<name>" and "tcp/<name>" ("" for the unnamed instance) to their ids.
+func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, map[string]transport.ID, error) {
 	var out []transport.Transport
+	ids := map[string]transport.ID{}
 	next := transport.ID(1)
 	for _, inst := range cfg.Transports.UDP.List() {
 		c := inst.Config
@@ -345,9 +357,10 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 			OutboundOnly: c.OutboundOnly, AcceptConnections: c.AcceptConnections,
 		}, log)
 		if err != nil {
-			return nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)
+			return nil, nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)
 		}
 		out = append(out, t)
+		ids["udp/"+inst.Name] = next
 		next++
 	}
 	for _, inst := range cfg.Transports.TCP.List() {
@@ -362,9 +375,10 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.EffectiveMaxInbound(cfg.Node.Limits.MaxConnections)),
 		}, log)
 		if err != nil {
-			return nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
+			return nil, nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
 		}
 		out = append(out, t)
+		ids["tcp/"+inst.Name] = next
 		next++
 	}
 	for typ, n := range map[string]int{"ethernet": cfg.Transports.Ethernet.Len(), "tor": cfg.Transports.Tor.Len(),
@@ -373,7 +387,7 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 			log.Warn("transport type not supported by this build yet; skipping", "type", typ, "instances", n)
 		}
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 func instSuffix(name string) string {
@@ -400,7 +414,13 @@ func staticPeers(cfg *config.Config) []node.StaticPeer {
 			sp.Alias = *p.Alias
 		}
 		for _, a := range p.Addresses {
+			if isNATAddress(a) {
+				continue // reached through Nostr traversal (nostrPeers)
+			}
 			sp.Addresses = append(sp.Addresses, node.PeerAddress{Transport: a.Transport, Addr: a.Addr, Priority: int(a.Priority)})
+		}
+		if len(sp.Addresses) == 0 && (p.ViaNostr || len(p.Addresses) > 0) {
+			continue // only an advert can say where it is
 		}
 		out = append(out, sp)
 	}

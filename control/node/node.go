@@ -92,6 +92,8 @@ type Options struct {
 	HostName func(identity.NodeAddr) (string, bool)
 	// Dataplane is dataplane.* (zero: userspace, no BPF).
 	Dataplane DataplaneOptions
+	// Rendezvous is Nostr discovery and NAT traversal (zero: off).
+	Rendezvous RendezvousOptions
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -167,6 +169,8 @@ type Node struct {
 	// says which mode runs and why (set by Run before the loop starts).
 	xdp       atomic.Pointer[xdpPlane]
 	dataplane DataplaneView
+	// rdv is Nostr rendezvous state (loop-owned); nil when off.
+	rdv *rendezvousState
 }
 
 type request struct {
@@ -302,6 +306,7 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, sp := range n.opts.StaticPeers {
 		n.addStatic(now, sp)
 	}
+	n.initRendezvous(tctx)
 	n.flushSends()
 	n.publish(now)
 	n.loop(ctx)
@@ -349,6 +354,7 @@ func (n *Node) loop(ctx context.Context) {
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)
+			n.rdvTick(now)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()
@@ -416,6 +422,9 @@ func (n *Node) shutdown() {
 	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
 	n.peers.Shutdown(now)
 	n.flushSends() // the Disconnects
+	if n.rdv != nil {
+		n.rdv.svc.Close()
+	}
 	n.publish(now)
 	// Packets already handed to transports are flushed by Close; TCP
 	// writers get DrainTimeout to empty their queues.

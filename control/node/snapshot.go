@@ -53,6 +53,8 @@ type Snapshot struct {
 	Names map[identity.NodeAddr]nameInfo
 	// Dataplane is which dataplane runs and why.
 	Dataplane DataplaneView
+	// Rendezvous is Nostr discovery's state; nil when it is off.
+	Rendezvous *RendezvousView
 }
 
 type nameInfo struct {
@@ -178,6 +180,7 @@ func (n *Node) publish(now time.Time) {
 	for k, v := range n.core.linkMsgs {
 		s.LinkMsgs[k.String()] = v
 	}
+	s.Rendezvous = n.rdvView(now)
 	n.snap.Store(s)
 }
 
