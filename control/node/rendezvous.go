@@ -75,6 +75,7 @@ type RendezvousView struct {
 type nostrPeerState struct {
 	cfg      NostrPeer
 	inFlight bool
+	cancel   context.CancelFunc // ends the attempt in flight
 	next     time.Time
 	attempts uint64
 	outcome  string
@@ -198,6 +199,9 @@ func (n *Node) rdvTick(now time.Time) {
 	rs.svc.SetAcceptingPeers(max == 0 || n.peers.PeerCount() < max)
 	if rs.opts.Policy != "disabled" {
 		for na, ps := range rs.peers {
+			if ps.inFlight && n.peers.Peer(na) != nil {
+				ps.cancel() // linked another way (its own offer, crossing ours)
+			}
 			if ps.inFlight || n.peers.Peer(na) != nil || now.Before(ps.next) {
 				continue
 			}
@@ -257,13 +261,14 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 	ps.inFlight = true
 	ps.attempts++
 	pk := ps.cfg.PublicKey
+	ctx, cancel := context.WithCancel(n.runCtx)
+	ps.cancel = cancel
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
-		ctx := n.runCtx
+		defer cancel()
 		adv, err := rs.svc.FetchAdvert(ctx, pk)
 		var est rendezvous.Established
-		var d rendezvous.FailureDecision
 		var direct []rendezvous.Endpoint
 		start := time.Now()
 		if err == nil {
@@ -273,24 +278,23 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 				}
 			}
 			if adv.HasNAT() && len(direct) == 0 {
-				est, d, err = rs.svc.Connect(ctx, pk)
+				est, err = rs.svc.Connect(ctx, pk)
 			}
 		}
 		took := time.Since(start)
-		_, _ = n.Do(ctx, func(now time.Time) any {
-			n.rdvDone(now, na, ps, est, direct, d, err, took)
+		if _, derr := n.Do(n.runCtx, func(now time.Time) any {
+			n.rdvDone(now, na, ps, est, direct, err, took)
 			return nil
-		})
-		if err == nil && est.Conn != nil && ctx.Err() != nil {
+		}); derr != nil && est.Conn != nil {
 			est.Conn.Close()
 		}
 	}()
 }
 
 func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, est rendezvous.Established,
-	direct []rendezvous.Endpoint, d rendezvous.FailureDecision, err error, took time.Duration) {
+	direct []rendezvous.Endpoint, err error, took time.Duration) {
 	rs := n.rdv
-	ps.inFlight = false
+	ps.inFlight, ps.cancel = false, nil
 	ps.lastAt = now
 	if ps.open {
 		rs.openBusy--
@@ -309,6 +313,17 @@ func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, 
 		n.adoptTraversal(now, est)
 		ps.next = now.Add(n.opts.Peer.RetryBase)
 		return
+	}
+	if n.peers.Peer(na) != nil {
+		ps.outcome, ps.reason = "success", "linked while the attempt was in flight"
+		n.log.Debug("Nostr traversal attempt ended: peer already linked", "peer", npub, "reason", err.Error())
+		return
+	}
+	var d rendezvous.FailureDecision
+	if !errors.Is(err, rendezvous.ErrCooldown) && !errors.Is(err, rendezvous.ErrBusy) && !errors.Is(err, context.Canceled) {
+		d = rs.svc.RecordFailure(npub)
+	} else if until, cool := rs.svc.Failures().InCooldown(npub, uint64(now.UnixMilli())); cool {
+		d.CooldownUntilMs = until
 	}
 	ps.outcome, ps.reason = "failure", err.Error()
 	ps.failures++

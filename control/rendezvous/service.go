@@ -363,33 +363,28 @@ func (s *Service) publishLoop() {
 	refresh := time.NewTicker(max(s.cfg.AdvertRefresh, time.Second))
 	defer refresh.Stop()
 	for {
-		force := false
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.publishReq:
 		case <-refresh.C:
-			force = true
 		}
-		s.publishAdvert(force)
+		s.publishAdvert()
 	}
 }
 
-// publishAdvert signs and sends the advert to every advert relay; an
-// unchanged body is sent again only when forced (the refresh timer) or
-// when no relay has taken it yet.
-func (s *Service) publishAdvert(force bool) {
+// publishAdvert signs and sends the advert to every connected advert
+// relay: on a body change, on each relay (re)connection and on the
+// refresh timer, as upstream.
+func (s *Service) publishAdvert() {
 	a, ok := s.localAdvert()
 	if !ok {
 		return
 	}
-	body, _ := json.Marshal(a)
-	s.mu.Lock()
-	same := string(body) == s.published
-	s.mu.Unlock()
-	if same && !force && s.relays.count() == 0 {
-		return
+	if s.relays.count() == 0 {
+		return // each relay connection requests a publish
 	}
+	body, _ := json.Marshal(a)
 	ev, err := BuildAdvertEvent(s.keys.PublicHex, a, s.cfg.App, uint64(s.cfg.AdvertTTL/time.Second), s.nowMs())
 	if err == nil {
 		err = ev.Sign(s.keys.SecretHex)
@@ -775,33 +770,39 @@ func (s *Service) logTally(peer, session string, t Refusal, reflRefused bool) {
 
 // Connect runs one initiator traversal to pk (upstream's connect_peer):
 // advert, relays, STUN, offer, answer, punch. It blocks up to the signal
-// TTL plus the attempt timeout. Failures are counted in the failure state
-// and returned; the caller logs the outcome.
-func (s *Service) Connect(ctx context.Context, pk identity.PublicKey) (Established, FailureDecision, error) {
+// TTL plus the attempt timeout. A failure is not counted here: the caller
+// records it with RecordFailure unless the peer linked meanwhile, as
+// upstream's lifecycle does.
+func (s *Service) Connect(ctx context.Context, pk identity.PublicKey) (Established, error) {
 	npub := pk.Npub()
 	if !s.canAccept.Load() {
-		return Established{}, FailureDecision{}, ErrCapacity
+		return Established{}, ErrCapacity
 	}
 	if until, cool := s.failures.InCooldown(npub, s.nowMs()); cool {
-		return Established{}, FailureDecision{CooldownUntilMs: until}, fmt.Errorf("%w until %s", ErrCooldown, time.UnixMilli(int64(until)).UTC().Format(time.RFC3339))
+		return Established{}, fmt.Errorf("%w until %s", ErrCooldown, time.UnixMilli(int64(until)).UTC().Format(time.RFC3339))
 	}
 	if !s.initiators.Begin(npub) {
-		return Established{}, FailureDecision{}, ErrBusy
+		return Established{}, ErrBusy
 	}
 	defer s.initiators.End(npub)
 	s.c.attemptsStarted.Add(1)
 	est, err := s.connect(ctx, pk)
 	if err != nil {
 		s.c.attemptsFailed.Add(1)
-		d := s.failures.RecordFailure(npub, s.nowMs())
-		if d.CrossedThreshold {
-			s.c.cooldowns.Add(1)
-		}
-		return Established{}, d, err
+		return Established{}, err
 	}
 	s.c.attemptsSucceeded.Add(1)
 	s.failures.RecordSuccess(npub)
-	return est, FailureDecision{}, nil
+	return est, nil
+}
+
+// RecordFailure counts a failed attempt to npub in the failure state.
+func (s *Service) RecordFailure(npub string) FailureDecision {
+	d := s.failures.RecordFailure(npub, s.nowMs())
+	if d.CrossedThreshold {
+		s.c.cooldowns.Add(1)
+	}
+	return d
 }
 
 func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Established, error) {

@@ -111,7 +111,7 @@ func TestTraversalEndToEnd(t *testing.T) {
 		_, ok := p.b.CachedAdvert(p.ida.PublicKey())
 		return ok && p.a.Stats().RelaysConnected == 1 && p.b.Stats().RelaysConnected == 1
 	})
-	est, _, err := p.b.Connect(context.Background(), p.ida.PublicKey())
+	est, err := p.b.Connect(context.Background(), p.ida.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,8 @@ func TestTraversalTimeoutAndCooldown(t *testing.T) {
 	waitFor(t, 5*time.Second, "advert", func() bool { _, ok := p.b.CachedAdvert(p.ida.PublicKey()); return ok })
 	p.relay.Drop(SignalKind, true)
 	for i := 1; i <= 2; i++ {
-		_, d, err := p.b.Connect(context.Background(), p.ida.PublicKey())
+		_, err := p.b.Connect(context.Background(), p.ida.PublicKey())
+		d := p.b.RecordFailure(p.ida.Npub())
 		if !errors.Is(err, ErrSignalTimeout) || d.ConsecutiveFailures != uint32(i) {
 			t.Fatalf("attempt %d: %v %+v", i, err, d)
 		}
@@ -162,7 +163,7 @@ func TestTraversalTimeoutAndCooldown(t *testing.T) {
 			t.Errorf("threshold not crossed: %+v", d)
 		}
 	}
-	if _, _, err := p.b.Connect(context.Background(), p.ida.PublicKey()); !errors.Is(err, ErrCooldown) {
+	if _, err := p.b.Connect(context.Background(), p.ida.PublicKey()); !errors.Is(err, ErrCooldown) {
 		t.Errorf("attempt in cooldown: %v", err)
 	}
 	if st := p.b.Stats(); st.AttemptsFailed != 2 || st.Cooldowns != 1 {
