@@ -166,6 +166,10 @@ func ParseAdvertEvent(ev *nostr.Event, app string) (OverlayAdvert, error) {
 // CheckEvent verifies an event as standard Nostr tooling does: the id is
 // the hash of its serialization and the BIP-340 signature is the author's.
 func CheckEvent(ev *nostr.Event) error {
+	// go-nostr's CheckID indexes the id without checking its length.
+	if !isLowerHex(ev.ID, 64) || !isLowerHex(ev.PubKey, 64) || !isLowerHex(ev.Sig, 128) {
+		return fmt.Errorf("%w: id, pubkey or sig is not lowercase hex of the right length", ErrInvalidEvent)
+	}
 	if !ev.CheckID() {
 		return fmt.Errorf("%w: id does not match the event", ErrInvalidEvent)
 	}
@@ -177,6 +181,19 @@ func CheckEvent(ev *nostr.Event) error {
 		return fmt.Errorf("%w: bad signature", ErrInvalidEvent)
 	}
 	return nil
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // expirationMs is the event's NIP-40 expiration in ms, if it has one.
