@@ -132,6 +132,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces,
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 		Rendezvous: rdv,
+		LAN:        lanOptions(cfg, log),
 	})
 	if err != nil {
 		return err

@@ -51,9 +51,6 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 	ns := &cfg.Node.Rendezvous.Nostr
 	peers := nostrPeers(cfg)
 	if !ns.Enabled {
-		if cfg.Node.Rendezvous.LAN.Enabled {
-			log.Warn("node.rendezvous.lan.enabled: mDNS LAN discovery is not implemented by this build; peers on the LAN are reached only through configured addresses")
-		}
 		return node.RendezvousOptions{}, nil
 	}
 	secs := func(v uint64) time.Duration { return time.Duration(v) * time.Second }
@@ -123,9 +120,6 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 		fmt.Sprintf(", reach %d peer(s) through their adverts", len(peers))+policyText(string(ns.Policy)),
 		"policy", string(ns.Policy), "peers", strings.Join(names, ","), "advert_relays", strings.Join(ns.AdvertRelays, ","),
 		"dm_relays", strings.Join(ns.DMRelays, ","), "stun_servers", strings.Join(ns.StunServers, ","))
-	if cfg.Node.Rendezvous.LAN.Enabled {
-		log.Warn("node.rendezvous.lan.enabled: mDNS LAN discovery is not implemented by this build; peers on the LAN are reached only through configured addresses or Nostr")
-	}
 
 	natUDP := adoptUDPConfig(cfg)
 	return node.RendezvousOptions{Service: svc, Policy: string(ns.Policy), Peers: peers, Advertised: adv,
@@ -167,4 +161,25 @@ func adoptUDPConfig(cfg *config.Config) udp.Options {
 		o.MTU, o.RecvBufSize, o.SendBufSize, o.AcceptConnections = int(c.MTU), int(c.RecvBufSize), int(c.SendBufSize), c.AcceptConnections
 	}
 	return o
+}
+
+// lanOptions is node.rendezvous.lan, with upstream's scope rule:
+// lan.scope when set, else the Nostr app without a "fips-overlay-v1:"
+// prefix (so the default app gives the scope "fips-overlay-v1").
+func lanOptions(cfg *config.Config, log *slog.Logger) node.LANOptions {
+	l := &cfg.Node.Rendezvous.LAN
+	if !l.Enabled {
+		return node.LANOptions{}
+	}
+	scope := ""
+	if l.Scope != nil {
+		scope = strings.TrimSpace(*l.Scope)
+	}
+	if scope == "" {
+		app := cfg.Node.Rendezvous.Nostr.App
+		scope = strings.TrimSpace(strings.TrimPrefix(app, rendezvous.AdvertIdentifier+":"))
+	}
+	log.Info("LAN rendezvous configured: the node will announce itself on mDNS and dial the FIPS nodes it finds there",
+		"service_type", l.ServiceType, "scope", scope)
+	return node.LANOptions{Enabled: true, ServiceType: l.ServiceType, Scope: scope}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
@@ -94,6 +95,8 @@ type Options struct {
 	Dataplane DataplaneOptions
 	// Rendezvous is Nostr discovery and NAT traversal (zero: off).
 	Rendezvous RendezvousOptions
+	// LAN is mDNS LAN rendezvous (zero: off).
+	LAN LANOptions
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -171,6 +174,9 @@ type Node struct {
 	dataplane DataplaneView
 	// rdv is Nostr rendezvous state (loop-owned); nil when off.
 	rdv *rendezvousState
+	// lan is mDNS rendezvous once started (set on the loop's goroutine
+	// before the loop runs).
+	lan *lan.LAN
 }
 
 type request struct {
@@ -307,6 +313,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.addStatic(now, sp)
 	}
 	n.initRendezvous(tctx)
+	n.startLAN()
 	n.flushSends()
 	n.publish(now)
 	n.loop(ctx)
