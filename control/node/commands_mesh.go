@@ -130,8 +130,8 @@ type MetricsJSON struct {
 	Native     NativeStatsJSON       `json:"native"`
 	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
 	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
-	// Rendezvous is Nostr discovery's counters (ours); absent when off.
-	Rendezvous *rendezvous.Stats `json:"rendezvous,omitempty"`
+	// Rendezvous is Nostr discovery's counters (ours); zero when off.
+	Rendezvous rendezvous.Stats `json:"rendezvous"`
 }
 
 // NativeStatsJSON is upstream's native datagram API counter family.
@@ -179,10 +179,9 @@ func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.Snapshot()) }
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
 func MetricsOf(s *Snapshot) MetricsJSON {
-	var rdv *rendezvous.Stats
+	var rdv rendezvous.Stats
 	if s.Rendezvous != nil {
-		st := s.Rendezvous.Stats
-		rdv = &st
+		rdv = s.Rendezvous.Stats
 	}
 	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
