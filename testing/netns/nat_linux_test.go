@@ -386,3 +386,33 @@ func killGroup(cmd *exec.Cmd, sig syscall.Signal) {
 		_ = syscall.Kill(-cmd.Process.Pid, sig)
 	}
 }
+
+// TestNATOpenDiscovery: with policy open and no peers configured at all,
+// two NATed nodes dial each other from the adverts they see on the relay.
+func TestNATOpenDiscovery(t *testing.T) {
+	m, a, b := natLab(t, false)
+	open := func(n, _ *Node, _ string) string {
+		cfg := natNodeConfig(n, n, "      policy: open\n")
+		return cfg[:strings.Index(cfg, "peers:\n")] + "peers: []\n"
+	}
+	start := startNATNodes(t, a, b, open, "")
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var pa struct {
+			Peers []struct{ Npub string } `json:"peers"`
+		}
+		if a.Call("show_peers", nil, &pa) == nil && len(pa.Peers) == 1 && pa.Peers[0].Npub == b.Npub() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open discovery found no peer after 90 s\nA:\n%s\nB:\n%s", tail(a.Logs(), 60), tail(b.Logs(), 60))
+		}
+	}
+	t.Logf("linked by open discovery %v after the daemons started", time.Since(start).Round(time.Millisecond))
+	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
+	if err != nil || !strings.Contains(string(out), "3 received") {
+		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
+	}
+	if !strings.Contains(a.Logs(), "reach 0 peer(s) through their adverts, and dial every valid advert it sees (policy open)") {
+		t.Errorf("a's log does not say it dials every advert:\n%s", tail(a.Logs(), 30))
+	}
+}
