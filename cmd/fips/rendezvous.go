@@ -83,7 +83,7 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 		}
 		adv = append(adv, node.AdvertisedTransport{Transport: ids["udp/"+in.Name], Kind: "udp", Public: in.Config.Public, ExternalAddr: ext})
 		if in.Config.Public {
-			advDesc = append(advDesc, "udp:"+orDefault(ext, "bound address"))
+			advDesc = append(advDesc, "udp:"+orDefault(ext, "bound address, or the public IP STUN reports"))
 		} else {
 			advDesc = append(advDesc, "udp:nat")
 		}
@@ -123,7 +123,7 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 
 	natUDP := adoptUDPConfig(cfg)
 	return node.RendezvousOptions{Service: svc, Policy: string(ns.Policy), Peers: peers, Advertised: adv,
-		OpenMaxPending: int(ns.OpenDiscoveryMaxPending),
+		OpenMaxPending: int(ns.OpenDiscoveryMaxPending), AdvertRefresh: secs(ns.AdvertRefreshSecs),
 		Adopt: func(tid transport.ID, conn *net.UDPConn) (transport.Transport, error) {
 			return udp.Adopt(tid, rendezvous.TransportNameNAT, conn, natUDP, log)
 		}}, nil

@@ -31,6 +31,9 @@ type RendezvousOptions struct {
 	Adopt func(id transport.ID, conn *net.UDPConn) (transport.Transport, error)
 	// OpenMaxPending bounds open-discovery dials in flight.
 	OpenMaxPending int
+	// AdvertRefresh is advert_refresh_secs (the STUN public-address
+	// cache lifetime too).
+	AdvertRefresh time.Duration
 }
 
 // NostrPeer is a configured peer found through its advert.
@@ -95,7 +98,17 @@ type rendezvousState struct {
 	nextID    transport.ID
 	tctx      context.Context
 	openBusy  int
+	// publicIP is what STUN last said our public address is, for public
+	// transports bound to a wildcard without external_addr; stunDue is
+	// when to ask again, stunBusy while a lookup runs.
+	publicIP netip.Addr
+	stunDue  time.Time
+	stunBusy bool
 }
+
+// Public-address lookup cache lifetimes (upstream's): a success lasts
+// max(advert_refresh_secs, 60 s), a failure 60 s.
+const stunFailureTTL = 60 * time.Second
 
 type bootstrapTransport struct {
 	peer    identity.NodeAddr
@@ -159,6 +172,16 @@ func (n *Node) rdvPublishEndpoints() {
 			eps = append(eps, rendezvous.Endpoint{Transport: rendezvous.EndpointUDP, Addr: "nat"})
 		default:
 			addr, ok := advertAddr(a.ExternalAddr, t.LocalAddr())
+			if !ok && a.Kind == "udp" && a.ExternalAddr == "" && rs.publicIP.IsValid() {
+				// A wildcard bind: the STUN-seen address with the bound
+				// port (the STUN port is discarded, as upstream: 1:1 NAT).
+				if lap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil {
+					addr, ok = netip.AddrPortFrom(rs.publicIP, lap.Port()).String(), true
+				}
+			}
+			if !ok && a.Kind == "udp" && a.ExternalAddr == "" && !rs.publicIP.IsValid() {
+				continue // the STUN lookup will republish
+			}
 			if !ok {
 				n.log.Warn("advertise_on_nostr: no public address to advertise (set external_addr)", "transport", describe(t))
 				continue
@@ -214,6 +237,7 @@ func (n *Node) rdvTick(now time.Time) {
 	if rs.opts.Policy == "open" {
 		n.rdvOpenSweep(now)
 	}
+	n.rdvPublicIP(now)
 	for id, bt := range rs.bootstrap {
 		if p := n.peers.Peer(bt.peer); p != nil && p.Transport == id {
 			continue
@@ -332,6 +356,9 @@ func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, 
 		if until := time.UnixMilli(int64(d.CooldownUntilMs)); until.After(now.Add(delay)) {
 			delay = until.Sub(now)
 		}
+	}
+	if d.CrossedThreshold {
+		n.rdvRefetch(ps)
 	}
 	ps.next = now.Add(delay)
 	if ps.open && n.peers.Peer(na) == nil {
@@ -509,4 +536,67 @@ func (n *Node) rdvView(now time.Time) *RendezvousView {
 		v.Adopted[fmt.Sprint(uint32(id))] = bt.npub
 	}
 	return v
+}
+
+// needsPublicIP reports a public UDP transport bound to a wildcard
+// address with no external_addr: its advert needs STUN.
+func (n *Node) needsPublicIP() bool {
+	for _, a := range n.rdv.opts.Advertised {
+		t := n.transports[a.Transport]
+		if a.Kind != "udp" || !a.Public || a.ExternalAddr != "" || t == nil {
+			continue
+		}
+		if lap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil && lap.Addr().IsUnspecified() {
+			return true
+		}
+	}
+	return false
+}
+
+// rdvPublicIP refreshes the STUN-seen public address when it is due.
+func (n *Node) rdvPublicIP(now time.Time) {
+	rs := n.rdv
+	if rs.stunBusy || now.Before(rs.stunDue) || !n.needsPublicIP() {
+		return
+	}
+	rs.stunBusy = true
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		ip, err := rs.svc.PublicIP(n.runCtx)
+		_, _ = n.Do(n.runCtx, func(now time.Time) any {
+			rs.stunBusy = false
+			if err != nil {
+				rs.stunDue = now.Add(stunFailureTTL)
+				n.log.Warn("advertise_on_nostr: STUN found no public address for the public UDP transport; not advertised (set external_addr)", "error", err)
+				return nil
+			}
+			rs.stunDue = now.Add(max(n.opts.Rendezvous.AdvertRefresh, 60*time.Second))
+			if ip != rs.publicIP {
+				n.log.Info("public address from STUN", "ip", ip.String())
+			}
+			rs.publicIP = ip
+			n.rdvPublishEndpoints()
+			return nil
+		})
+	}()
+}
+
+// rdvRefetch re-reads a peer's advert once its streak crosses the
+// threshold: gone or newer lifts the cooldown (upstream's stale check).
+func (n *Node) rdvRefetch(ps *nostrPeerState) {
+	rs := n.rdv
+	pk := ps.cfg.PublicKey
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		out := rs.svc.RefetchAdvert(n.runCtx, pk)
+		n.log.Debug("stale-advert check after the failure threshold", "peer", pk.Npub(), "outcome", out)
+		if out == rendezvous.RefetchEvicted || out == rendezvous.RefetchRefreshed {
+			_, _ = n.Do(n.runCtx, func(now time.Time) any {
+				ps.next, ps.failures = now, 0
+				return nil
+			})
+		}
+	}()
 }

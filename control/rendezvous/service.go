@@ -311,6 +311,22 @@ func (s *Service) Stats() Stats {
 	}
 }
 
+// PublicIP asks the STUN servers, from a fresh ephemeral IPv4 socket, for
+// this host's public address (the advert of a public transport bound to a
+// wildcard address): 5 s per server.
+func (s *Service) PublicIP(ctx context.Context) (netip.Addr, error) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: bind: %w", ErrSTUN, err)
+	}
+	defer conn.Close()
+	r, err := Discover(ctx, conn, s.cfg.STUNServers, AdvertSTUNTimeout)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return r.Reflexive.Addr(), nil
+}
+
 // --- adverts ---
 
 // SetEndpoints sets the advert body from the transports; a change is
@@ -501,6 +517,53 @@ func (s *Service) FetchAdvert(ctx context.Context, pk identity.PublicKey) (Overl
 		return c.Advert, nil
 	}
 	return OverlayAdvert{}, fmt.Errorf("%w: %s", ErrMissingAdvert, pk.Npub())
+}
+
+// Refetch outcomes of RefetchAdvert (upstream's stale-advert check).
+const (
+	RefetchEvicted   = "evicted"   // no advert on the relays: cache entry and streak dropped
+	RefetchRefreshed = "refreshed" // a newer advert: cached, streak reset
+	RefetchSame      = "same"      // the cached advert stands, and so does the cooldown
+	RefetchSkipped   = "skipped"   // no relay answered
+)
+
+// RefetchAdvert asks the advert relays for pk's advert again, bypassing
+// the cache, after its failure streak reached the threshold: a peer whose
+// advert is gone or newer gets a fresh start.
+func (s *Service) RefetchAdvert(ctx context.Context, pk identity.PublicKey) string {
+	if s.relays.count() == 0 {
+		return RefetchSkipped
+	}
+	qctx, cancel := context.WithTimeout(ctx, advertFetchTimeout)
+	defer cancel()
+	evs := s.relays.query(qctx, s.advertRelays, nostr.Filter{Authors: []string{pk.Hex()}, Kinds: []int{AdvertKind},
+		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
+	old, had := s.CachedAdvert(pk)
+	var newest *nostr.Event
+	for _, ev := range evs {
+		if ev.PubKey != pk.Hex() {
+			continue
+		}
+		if _, err := ParseAdvertEvent(ev, s.cfg.App); err != nil {
+			continue
+		}
+		if newest == nil || ev.CreatedAt > newest.CreatedAt {
+			newest = ev
+		}
+	}
+	switch {
+	case newest == nil:
+		s.mu.Lock()
+		s.cache.Remove(pk.Hex())
+		s.mu.Unlock()
+		s.failures.Reset(pk.Npub())
+		return RefetchEvicted
+	case !had || int64(newest.CreatedAt) > old.CreatedAt:
+		s.ingestAdvert(newest)
+		s.failures.Reset(pk.Npub())
+		return RefetchRefreshed
+	}
+	return RefetchSame
 }
 
 // inboxRelays is the peer's kind-10050 list (newest), empty on failure.

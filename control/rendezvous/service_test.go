@@ -195,3 +195,22 @@ func TestOfferReplayRefused(t *testing.T) {
 		t.Errorf("election: %v", err)
 	}
 }
+
+// The stale-advert check: an advert that is still the one cached keeps
+// the cooldown; a peer with no advert left is evicted and its streak
+// dropped.
+func TestRefetchAdvert(t *testing.T) {
+	p := startPair(t)
+	waitFor(t, 5*time.Second, "advert", func() bool { _, ok := p.b.CachedAdvert(p.ida.PublicKey()); return ok })
+	if got := p.b.RefetchAdvert(context.Background(), p.ida.PublicKey()); got != RefetchSame {
+		t.Errorf("unchanged advert: %s", got)
+	}
+	gone := newID(t)
+	p.b.RecordFailure(gone.Npub())
+	if got := p.b.RefetchAdvert(context.Background(), gone.PublicKey()); got != RefetchEvicted {
+		t.Errorf("absent advert: %s", got)
+	}
+	if _, ok := p.b.Failures().Get(gone.Npub(), uint64(time.Now().UnixMilli())); ok {
+		t.Error("streak kept after eviction")
+	}
+}
