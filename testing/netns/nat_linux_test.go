@@ -416,3 +416,82 @@ func TestNATOpenDiscovery(t *testing.T) {
 		t.Errorf("a's log does not say it dials every advert:\n%s", tail(a.Logs(), 30))
 	}
 }
+
+// TestNATPublicNodeDirect: a node with a public address on a wildcard
+// bind (public: true, no external_addr) advertises the address STUN
+// reports; a NATed node that knows it only by npub and via_nostr dials
+// that advertised endpoint directly, without traversal.
+func TestNATPublicNodeDirect(t *testing.T) {
+	m, _, b := natLab(t, false)
+	pub := m.AddNode("pub")
+	inet := m.Node("inet")
+	l := m.Link(pub, inet)
+	const pubAddr = "198.18.1.1"
+	for _, c := range [][]string{
+		{"pub", "ip", "addr", "add", pubAddr + "/32", "dev", "lo"},
+		{"pub", "ip", "route", "add", "default", "via", l.AddrB, "src", pubAddr},
+		{"inet", "ip", "route", "add", pubAddr + "/32", "via", l.AddrA},
+	} {
+		if out, err := m.Exec(c[0], c[1:]...); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	relay := fmt.Sprintf("ws://%s:%d", inetAddr, relayPort)
+	pubCfg := fmt.Sprintf(`node:
+  identity: { nsec: %q }
+  control: { socket_path: %q }
+  log_level: debug
+  rendezvous:
+    nostr:
+      enabled: true
+      advert_relays: [%q]
+      dm_relays: [%q]
+      stun_servers: ["stun:%s:%d"]
+transports:
+  udp: { bind_addr: "0.0.0.0:2121", advertise_on_nostr: true, public: true }
+tun: { enabled: true, name: fips0, mtu: 1280 }
+dns: { enabled: true, bind_addr: "::1", port: 5354 }
+peers: []
+`, pub.ID.Secret().Hex(), pub.Socket, relay, relay, inetAddr, stunPort)
+	if err := os.WriteFile(pub.Config, []byte(pubCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.Config, []byte(natNodeConfig(b, pub, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, n := range []*Node{pub, b} {
+		if err := n.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var links struct {
+		Links []struct {
+			RemoteAddr string `json:"remote_addr"`
+			State      string `json:"state"`
+		} `json:"links"`
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b.Call("show_links", nil, &links) == nil && len(links.Links) == 1 && links.Links[0].State == "connected" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b did not link to the public node\nB:\n%s\nPUB:\n%s", tail(b.Logs(), 50), tail(pub.Logs(), 50))
+		}
+	}
+	t.Logf("linked %v after the daemons started, to %s", time.Since(start).Round(time.Millisecond), links.Links[0].RemoteAddr)
+	if links.Links[0].RemoteAddr != pubAddr+":2121" {
+		t.Errorf("b's link goes to %s, want the advertised %s:2121", links.Links[0].RemoteAddr, pubAddr)
+	}
+	for _, want := range []string{`msg="public address from STUN" ip=` + pubAddr, `endpoints=udp:` + pubAddr + `:2121`} {
+		if !strings.Contains(pub.Logs(), want) {
+			t.Errorf("pub's log lacks %q:\n%s", want, tail(pub.Logs(), 30))
+		}
+	}
+	if !strings.Contains(b.Logs(), "dialling peer at its advertised endpoint") {
+		t.Errorf("b's log lacks the direct dial:\n%s", tail(b.Logs(), 30))
+	}
+	if out, err := m.Exec("b", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", pub.Npub()+".fips"); err != nil || !strings.Contains(string(out), "3 received") {
+		t.Fatalf("ping -6 pub.fips from b: %v\n%s", err, out)
+	}
+}
