@@ -73,6 +73,9 @@ type RendezvousView struct {
 	Stats   rendezvous.Stats  `json:"stats"`
 	Peers   []TraversalView   `json:"peers"`
 	Adopted map[string]string `json:"adopted_transports"` // transport id → peer npub
+	// AdoptRefused counts punched paths refused because
+	// MaxBootstrapTransports were adopted and waiting.
+	AdoptRefused uint64 `json:"adopt_refused"`
 }
 
 type nostrPeerState struct {
@@ -104,6 +107,8 @@ type rendezvousState struct {
 	publicIP netip.Addr
 	stunDue  time.Time
 	stunBusy bool
+	// adoptRefused counts punched paths refused at MaxBootstrapTransports.
+	adoptRefused uint64
 }
 
 // Public-address lookup cache lifetimes (upstream's): a success lasts
@@ -118,6 +123,11 @@ type bootstrapTransport struct {
 
 // bootstrapGrace is how long an adopted transport may wait for its link.
 const bootstrapGrace = 35 * time.Second
+
+// MaxBootstrapTransports bounds the punched sockets adopted at once: each
+// completed punch (which any key can make, answering its own offers) would
+// otherwise hold a socket for bootstrapGrace.
+const MaxBootstrapTransports = 64
 
 func (n *Node) initRendezvous(tctx context.Context) {
 	o := n.opts.Rendezvous
@@ -272,7 +282,6 @@ func (n *Node) rdvOpenSweep(now time.Time) {
 		}
 		ps := &nostrPeerState{cfg: NostrPeer{PublicKey: pk, AutoReconnect: true}, open: true}
 		rs.peers[na] = ps
-		rs.openBusy++
 		budget--
 		n.rdvAttempt(now, na, ps)
 	}
@@ -284,6 +293,9 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 	rs := n.rdv
 	ps.inFlight = true
 	ps.attempts++
+	if ps.open {
+		rs.openBusy++
+	}
 	pk := ps.cfg.PublicKey
 	ctx, cancel := context.WithCancel(n.runCtx)
 	ps.cancel = cancel
@@ -433,6 +445,13 @@ func (n *Node) adoptTraversal(now time.Time, est rendezvous.Established) {
 		est.Conn.Close()
 		return
 	}
+	if len(rs.bootstrap) >= MaxBootstrapTransports {
+		est.Conn.Close()
+		rs.adoptRefused++
+		n.log.Warn("traversal path refused: too many traversal transports waiting for their links", "peer", est.Peer.Npub(),
+			"limit", MaxBootstrapTransports)
+		return
+	}
 	id := rs.nextID
 	rs.nextID++
 	t, err := rs.opts.Adopt(id, est.Conn)
@@ -509,7 +528,7 @@ func (n *Node) rdvView(now time.Time) *RendezvousView {
 		return nil
 	}
 	v := &RendezvousView{Enabled: true, Npub: n.id.Npub(), Policy: rs.opts.Policy, Stats: rs.svc.Stats(),
-		Peers: []TraversalView{}, Adopted: map[string]string{}}
+		Peers: []TraversalView{}, Adopted: map[string]string{}, AdoptRefused: rs.adoptRefused}
 	nowMs := uint64(now.UnixMilli())
 	for _, na := range sortedAddrs(rs.peers) {
 		ps := rs.peers[na]

@@ -156,6 +156,7 @@ type Service struct {
 	mapTarget func(netip.AddrPort) netip.AddrPort
 
 	wg      sync.WaitGroup
+	closed  bool // under mu: no new tracked work after Close
 	cancel  context.CancelFunc
 	ctx     context.Context
 	started atomic.Bool
@@ -267,6 +268,9 @@ func (s *Service) Close() {
 	if !s.started.Load() {
 		return
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	s.relays.wait()
 	s.wg.Wait()
@@ -848,6 +852,10 @@ func (s *Service) Connect(ctx context.Context, pk identity.PublicKey) (Establish
 		return Established{}, ErrBusy
 	}
 	defer s.initiators.End(npub)
+	if !s.track() {
+		return Established{}, context.Canceled
+	}
+	defer s.wg.Done()
 	s.c.attemptsStarted.Add(1)
 	est, err := s.connect(ctx, pk)
 	if err != nil {
@@ -857,6 +865,18 @@ func (s *Service) Connect(ctx context.Context, pk identity.PublicKey) (Establish
 	s.c.attemptsSucceeded.Add(1)
 	s.failures.RecordSuccess(npub)
 	return est, nil
+}
+
+// track counts a caller's work in s.wg unless Close has begun (a
+// WaitGroup must not grow from zero while Close waits on it).
+func (s *Service) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.started.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // RecordFailure counts a failed attempt to npub in the failure state.
