@@ -52,6 +52,12 @@ type Config struct {
 	Log                  *slog.Logger
 	// Now is the wall clock (tests move it); nil: time.Now.
 	Now func() time.Time
+	// TestMapTarget, for tests on loopback only, rewrites each planned
+	// punch target: a loopback reflexive address is never punchable, and
+	// the production filter is not weakened for tests, so a test's STUN
+	// responder reports a documentation address that this maps back.
+	// nil in production.
+	TestMapTarget func(netip.AddrPort) netip.AddrPort
 }
 
 // Established is a punched path the node adopts as a UDP transport: it
@@ -201,6 +207,7 @@ func New(cfg Config) (*Service, error) {
 		publishReq:   make(chan struct{}, 1),
 		est:          make(chan Established, establishedQueue),
 	}
+	s.mapTarget = cfg.TestMapTarget
 	s.pool = norm(append(append([]string(nil), s.advertRelays...), s.dmRelays...))
 	s.relays = newRelaySet(s.log, s.pool)
 	s.canAccept.Store(true)
