@@ -91,7 +91,7 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 			PunchInterval: 20 * time.Millisecond, PunchDuration: 2 * time.Second, AdvertTTL: time.Hour,
 			AdvertRefresh: 30 * time.Minute, MaxIncomingOffers: 4, MaxOffersPerNpub: 2, AdvertCacheMax: 16, SeenSessionsMax: 16,
 			Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16},
-			Log: log, TestMapTarget: docToLoopback})
+			Log:     log, TestMapTarget: docToLoopback})
 		if err != nil {
 			t.Fatal(err)
 		}
