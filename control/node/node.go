@@ -384,6 +384,9 @@ func (n *Node) receive(now time.Time, p transport.Packet) {
 		p.Buf.Release()
 		return
 	}
+	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
+		n.rdvProtocolMismatch(now, p.Transport)
+	}
 	n.core.HandlePacket(now, p.Transport, p.From, p.Data)
 	p.Buf.Release() // HandlePacket retains nothing of Data
 }

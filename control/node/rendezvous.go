@@ -619,3 +619,18 @@ func (n *Node) rdvRefetch(ps *nostrPeerState) {
 		}
 	}()
 }
+
+// rdvProtocolMismatch: a frame of another FMP version on a traversal
+// transport means the peer runs an incompatible FIPS; traversal to it
+// stops for protocol_mismatch_cooldown_secs (upstream's
+// record_protocol_mismatch), with one WARN per cooldown.
+func (n *Node) rdvProtocolMismatch(now time.Time, id transport.ID) {
+	bt, ok := n.rdv.bootstrap[id]
+	if !ok {
+		return
+	}
+	if n.rdv.svc.Failures().RecordProtocolMismatch(bt.npub, uint64(now.UnixMilli())) {
+		n.log.Warn("peer speaks another FMP version over the traversal path; Nostr traversal to it is suspended",
+			"peer", bt.npub, "transport_id", uint32(id))
+	}
+}

@@ -90,7 +90,7 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 			ReplayWindow: 300 * time.Second, AttemptTimeout: 3 * time.Second, PunchStartDelay: 100 * time.Millisecond,
 			PunchInterval: 20 * time.Millisecond, PunchDuration: 2 * time.Second, AdvertTTL: time.Hour,
 			AdvertRefresh: 30 * time.Minute, MaxIncomingOffers: 4, MaxOffersPerNpub: 2, AdvertCacheMax: 16, SeenSessionsMax: 16,
-			Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16},
+			Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16, MismatchCooldownMs: 86_400_000},
 			Log:     log, TestMapTarget: docToLoopback})
 		if err != nil {
 			t.Fatal(err)
@@ -153,6 +153,31 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	}
 	va := a.Snapshot().Rendezvous
 	if va == nil || len(va.Peers) != 1 || va.Peers[0].State != "linked" || len(va.Adopted) == 0 {
-		t.Errorf("a's rendezvous view %+v", va)
+		t.Fatalf("a's rendezvous view %+v", va)
+	}
+	// A frame of another FMP version on the traversal transport puts the
+	// peer in the protocol-mismatch cooldown.
+	var local string
+	for _, tv := range a.Snapshot().Transports {
+		if tv.Name == rendezvous.TransportNameNAT {
+			local = tv.LocalAddr
+		}
+	}
+	c, err := net.Dial("udp4", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte{0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		v := a.Snapshot().Rendezvous
+		if v != nil && len(v.Peers) == 1 && v.Peers[0].CooldownUntilMs > uint64(time.Now().Add(time.Hour).UnixMilli()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no protocol-mismatch cooldown: %+v", v.Peers)
+		}
 	}
 }

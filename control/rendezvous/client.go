@@ -29,6 +29,10 @@ type relayClient struct {
 	wmu  sync.Mutex
 	done chan struct{}
 	err  error // why the reader stopped; set before done closes
+	// closing is closed by close: the reader stops waiting on slow
+	// subscribers at once.
+	closing   chan struct{}
+	closeOnce sync.Once
 
 	mu   sync.Mutex
 	subs map[string]*relaySub
@@ -48,7 +52,11 @@ type relaySub struct {
 	events chan *nostr.Event
 	eose   chan struct{}
 	closed chan string
-	once   sync.Once
+	// gone is closed when the subscriber stops reading (unsub): the
+	// reader never blocks on a subscription nobody reads.
+	gone     chan struct{}
+	goneOnce sync.Once
+	once     sync.Once
 }
 
 func dialRelay(ctx context.Context, url string, notice func(string)) (*relayClient, error) {
@@ -56,7 +64,7 @@ func dialRelay(ctx context.Context, url string, notice func(string)) (*relayClie
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRelay, url, err)
 	}
-	c := &relayClient{url: url, conn: conn, done: make(chan struct{}), subs: map[string]*relaySub{},
+	c := &relayClient{url: url, conn: conn, done: make(chan struct{}), closing: make(chan struct{}), subs: map[string]*relaySub{},
 		oks: map[string]chan okResult{}, notice: notice}
 	go c.read()
 	return c, nil
@@ -96,7 +104,8 @@ func (c *relayClient) read() {
 				ev := env.Event
 				select {
 				case s.events <- &ev:
-				case <-c.done:
+				case <-s.gone:
+				case <-c.closing:
 				}
 			}
 		case *nostr.EOSEEnvelope:
@@ -154,7 +163,7 @@ func (c *relayClient) write(ctx context.Context, b []byte) error {
 // the caller until it calls unsub or the connection ends (c.done).
 func (c *relayClient) subscribe(ctx context.Context, filters nostr.Filters) (*relaySub, error) {
 	s := &relaySub{id: "fips:" + strconv.FormatUint(c.next.Add(1), 10), events: make(chan *nostr.Event),
-		eose: make(chan struct{}, 1), closed: make(chan string, 1)}
+		eose: make(chan struct{}, 1), closed: make(chan string, 1), gone: make(chan struct{})}
 	c.mu.Lock()
 	c.subs[s.id] = s
 	c.mu.Unlock()
@@ -173,6 +182,7 @@ func (c *relayClient) drop(s *relaySub) {
 	c.mu.Lock()
 	delete(c.subs, s.id)
 	c.mu.Unlock()
+	s.goneOnce.Do(func() { close(s.gone) })
 }
 
 // unsub sends CLOSE and forgets the subscription.
@@ -217,6 +227,7 @@ func (c *relayClient) publish(ctx context.Context, ev nostr.Event) error {
 
 // close ends the connection and waits for the reader.
 func (c *relayClient) close() {
+	c.closeOnce.Do(func() { close(c.closing) })
 	c.conn.Close()
 	<-c.done
 }
