@@ -89,6 +89,10 @@ type nostrPeerState struct {
 	lastAt   time.Time
 	failures int
 	open     bool // from open discovery, not configuration
+	// directTried: the last attempt dialled the advert's direct
+	// endpoints; if the peer is still not linked the next one traverses
+	// (when the advert offers udp:nat too).
+	directTried bool
 }
 
 type rendezvousState struct {
@@ -299,6 +303,8 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 	pk := ps.cfg.PublicKey
 	ctx, cancel := context.WithCancel(n.runCtx)
 	ps.cancel = cancel
+	preferNAT := ps.directTried
+	ps.directTried = false
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
@@ -313,7 +319,8 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 					direct = append(direct, e)
 				}
 			}
-			if adv.HasNAT() && len(direct) == 0 {
+			if adv.HasNAT() && (len(direct) == 0 || preferNAT) {
+				direct = nil
 				est, err = rs.svc.Connect(ctx, pk)
 			}
 		}
@@ -338,6 +345,7 @@ func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, 
 	npub := ps.cfg.PublicKey.Npub()
 	if err == nil && len(direct) > 0 {
 		ps.outcome, ps.reason = "success", "direct endpoints from advert"
+		ps.directTried = true
 		n.rdvDialDirect(now, ps.cfg.PublicKey, direct)
 		ps.next = now.Add(n.opts.Peer.RetryBase)
 		return
