@@ -92,7 +92,11 @@ func (c *relayClient) read() {
 			c.conn.Close()
 			return
 		}
-		switch env := nostr.ParseMessage(buf.b).(type) {
+		env, ok := parseRelayMessage(buf.b)
+		if !ok {
+			continue
+		}
+		switch env := env.(type) {
 		case *nostr.EventEnvelope:
 			if env.SubscriptionID == nil {
 				continue
@@ -143,6 +147,18 @@ func (c *relayClient) read() {
 			}
 		}
 	}
+}
+
+// parseRelayMessage is go-nostr's envelope parser, made safe against a
+// panic on hostile input (its event checks index fields unchecked).
+func parseRelayMessage(b []byte) (env nostr.Envelope, ok bool) {
+	defer func() {
+		if recover() != nil {
+			env, ok = nil, false
+		}
+	}()
+	env = nostr.ParseMessage(b)
+	return env, env != nil
 }
 
 func (c *relayClient) write(ctx context.Context, b []byte) error {

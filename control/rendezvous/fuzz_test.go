@@ -110,3 +110,20 @@ func FuzzAdvertEvent(f *testing.F) {
 		_ = InboxRelays(&ev)
 	})
 }
+
+// Whatever a relay sends reaches go-nostr's envelope parser first; it must
+// not take the node down.
+func FuzzRelayMessage(f *testing.F) {
+	f.Add([]byte(`["EVENT","fips:1",{"id":"00","pubkey":"00","created_at":1,"kind":1,"tags":[],"content":"","sig":"00"}]`))
+	f.Add([]byte(`["EOSE","fips:1"]`))
+	f.Add([]byte(`["OK","abc",false,"blocked"]`))
+	f.Add([]byte(`["CLOSED","fips:1","error"]`))
+	f.Add([]byte(`["NOTICE","hi"]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if env, ok := parseRelayMessage(b); ok {
+			if e, isEv := env.(*nostr.EventEnvelope); isEv {
+				_ = CheckEvent(&e.Event)
+			}
+		}
+	})
+}
