@@ -10,7 +10,7 @@ LDFLAGS     := -X main.Version=$(VERSION)
 # Packages that own mutable state shared between goroutines: run under -race.
 RACE_PKGS   ?= ./control/... ./fallback/...
 
-.PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean
+.PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean nostr-relay
 
 all: build
 
@@ -20,8 +20,15 @@ build:
 ## test: everything CI checks. Fuzz seed corpora run as part of `go test`.
 test: lint unit race
 
-unit:
+unit: nostr-relay
 	$(GO) test -count=1 ./...
+
+# The third-party Nostr relay the netns NAT scenarios run (npm, pinned by
+# its lockfile); installed once.
+NOSTR_RELAY := testing/netns/nostrrelay
+nostr-relay: $(NOSTR_RELAY)/node_modules/.package-lock.json
+$(NOSTR_RELAY)/node_modules/.package-lock.json: $(NOSTR_RELAY)/package-lock.json
+	npm ci --prefix $(NOSTR_RELAY) --no-audit --no-fund
 
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)

@@ -90,7 +90,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	log.Info("identity", "npub", id.Npub(), "node_addr", id.NodeAddr().String(), "address", id.IPv6().String(),
 		"source", string(source))
 
-	transports, err := buildTransports(cfg, log)
+	transports, ids, err := buildTransports(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -98,13 +98,21 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
 	statics := staticPeers(cfg)
+	rdv, err := rendezvousOptions(cfg, id, ids, log)
+	if err != nil {
+		return err
+	}
 	// Names resolve through the hosts file first, then peers' aliases: for
 	// the ACL files and the .fips DNS responder alike.
 	// hosts and the ACL files live in upstream's fixed directory, not next
 	// to the configuration; only the key file does (resolveIdentity).
 	etc := config.EtcDir()
 	hosts := fipsdns.OpenHostsFile(filepath.Join(etc, "hosts"), log)
-	peerAliases := aliasResolver(statics)
+	aliased := append([]node.StaticPeer(nil), statics...)
+	for _, np := range rdv.Peers {
+		aliased = append(aliased, node.StaticPeer{PublicKey: np.PublicKey, Alias: np.Alias})
+	}
+	peerAliases := aliasResolver(aliased)
 	names := func(name string) (identity.PublicKey, bool) {
 		if pk, ok := hosts.Lookup(name); ok {
 			return pk, true
@@ -139,6 +147,8 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		StatsHistoryPeers: int(cfg.Metrics.HistoryMaxPeers),
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
+		Rendezvous: rdv,
+		LAN:        lanOptions(cfg, log),
 	})
 	if err != nil {
 		return err
@@ -361,8 +371,11 @@ func sessionConfig(cfg *config.Config) session.Config {
 	return c
 }
 
-func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, error) {
+// buildTransports makes the configured transports; ids maps
+// "udp/<name>" and "tcp/<name>" ("" for the unnamed instance) to their ids.
+func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, map[string]transport.ID, error) {
 	var out []transport.Transport
+	ids := map[string]transport.ID{}
 	next := transport.ID(1)
 	for _, inst := range cfg.Transports.UDP.List() {
 		c := inst.Config
@@ -372,9 +385,10 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 			Workers: cfg.Dataplane.WorkerCount(runtime.NumCPU()),
 		}, log)
 		if err != nil {
-			return nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)
+			return nil, nil, fmt.Errorf("transports.udp%s: %w", instSuffix(inst.Name), err)
 		}
 		out = append(out, t)
+		ids["udp/"+inst.Name] = next
 		next++
 	}
 	for _, inst := range cfg.Transports.TCP.List() {
@@ -389,15 +403,16 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.EffectiveMaxInbound(cfg.Node.Limits.MaxConnections)),
 		}, log)
 		if err != nil {
-			return nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
+			return nil, nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
 		}
 		out = append(out, t)
+		ids["tcp/"+inst.Name] = next
 		next++
 	}
 	for _, u := range unimplementedTransports(cfg) {
 		log.Warn("transport type not supported by this build yet; skipping", "type", u.typ, "instances", u.n)
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 type unimplemented struct {
@@ -464,7 +479,13 @@ func staticPeers(cfg *config.Config) []node.StaticPeer {
 			sp.Alias = *p.Alias
 		}
 		for _, a := range p.Addresses {
+			if isNATAddress(a) {
+				continue // reached through Nostr traversal (nostrPeers)
+			}
 			sp.Addresses = append(sp.Addresses, node.PeerAddress{Transport: a.Transport, Addr: a.Addr, Priority: int(a.Priority)})
+		}
+		if len(sp.Addresses) == 0 && (p.ViaNostr || len(p.Addresses) > 0) {
+			continue // only an advert can say where it is
 		}
 		out = append(out, sp)
 	}

@@ -22,6 +22,8 @@ var showTargets = []string{
 	"connections", "transports", "routing", "identity-cache", "native-flows",
 	// fips-go: upstream's fipsctl leaves this one to fipstop.
 	"listening-sockets",
+	// fips-go: Nostr discovery and NAT traversal state per peer.
+	"rendezvous",
 }
 
 func defaultHostsFile() string { return filepath.Join(config.EtcDir(), "hosts") }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 
@@ -251,6 +252,31 @@ func (c *Config) Lint() []Warning {
 		}
 		if p.ConnectPolicy != ConnectAuto {
 			w(key+".connect_policy", "%s is accepted but not implemented; this peer is never dialled on its own", p.ConnectPolicy)
+		}
+	}
+	if ns := &c.Node.Rendezvous.Nostr; ns.Enabled {
+		for _, l := range []struct {
+			key  string
+			urls []string
+		}{{"node.rendezvous.nostr.advert_relays", ns.AdvertRelays}, {"node.rendezvous.nostr.dm_relays", ns.DMRelays}} {
+			for i, u := range l.urls {
+				if !strings.HasPrefix(u, "ws://") && !strings.HasPrefix(u, "wss://") {
+					w(fmt.Sprintf("%s[%d]", l.key, i), "%s is not a ws:// or wss:// relay URL; that relay will never connect", strconv.Quote(u))
+				}
+			}
+		}
+		for i, s := range ns.StunServers {
+			hp := strings.TrimPrefix(strings.TrimSpace(s), "stun:")
+			if _, port, err := net.SplitHostPort(hp); err != nil || port == "" || port == "0" {
+				w(fmt.Sprintf("node.rendezvous.nostr.stun_servers[%d]", i), "%s is not stun:host:port (or host:port); that server is never asked", strconv.Quote(s))
+			}
+		}
+		if ns.Policy == NostrPolicyDisabled {
+			for i, p := range c.Peers {
+				if p.ViaNostr && len(p.Addresses) == 0 {
+					w(fmt.Sprintf("peers[%d].via_nostr", i), "policy is disabled, so advert endpoints are never used: this peer, with no address of its own, is never dialled")
+				}
+			}
 		}
 	}
 	if c.Gateway != nil {

@@ -244,3 +244,31 @@ peers:
 		t.Errorf("defaults lint: %v", w)
 	}
 }
+
+// Relay URLs and STUN servers that can never work, and via_nostr peers a
+// disabled policy never dials, are warnings (upstream accepts them).
+func TestLintRendezvous(t *testing.T) {
+	c, _ := mustLoad(t, `
+node:
+  rendezvous:
+    nostr:
+      enabled: true
+      policy: disabled
+      advert_relays: ["wss://relay.example", "relay.example"]
+      dm_relays: ["https://relay.example"]
+      stun_servers: ["stun:stun.example:3478", "stun.example"]
+transports:
+  udp: {bind_addr: "0.0.0.0:2121"}
+peers:
+  - npub: `+validNpub+`
+    via_nostr: true
+`)
+	var keys []string
+	for _, w := range c.Lint() {
+		keys = append(keys, w.Key)
+	}
+	want := "node.rendezvous.nostr.advert_relays[1] node.rendezvous.nostr.dm_relays[0] node.rendezvous.nostr.stun_servers[1] peers[0].via_nostr"
+	if strings.Join(keys, " ") != want {
+		t.Errorf("warnings %v, want %s", keys, want)
+	}
+}

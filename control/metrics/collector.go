@@ -260,12 +260,20 @@ func (c *Collector) flatFamily(fam, prefix string, members map[string]any, label
 			name, typ = prefix+base, "gauge"
 			f.gauge[k] = true
 		}
+		if fam == "rendezvous" && (k == "relays_configured" || k == "relays_connected" || k == "advert_cache_entries") {
+			name, typ = prefix+base, "gauge"
+			f.gauge[k] = true
+		}
 		unit := "events"
 		switch {
 		case strings.HasSuffix(base, "_bytes"):
 			unit = "bytes"
 		case strings.HasSuffix(base, "_packets"), fam == "ipv6", k == "packets_in":
 			unit = "packets"
+		case fam == "rendezvous" && k == "advert_cache_entries":
+			unit = "entries"
+		case fam == "rendezvous" && typ == "gauge":
+			unit = "relays"
 		case typ == "gauge":
 			unit = "connections"
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -143,6 +144,13 @@ func (n *Node) showPeers() ctl.ShowPeers {
 			HasTreePosition: p.TreeView.HasTreePosition, IsParent: p.TreeView.IsParent, IsChild: p.TreeView.IsChild,
 			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
 			MMP: peerMMP(p.MMP),
+		}
+		if s.Rendezvous != nil {
+			for _, tv := range s.Rendezvous.Peers {
+				if tv.Npub == p.Npub {
+					info.NostrTraversal = nostrTraversal(tv.PeerFailure)
+				}
+			}
 		}
 		if p.TreeView.HasTreePosition {
 			d := uint64(p.TreeView.Depth)
@@ -372,4 +380,17 @@ func transportStats(typ string, st transport.Stats) any {
 		BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, MTUExceeded: st.MTUExceeded,
 		DroppedQueue: st.DroppedQueue, DroppedInvalid: st.DroppedInvalid, KernelDrops: st.KernelDrops,
 		ConnectionsUp: st.ConnectionsUp, ConnectsRefused: st.ConnectsRefused, ConnectFailures: st.ConnectFailures}
+}
+
+func nostrTraversal(f rendezvous.PeerFailure) ctl.NostrTraversal {
+	nt := ctl.NostrTraversal{ConsecutiveFailures: f.ConsecutiveFailures}
+	if f.CooldownUntilMs != 0 {
+		v := f.CooldownUntilMs
+		nt.CooldownUntilMs, nt.InCooldown = &v, true
+	}
+	if f.HasSkew {
+		v := f.SkewMs
+		nt.LastObservedSkewMs = &v
+	}
+	return nt
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/tree"
@@ -22,6 +23,12 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	r.Register("show_tree", func(context.Context, json.RawMessage) (any, error) { return n.showTree(), nil })
 	r.Register("show_bloom", func(context.Context, json.RawMessage) (any, error) { return n.showBloom(), nil })
 	r.Register("show_routing", func(context.Context, json.RawMessage) (any, error) { return n.showRouting(), nil })
+	r.Register("show_rendezvous", func(context.Context, json.RawMessage) (any, error) {
+		if v := n.Snapshot().Rendezvous; v != nil {
+			return v, nil
+		}
+		return RendezvousView{Peers: []TraversalView{}, Adopted: map[string]string{}}, nil
+	})
 	r.Register("show_metrics", func(context.Context, json.RawMessage) (any, error) { return n.showMetrics(), nil })
 	// The cache tables can hold tens of thousands of entries: they are
 	// read on the event loop when asked for, not copied into every snapshot.
@@ -123,6 +130,8 @@ type MetricsJSON struct {
 	Native     NativeStatsJSON       `json:"native"`
 	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
 	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
+	// Rendezvous is Nostr discovery's counters (ours); zero when off.
+	Rendezvous rendezvous.Stats `json:"rendezvous"`
 }
 
 // NativeStatsJSON is upstream's native datagram API counter family.
@@ -170,7 +179,11 @@ func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
 func MetricsOf(s *Snapshot) MetricsJSON {
-	return MetricsJSON{Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
+	var rdv rendezvous.Stats
+	if s.Rendezvous != nil {
+		rdv = s.Rendezvous.Stats
+	}
+	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
 		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups},

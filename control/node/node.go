@@ -17,6 +17,7 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
@@ -97,6 +98,10 @@ type Options struct {
 	// StatsHistoryPeers bounds the peers the stats history keeps rings
 	// for (0: history.DefaultMaxPeers).
 	StatsHistoryPeers int
+	// Rendezvous is Nostr discovery and NAT traversal (zero: off).
+	Rendezvous RendezvousOptions
+	// LAN is mDNS LAN rendezvous (zero: off).
+	LAN LANOptions
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -191,6 +196,11 @@ type Node struct {
 	// histPeers is the tick's reused sample buffer.
 	hist      *history.History
 	histPeers []history.PeerSample
+	// rdv is Nostr rendezvous state (loop-owned); nil when off.
+	rdv *rendezvousState
+	// lan is mDNS rendezvous once started (set on the loop's goroutine
+	// before the loop runs).
+	lan *lan.LAN
 }
 
 type request struct {
@@ -369,6 +379,8 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, sp := range n.opts.StaticPeers {
 		n.addStatic(now, sp)
 	}
+	n.initRendezvous(tctx)
+	n.startLAN()
 	n.flushSends()
 	n.publish(now)
 	n.loop(ctx)
@@ -420,6 +432,7 @@ func (n *Node) loop(ctx context.Context) {
 			n.publishRoutes(now, true)
 			n.publishLocal(true)
 			n.recordHistory(now)
+			n.rdvTick(now)
 			n.publish(now)
 		case r := <-n.requests:
 			now := time.Now()
@@ -449,6 +462,9 @@ func (n *Node) receive(now time.Time, it rxItem) {
 		n.aqm.Drop(now, now.Sub(time.Unix(0, p.Arrived))) {
 		p.Buf.Release()
 		return
+	}
+	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
+		n.rdvProtocolMismatch(now, p.Transport)
 	}
 	n.core.HandlePacket(now, p.Transport, p.From, p.Data)
 	p.Buf.Release() // HandlePacket retains nothing of Data
@@ -496,6 +512,9 @@ func (n *Node) shutdown() {
 	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
 	n.peers.Shutdown(now)
 	n.flushSends() // the Disconnects
+	if n.rdv != nil {
+		n.rdv.svc.Close()
+	}
 	n.publish(now)
 	// Packets already handed to transports are flushed by Close; TCP
 	// writers get DrainTimeout to empty their queues.

@@ -58,6 +58,8 @@ type Snapshot struct {
 	// History counts what it holds and refused.
 	Sparklines history.Sparklines
 	History    history.Stats
+	// Rendezvous is Nostr discovery's state; nil when it is off.
+	Rendezvous *RendezvousView
 }
 
 type nameInfo struct {
@@ -189,6 +191,7 @@ func (n *Node) publish(now time.Time) {
 	for k, v := range n.core.linkMsgs {
 		s.LinkMsgs[k.String()] = v
 	}
+	s.Rendezvous = n.rdvView(now)
 	n.snap.Store(s)
 }
 

@@ -23,7 +23,7 @@ func (n *Node) transportFor(sel string) (transport.Transport, error) {
 	typ, name, qualified := strings.Cut(sel, "/")
 	for _, id := range n.order {
 		t := n.transports[id]
-		if t.Type() != typ {
+		if t.Type() != typ || n.isBootstrap(id) {
 			continue
 		}
 		if !qualified || t.Name() == name {
@@ -76,16 +76,24 @@ func (n *Node) ResolveStatic(na identity.NodeAddr, targets []peer.StaticAddress)
 		}
 	}
 	ctx := n.runCtx
+	// The transports are looked up here, on the loop: the map changes
+	// when a traversal transport is adopted.
+	ts := make(map[transport.ID]transport.Transport, len(targets))
+	for _, tg := range targets {
+		if t := n.transports[tg.Transport]; t != nil {
+			ts[tg.Transport] = t
+		}
+	}
 	if numeric || ctx == nil {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		return n.resolveTargets(ctx, targets), true
+		return n.resolveTargets(ctx, ts, targets), true
 	}
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
-		res := n.resolveTargets(ctx, targets)
+		res := n.resolveTargets(ctx, ts, targets)
 		// Gone with the loop: the answer has no one to dial.
 		_, _ = n.Do(ctx, func(now time.Time) any {
 			n.peers.StaticResolved(now, na, res)
@@ -98,11 +106,11 @@ func (n *Node) ResolveStatic(na identity.NodeAddr, targets []peer.StaticAddress)
 // resolveTargets resolves each target on its transport (each bounded by
 // resolveTimeout), keeping the order; a destination no packet can reach
 // counts as unresolved.
-func (n *Node) resolveTargets(ctx context.Context, targets []peer.StaticAddress) peer.Resolution {
+func (n *Node) resolveTargets(ctx context.Context, ts map[transport.ID]transport.Transport, targets []peer.StaticAddress) peer.Resolution {
 	var res peer.Resolution
 	var errs []error
 	for _, tg := range targets {
-		t := n.transports[tg.Transport]
+		t := ts[tg.Transport]
 		if t == nil {
 			errs = append(errs, fmt.Errorf("%s: no transport %d", tg.Addr, tg.Transport))
 			continue

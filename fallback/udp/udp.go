@@ -143,6 +143,9 @@ type Transport struct {
 	stats transport.Counters
 	res   *resolver
 	bufs  *transport.BufferPool // receive copies handed to the node
+	// adopted is a socket bound elsewhere (a NAT-traversal punch) that
+	// Start uses instead of binding; nil for a configured transport.
+	adopted *net.UDPConn
 
 	// The batched send path (Queue, Flush): one goroutine, the node's
 	// loop. queue is nil until Start.
@@ -205,6 +208,27 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	}, nil
 }
 
+// Adopt wraps a socket that is already bound — the one a NAT-traversal
+// punch opened, so the NAT mapping the peer reaches is kept — as a
+// transport. opts.BindAddr and OutboundOnly are ignored; the rest (MTU,
+// buffers, AcceptConnections) apply as to a configured instance. The
+// transport owns conn from here: Close closes it, and so does a failed
+// Start.
+func Adopt(id transport.ID, name string, conn *net.UDPConn, opts Options, log *slog.Logger) (*Transport, error) {
+	la, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return nil, errors.New("udp: adopt: not a UDP socket")
+	}
+	ap := la.AddrPort()
+	opts.BindAddr, opts.OutboundOnly = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String(), false
+	t, err := New(id, name, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	t.adopted = conn
+	return t, nil
+}
+
 // ID implements transport.Transport.
 func (t *Transport) ID() transport.ID { return t.id }
 
@@ -265,17 +289,24 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 			"bind_addr", t.opts.BindAddr, "bound", outboundOnlyBind)
 	}
 	workers := t.workerCount()
+	conn := t.adopted
+	if conn != nil {
+		workers = 1 // an adopted (punched) socket is served alone
+	}
 	lc := net.ListenConfig{}
 	if workers > 1 {
 		lc.Control = reusePort
 	}
 	network := transport.ListenNetwork("udp", t.bind)
-	pc, err := lc.ListenPacket(context.Background(), network, t.bind.String())
-	if err != nil {
-		t.state = transport.StateFailed
-		return fmt.Errorf("udp: bind %s: %w", t.bind, err)
+	if conn == nil {
+		pc, err := lc.ListenPacket(context.Background(), network, t.bind.String())
+		if err != nil {
+			t.state = transport.StateFailed
+			return fmt.Errorf("udp: bind %s: %w", t.bind, err)
+		}
+		conn = pc.(*net.UDPConn)
 	}
-	conn := pc.(*net.UDPConn)
+	t.adopted = nil // a failed Start closes it: it cannot be retried
 	if err := t.configure(conn, true); err != nil {
 		conn.Close()
 		t.state = transport.StateFailed
@@ -681,6 +712,10 @@ func (t *Transport) Close() error {
 			err = t.conn.Close()
 			t.conn = nil
 			t.log.Info("UDP transport stopped")
+		}
+		if t.adopted != nil { // never started
+			err = t.adopted.Close()
+			t.adopted = nil
 		}
 		t.local = ""
 		t.state = transport.StateDown

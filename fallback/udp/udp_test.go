@@ -549,3 +549,63 @@ func TestResolveLocalhost(t *testing.T) {
 		t.Fatalf("localhost resolved to %s", a)
 	}
 }
+
+// An adopted socket keeps its port (the NAT mapping a punch opened): the
+// transport sends and receives on it, drops late punch probes, and Close
+// closes it, started or not.
+func TestAdopt(t *testing.T) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, sp := newSink(), newSink()
+	a, err := Adopt(5, "", conn, loopbackOpts(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background(), s.Deliver); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.LocalAddr() != conn.LocalAddr().String() {
+		t.Fatalf("adopted transport at %s, socket at %s", a.LocalAddr(), conn.LocalAddr())
+	}
+	peer := start(t, 6, loopbackOpts(), sp)
+	late := make([]byte, wire.PunchPacketSize)
+	if _, err := (wire.PunchPacket{Sequence: 9, SessionHash: bytes.Repeat([]byte{1}, 16)}).MarshalTo(late); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.Send(addrOf(t, a), late); err != nil {
+		t.Fatal(err)
+	}
+	p := msg1(t, 3)
+	if err := peer.Send(addrOf(t, a), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Next(t); !bytes.Equal(got.Data, p) || got.Transport != 5 {
+		t.Fatalf("got %+v", got)
+	}
+	if a.Stats().DroppedInvalid != 1 {
+		t.Errorf("late probe not dropped: %+v", a.Stats())
+	}
+	if err := a.Send(addrOf(t, peer), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := sp.Next(t); got.From != addrOf(t, a) {
+		t.Errorf("reply from %s", got.From)
+	}
+	a.Close()
+	if _, err := conn.WriteToUDP([]byte{1}, conn.LocalAddr().(*net.UDPAddr)); err == nil {
+		t.Error("adopted socket still open after Close")
+	}
+
+	unstarted, _ := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	u, err := Adopt(7, "", unstarted, loopbackOpts(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Close()
+	if _, err := unstarted.WriteToUDP([]byte{1}, unstarted.LocalAddr().(*net.UDPAddr)); err == nil {
+		t.Error("never-started adopted socket not closed")
+	}
+}

@@ -100,7 +100,7 @@ func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 		out, err := m.Exec("c", "python3", "-c", seqSinkScript, "7001")
 		sunk <- result{out, err}
 	}()
-	if !waitUDP(m, "c", 7001, 10*time.Second) {
+	if !waitUDPListening(m, "c", 7001, 10*time.Second) {
 		t.Fatal("sink not bound")
 	}
 	k0, q0 := hostDrops(t, m), queueDrops(t, a, b, c)
@@ -200,7 +200,7 @@ func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 
 // waitUDP waits until a UDP socket is bound to port inside node's
 // namespace.
-func waitUDP(m *Mesh, node string, port int, timeout time.Duration) bool {
+func waitUDPListening(m *Mesh, node string, port int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		out, err := m.Exec(node, "ss", "-Hlun", "sport = :"+strconv.Itoa(port))

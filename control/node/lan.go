@@ -1,0 +1,87 @@
+package node
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/rendezvous/lan"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// LANOptions are node.rendezvous.lan.* (mDNS).
+type LANOptions struct {
+	Enabled     bool
+	ServiceType string
+	Scope       string
+}
+
+// startLAN registers on mDNS with the lowest-id UDP transport's port and
+// dials the peers it finds (upstream's poll_lan_rendezvous).
+func (n *Node) startLAN() {
+	o := n.opts.LAN
+	if !o.Enabled {
+		return
+	}
+	var port uint16
+	for _, id := range n.order {
+		t := n.transports[id]
+		if t.Type() != "udp" || t.State() != transport.StateUp || n.isBootstrap(id) {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil {
+			port = ap.Port()
+			break
+		}
+	}
+	if port == 0 {
+		n.log.Warn("LAN rendezvous not started: no operational UDP transport to advertise")
+		return
+	}
+	l, err := lan.Start(n.runCtx, lan.Config{Identity: n.id, ServiceType: o.ServiceType, Scope: o.Scope, Port: port, Log: n.log})
+	if err != nil {
+		n.log.Warn("LAN rendezvous not started", "error", err)
+		return
+	}
+	n.lan = l
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		for {
+			select {
+			case <-n.runCtx.Done():
+				l.Close()
+				return
+			case d := <-l.Events():
+				_, _ = n.Do(n.runCtx, func(now time.Time) any { n.lanDiscovered(now, d); return nil })
+			}
+		}
+	}()
+}
+
+// lanDiscovered dials a peer seen on the LAN unless it is linked or a
+// handshake to that address is already in flight (Dial ignores those).
+func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
+	na := d.PublicKey.NodeAddr()
+	n.log.Debug("LAN peer seen via mDNS", "peer", d.PublicKey.Npub(), "addr", d.Addr.String(), "linked", n.peers.Peer(na) != nil)
+	if na == n.id.NodeAddr() || n.peers.Peer(na) != nil {
+		return
+	}
+	for _, id := range n.order {
+		t := n.transports[id]
+		if t.Type() != "udp" || t.State() != transport.StateUp || n.isBootstrap(id) {
+			continue
+		}
+		la, err := netip.ParseAddrPort(t.LocalAddr())
+		if err != nil || (la.Addr().Is4() && !d.Addr.Addr().Unmap().Is4()) {
+			continue // an IPv4 socket cannot reach an IPv6 peer
+		}
+		to := netip.AddrPortFrom(d.Addr.Addr().Unmap(), d.Addr.Port())
+		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: transport.AddrFromIP(to)}); err != nil {
+			n.log.Debug("cannot dial LAN peer", "peer", d.PublicKey.Npub(), "addr", to.String(), "error", err)
+			return
+		}
+		n.log.Info("LAN peer discovered via mDNS; dialling", "peer", d.PublicKey.Npub(), "addr", to.String(), "scope", d.Scope)
+		return
+	}
+}

@@ -1,0 +1,644 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/rendezvous"
+	"github.com/fips-go/fips/control/transport"
+)
+
+// RendezvousOptions wire Nostr discovery into the node (nil Service: off).
+type RendezvousOptions struct {
+	Service *rendezvous.Service
+	// Policy is node.rendezvous.nostr.policy: "disabled" never uses
+	// advert endpoints, "configured_only" only for Peers, "open" also
+	// dials every valid cached advert.
+	Policy string
+	// Peers are the configured via_nostr peers (and peers with a udp
+	// "nat" address): reached through their adverts.
+	Peers []NostrPeer
+	// Advertised are the transports whose endpoints go in our advert.
+	Advertised []AdvertisedTransport
+	// Adopt wraps a punched socket as a UDP transport with the given id
+	// (cmd builds it from the operator's UDP settings).
+	Adopt func(id transport.ID, conn *net.UDPConn) (transport.Transport, error)
+	// OpenMaxPending bounds open-discovery dials in flight.
+	OpenMaxPending int
+	// AdvertRefresh is advert_refresh_secs (the STUN public-address
+	// cache lifetime too).
+	AdvertRefresh time.Duration
+}
+
+// NostrPeer is a configured peer found through its advert.
+type NostrPeer struct {
+	PublicKey     identity.PublicKey
+	Alias         string
+	AutoReconnect bool
+}
+
+// AdvertisedTransport is one transport with advertise_on_nostr.
+type AdvertisedTransport struct {
+	Transport    transport.ID
+	Kind         string // udp, tcp, tor
+	Public       bool   // udp: false advertises "nat"
+	ExternalAddr string // "" or a bare IP or host:port
+}
+
+// TraversalView is one Nostr peer's discovery state (show_peers,
+// show_rendezvous).
+type TraversalView struct {
+	Npub        string `json:"npub"`
+	Alias       string `json:"alias,omitempty"`
+	State       string `json:"state"` // idle, in_flight, linked, cooldown, disabled
+	Attempts    uint64 `json:"attempts"`
+	LastOutcome string `json:"last_outcome,omitempty"` // success, failure
+	LastReason  string `json:"last_reason,omitempty"`
+	LastAtMs    uint64 `json:"last_at_ms,omitempty"`
+	NextAtMs    uint64 `json:"next_attempt_at_ms,omitempty"`
+	rendezvous.PeerFailure
+}
+
+// RendezvousView is the rendezvous part of a snapshot.
+type RendezvousView struct {
+	Enabled bool              `json:"enabled"`
+	Npub    string            `json:"npub"`
+	Policy  string            `json:"policy"`
+	Stats   rendezvous.Stats  `json:"stats"`
+	Peers   []TraversalView   `json:"peers"`
+	Adopted map[string]string `json:"adopted_transports"` // transport id → peer npub
+	// AdoptRefused counts punched paths refused because
+	// MaxBootstrapTransports were adopted and waiting.
+	AdoptRefused uint64 `json:"adopt_refused"`
+}
+
+type nostrPeerState struct {
+	cfg      NostrPeer
+	inFlight bool
+	cancel   context.CancelFunc // ends the attempt in flight
+	next     time.Time
+	attempts uint64
+	outcome  string
+	reason   string
+	lastAt   time.Time
+	failures int
+	open     bool // from open discovery, not configuration
+	// directTried: the last attempt dialled the advert's direct
+	// endpoints; if the peer is still not linked the next one traverses
+	// (when the advert offers udp:nat too).
+	directTried bool
+}
+
+type rendezvousState struct {
+	opts  RendezvousOptions
+	svc   *rendezvous.Service
+	peers map[identity.NodeAddr]*nostrPeerState
+	// bootstrap are adopted punch transports, by id, with their peer and
+	// when they were adopted (unused ones are closed after a grace).
+	bootstrap map[transport.ID]bootstrapTransport
+	nextID    transport.ID
+	tctx      context.Context
+	openBusy  int
+	// publicIP is what STUN last said our public address is, for public
+	// transports bound to a wildcard without external_addr; stunDue is
+	// when to ask again, stunBusy while a lookup runs.
+	publicIP netip.Addr
+	stunDue  time.Time
+	stunBusy bool
+	// adoptRefused counts punched paths refused at MaxBootstrapTransports.
+	adoptRefused uint64
+}
+
+// Public-address lookup cache lifetimes (upstream's): a success lasts
+// max(advert_refresh_secs, 60 s), a failure 60 s.
+const stunFailureTTL = 60 * time.Second
+
+type bootstrapTransport struct {
+	peer    identity.NodeAddr
+	npub    string
+	adopted time.Time
+}
+
+// bootstrapGrace is how long an adopted transport may wait for its link.
+const bootstrapGrace = 35 * time.Second
+
+// MaxBootstrapTransports bounds the punched sockets adopted at once: each
+// completed punch (which any key can make, answering its own offers) would
+// otherwise hold a socket for bootstrapGrace.
+const MaxBootstrapTransports = 64
+
+func (n *Node) initRendezvous(tctx context.Context) {
+	o := n.opts.Rendezvous
+	if o.Service == nil {
+		return
+	}
+	rs := &rendezvousState{opts: o, svc: o.Service, peers: map[identity.NodeAddr]*nostrPeerState{},
+		bootstrap: map[transport.ID]bootstrapTransport{}, tctx: tctx}
+	for _, id := range n.order {
+		rs.nextID = max(rs.nextID, id)
+	}
+	rs.nextID++
+	for _, p := range o.Peers {
+		rs.peers[p.PublicKey.NodeAddr()] = &nostrPeerState{cfg: p}
+	}
+	n.rdv = rs
+	n.rdvPublishEndpoints()
+	rs.svc.Start(n.runCtx)
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		for {
+			select {
+			case <-n.runCtx.Done():
+				return
+			case est := <-rs.svc.Established():
+				if _, err := n.Do(n.runCtx, func(now time.Time) any { n.adoptTraversal(now, est); return nil }); err != nil {
+					est.Conn.Close()
+				}
+			}
+		}
+	}()
+	policy := o.Policy
+	if policy == "" {
+		policy = "configured_only"
+	}
+	n.log.Info("Nostr rendezvous enabled", "npub", n.id.Npub(), "policy", policy, "via_nostr_peers", len(o.Peers),
+		"advertised_transports", len(o.Advertised))
+}
+
+// rdvPublishEndpoints builds our advert body from the transports.
+func (n *Node) rdvPublishEndpoints() {
+	rs := n.rdv
+	var eps []rendezvous.Endpoint
+	for _, a := range rs.opts.Advertised {
+		t := n.transports[a.Transport]
+		if t == nil || t.State() != transport.StateUp {
+			continue
+		}
+		switch {
+		case a.Kind == "udp" && !a.Public:
+			eps = append(eps, rendezvous.Endpoint{Transport: rendezvous.EndpointUDP, Addr: "nat"})
+		default:
+			addr, ok := advertAddr(a.ExternalAddr, t.LocalAddr())
+			if !ok && a.Kind == "udp" && a.ExternalAddr == "" && rs.publicIP.IsValid() {
+				// A wildcard bind: the STUN-seen address with the bound
+				// port (the STUN port is discarded, as upstream: 1:1 NAT).
+				if lap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil {
+					addr, ok = netip.AddrPortFrom(rs.publicIP, lap.Port()).String(), true
+				}
+			}
+			if !ok && a.Kind == "udp" && a.ExternalAddr == "" && !rs.publicIP.IsValid() {
+				continue // the STUN lookup will republish
+			}
+			if !ok {
+				n.log.Warn("advertise_on_nostr: no public address to advertise (set external_addr)", "transport", describe(t))
+				continue
+			}
+			eps = append(eps, rendezvous.Endpoint{Transport: a.Kind, Addr: addr})
+		}
+	}
+	rs.svc.SetEndpoints(eps)
+}
+
+// advertAddr is upstream's choice: external_addr (a bare IP takes the
+// bound port), else a non-wildcard bound address.
+func advertAddr(external, local string) (string, bool) {
+	lap, lerr := netip.ParseAddrPort(local)
+	if external != "" {
+		if ip, err := netip.ParseAddr(external); err == nil {
+			if lerr != nil {
+				return "", false
+			}
+			return netip.AddrPortFrom(ip, lap.Port()).String(), true
+		}
+		return external, true
+	}
+	if lerr != nil || lap.Addr().IsUnspecified() {
+		return "", false
+	}
+	return local, true
+}
+
+// rdvTick runs on the node tick: capacity, configured Nostr peers due for
+// an attempt, open discovery, and unused bootstrap transports.
+func (n *Node) rdvTick(now time.Time) {
+	rs := n.rdv
+	if rs == nil {
+		return
+	}
+	max := n.opts.Peer.MaxPeers
+	rs.svc.SetAcceptingPeers(max == 0 || n.peers.PeerCount() < max)
+	if rs.opts.Policy != "disabled" {
+		for na, ps := range rs.peers {
+			if ps.inFlight && n.peers.Peer(na) != nil {
+				ps.cancel() // linked another way (its own offer, crossing ours)
+			}
+			if ps.inFlight || n.peers.Peer(na) != nil || now.Before(ps.next) {
+				continue
+			}
+			if ps.attempts > 0 && !ps.cfg.AutoReconnect && ps.outcome == "success" {
+				continue
+			}
+			n.rdvAttempt(now, na, ps)
+		}
+	}
+	if rs.opts.Policy == "open" {
+		n.rdvOpenSweep(now)
+	}
+	n.rdvPublicIP(now)
+	for id, bt := range rs.bootstrap {
+		if p := n.peers.Peer(bt.peer); p != nil && p.Transport == id {
+			continue
+		}
+		if now.Sub(bt.adopted) < bootstrapGrace {
+			continue
+		}
+		n.removeBootstrap(id, "no link on it")
+	}
+}
+
+func (n *Node) rdvOpenSweep(now time.Time) {
+	rs := n.rdv
+	budget := rs.opts.OpenMaxPending - rs.openBusy
+	if budget <= 0 {
+		return
+	}
+	for _, c := range rs.svc.OpenCandidates(64) {
+		if budget <= 0 {
+			return
+		}
+		pk, err := identity.ParsePublicKeyHex(c.AuthorHex)
+		if err != nil {
+			continue
+		}
+		na := pk.NodeAddr()
+		if _, configured := rs.peers[na]; configured || n.peers.Peer(na) != nil {
+			continue
+		}
+		if _, cool := rs.svc.Failures().InCooldown(pk.Npub(), uint64(now.UnixMilli())); cool {
+			continue
+		}
+		ps := &nostrPeerState{cfg: NostrPeer{PublicKey: pk, AutoReconnect: true}, open: true}
+		rs.peers[na] = ps
+		budget--
+		n.rdvAttempt(now, na, ps)
+	}
+}
+
+// rdvAttempt starts one discovery attempt off the loop: the advert's
+// direct endpoints are dialled; a udp:nat advert is traversed.
+func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerState) {
+	rs := n.rdv
+	ps.inFlight = true
+	ps.attempts++
+	if ps.open {
+		rs.openBusy++
+	}
+	pk := ps.cfg.PublicKey
+	ctx, cancel := context.WithCancel(n.runCtx)
+	ps.cancel = cancel
+	preferNAT := ps.directTried
+	ps.directTried = false
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		defer cancel()
+		adv, err := rs.svc.FetchAdvert(ctx, pk)
+		var est rendezvous.Established
+		var direct []rendezvous.Endpoint
+		start := time.Now()
+		if err == nil {
+			for _, e := range adv.Endpoints {
+				if !e.IsNAT() && (e.Transport == rendezvous.EndpointUDP || e.Transport == rendezvous.EndpointTCP) {
+					direct = append(direct, e)
+				}
+			}
+			if adv.HasNAT() && (len(direct) == 0 || preferNAT) {
+				direct = nil
+				est, err = rs.svc.Connect(ctx, pk)
+			}
+		}
+		took := time.Since(start)
+		if _, derr := n.Do(n.runCtx, func(now time.Time) any {
+			n.rdvDone(now, na, ps, est, direct, err, took)
+			return nil
+		}); derr != nil && est.Conn != nil {
+			est.Conn.Close()
+		}
+	}()
+}
+
+func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, est rendezvous.Established,
+	direct []rendezvous.Endpoint, err error, took time.Duration) {
+	rs := n.rdv
+	ps.inFlight, ps.cancel = false, nil
+	ps.lastAt = now
+	if ps.open {
+		rs.openBusy--
+	}
+	npub := ps.cfg.PublicKey.Npub()
+	if err == nil && len(direct) > 0 {
+		ps.outcome, ps.reason = "success", "direct endpoints from advert"
+		ps.directTried = true
+		n.rdvDialDirect(now, ps.cfg.PublicKey, direct)
+		ps.next = now.Add(n.opts.Peer.RetryBase)
+		return
+	}
+	if err == nil {
+		ps.outcome, ps.reason, ps.failures = "success", "", 0
+		n.log.Info("Nostr traversal succeeded", "peer", npub, "alias", ps.cfg.Alias, "session", est.SessionID,
+			"remote", est.Remote.String(), "took", took.Round(time.Millisecond))
+		n.adoptTraversal(now, est)
+		ps.next = now.Add(n.opts.Peer.RetryBase)
+		return
+	}
+	if n.peers.Peer(na) != nil {
+		ps.outcome, ps.reason = "success", "linked while the attempt was in flight"
+		n.log.Debug("Nostr traversal attempt ended: peer already linked", "peer", npub, "reason", err.Error())
+		return
+	}
+	var d rendezvous.FailureDecision
+	if !errors.Is(err, rendezvous.ErrCooldown) && !errors.Is(err, rendezvous.ErrBusy) && !errors.Is(err, context.Canceled) {
+		d = rs.svc.RecordFailure(npub)
+	} else if until, cool := rs.svc.Failures().InCooldown(npub, uint64(now.UnixMilli())); cool {
+		d.CooldownUntilMs = until
+	}
+	ps.outcome, ps.reason = "failure", err.Error()
+	ps.failures++
+	delay := retryDelay(n.opts.Peer, ps.failures)
+	if d.CooldownUntilMs != 0 {
+		if until := time.UnixMilli(int64(d.CooldownUntilMs)); until.After(now.Add(delay)) {
+			delay = until.Sub(now)
+		}
+	}
+	if d.CrossedThreshold {
+		n.rdvRefetch(ps)
+	}
+	ps.next = now.Add(delay)
+	if ps.open && n.peers.Peer(na) == nil {
+		delete(rs.peers, na)
+	}
+	args := []any{"peer", npub, "alias", ps.cfg.Alias, "reason", err.Error(), "consecutive_failures", d.ConsecutiveFailures,
+		"took", took.Round(time.Millisecond), "next_attempt_in", delay.Round(time.Second)}
+	if d.CooldownUntilMs != 0 {
+		args = append(args, "cooldown_until", time.UnixMilli(int64(d.CooldownUntilMs)).UTC().Format(time.RFC3339))
+	}
+	switch {
+	case errors.Is(err, rendezvous.ErrCooldown), errors.Is(err, rendezvous.ErrBusy), errors.Is(err, context.Canceled):
+		n.log.Debug("Nostr traversal not attempted", args...)
+	case d.ShouldWarn || d.CrossedThreshold:
+		n.log.Warn("Nostr traversal failed", args...)
+	default:
+		n.log.Debug("Nostr traversal failed", args...)
+	}
+}
+
+func retryDelay(c peer.Config, failures int) time.Duration {
+	base, limit := c.RetryBase, c.RetryMax
+	if base <= 0 {
+		base = 5 * time.Second
+	}
+	if limit <= 0 {
+		limit = 300 * time.Second
+	}
+	d := base
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// rdvDialDirect dials an advert's direct endpoints on the first matching
+// configured transport.
+func (n *Node) rdvDialDirect(now time.Time, pk identity.PublicKey, eps []rendezvous.Endpoint) {
+	for _, e := range eps {
+		t, err := n.transportFor(e.Transport)
+		if err != nil {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(e.Addr)
+		if err != nil {
+			continue // a host name: resolved only for configured peers
+		}
+		if err := n.peers.Dial(now, pk, peer.Candidate{Transport: t.ID(), Addr: transport.AddrFromIP(ap)}); err == nil {
+			n.log.Info("dialling peer at its advertised endpoint", "peer", pk.Npub(), "transport", e.Transport, "addr", e.Addr)
+			return
+		}
+	}
+}
+
+// adoptTraversal makes a punched socket a UDP transport and starts the
+// link handshake to the peer over it (upstream's
+// adopt_established_traversal). Both sides do this; crossed msg1s
+// resolve as any crossed handshake does.
+func (n *Node) adoptTraversal(now time.Time, est rendezvous.Established) {
+	rs := n.rdv
+	na := est.Peer.NodeAddr()
+	if n.peers.Peer(na) != nil {
+		est.Conn.Close()
+		n.log.Debug("traversal path not needed: peer already linked", "peer", est.Peer.Npub())
+		return
+	}
+	if max := n.opts.Peer.MaxPeers; max > 0 && n.peers.PeerCount() >= max {
+		est.Conn.Close()
+		return
+	}
+	if rs.opts.Adopt == nil {
+		est.Conn.Close()
+		return
+	}
+	if len(rs.bootstrap) >= MaxBootstrapTransports {
+		est.Conn.Close()
+		rs.adoptRefused++
+		n.log.Warn("traversal path refused: too many traversal transports waiting for their links", "peer", est.Peer.Npub(),
+			"limit", MaxBootstrapTransports)
+		return
+	}
+	id := rs.nextID
+	rs.nextID++
+	t, err := rs.opts.Adopt(id, est.Conn)
+	if err != nil {
+		est.Conn.Close()
+		n.log.Warn("cannot adopt traversal socket", "peer", est.Peer.Npub(), "error", err)
+		return
+	}
+	if err := t.Start(rs.tctx, n.deliver); err != nil {
+		t.Close()
+		n.log.Warn("cannot start traversal transport", "peer", est.Peer.Npub(), "error", err)
+		return
+	}
+	n.transports[id] = t
+	n.order = append(n.order, id)
+	if b, ok := t.(transport.Batcher); ok {
+		if n.batchers == nil {
+			n.batchers = map[transport.ID]transport.Batcher{}
+		}
+		n.batchers[id] = b
+	}
+	rs.bootstrap[id] = bootstrapTransport{peer: na, npub: est.Peer.Npub(), adopted: now}
+	n.log.Info("traversal path adopted as a UDP transport", "peer", est.Peer.Npub(), "transport_id", uint32(id),
+		"local_addr", t.LocalAddr(), "remote", est.Remote.String(), "initiator", est.Initiator)
+	if err := n.peers.Dial(now, est.Peer, peer.Candidate{Transport: id, Addr: transport.AddrFromIP(est.Remote)}); err != nil {
+		n.log.Warn("link handshake over the traversal path failed to start", "peer", est.Peer.Npub(), "error", err)
+		n.removeBootstrap(id, err.Error())
+	}
+}
+
+// removeBootstrap closes an adopted transport nothing uses.
+func (n *Node) removeBootstrap(id transport.ID, why string) {
+	rs := n.rdv
+	t := n.transports[id]
+	delete(rs.bootstrap, id)
+	if t == nil {
+		return
+	}
+	tb := n.batchers[id]
+	delete(n.transports, id)
+	delete(n.batchers, id)
+	for i, o := range n.order {
+		if o == id {
+			n.order = append(n.order[:i], n.order[i+1:]...)
+			break
+		}
+	}
+	for i, b := range n.dirty {
+		if tb != nil && b == tb {
+			n.dirty = append(n.dirty[:i], n.dirty[i+1:]...)
+			break
+		}
+	}
+	if err := t.Close(); err != nil {
+		n.log.Debug("closing traversal transport", "error", err)
+	}
+	n.log.Info("traversal transport closed", "transport_id", uint32(id), "reason", why)
+}
+
+// isBootstrap reports an adopted traversal transport: never chosen for
+// other dials.
+func (n *Node) isBootstrap(id transport.ID) bool {
+	if n.rdv == nil {
+		return false
+	}
+	_, ok := n.rdv.bootstrap[id]
+	return ok
+}
+
+// rdvView is the rendezvous part of the snapshot (on the loop).
+func (n *Node) rdvView(now time.Time) *RendezvousView {
+	rs := n.rdv
+	if rs == nil {
+		return nil
+	}
+	v := &RendezvousView{Enabled: true, Npub: n.id.Npub(), Policy: rs.opts.Policy, Stats: rs.svc.Stats(),
+		Peers: []TraversalView{}, Adopted: map[string]string{}, AdoptRefused: rs.adoptRefused}
+	nowMs := uint64(now.UnixMilli())
+	for _, na := range sortedAddrs(rs.peers) {
+		ps := rs.peers[na]
+		npub := ps.cfg.PublicKey.Npub()
+		tv := TraversalView{Npub: npub, Alias: ps.cfg.Alias, Attempts: ps.attempts, LastOutcome: ps.outcome, LastReason: ps.reason,
+			LastAtMs: msSince(ps.lastAt)}
+		tv.PeerFailure, _ = rs.svc.Failures().Get(npub, nowMs)
+		switch {
+		case rs.opts.Policy == "disabled":
+			tv.State = "disabled"
+		case n.peers.Peer(na) != nil:
+			tv.State = "linked"
+		case ps.inFlight:
+			tv.State = "in_flight"
+		case tv.CooldownUntilMs != 0:
+			tv.State = "cooldown"
+		default:
+			tv.State = "idle"
+			tv.NextAtMs = msSince(ps.next)
+		}
+		v.Peers = append(v.Peers, tv)
+	}
+	for id, bt := range rs.bootstrap {
+		v.Adopted[fmt.Sprint(uint32(id))] = bt.npub
+	}
+	return v
+}
+
+// needsPublicIP reports a public UDP transport bound to a wildcard
+// address with no external_addr: its advert needs STUN.
+func (n *Node) needsPublicIP() bool {
+	for _, a := range n.rdv.opts.Advertised {
+		t := n.transports[a.Transport]
+		if a.Kind != "udp" || !a.Public || a.ExternalAddr != "" || t == nil {
+			continue
+		}
+		if lap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil && lap.Addr().IsUnspecified() {
+			return true
+		}
+	}
+	return false
+}
+
+// rdvPublicIP refreshes the STUN-seen public address when it is due.
+func (n *Node) rdvPublicIP(now time.Time) {
+	rs := n.rdv
+	if rs.stunBusy || now.Before(rs.stunDue) || !n.needsPublicIP() {
+		return
+	}
+	rs.stunBusy = true
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		ip, err := rs.svc.PublicIP(n.runCtx)
+		_, _ = n.Do(n.runCtx, func(now time.Time) any {
+			rs.stunBusy = false
+			if err != nil {
+				rs.stunDue = now.Add(stunFailureTTL)
+				n.log.Warn("advertise_on_nostr: STUN found no public address for the public UDP transport; not advertised (set external_addr)", "error", err)
+				return nil
+			}
+			rs.stunDue = now.Add(max(n.opts.Rendezvous.AdvertRefresh, 60*time.Second))
+			if ip != rs.publicIP {
+				n.log.Info("public address from STUN", "ip", ip.String())
+			}
+			rs.publicIP = ip
+			n.rdvPublishEndpoints()
+			return nil
+		})
+	}()
+}
+
+// rdvRefetch re-reads a peer's advert once its streak crosses the
+// threshold: gone or newer lifts the cooldown (upstream's stale check).
+func (n *Node) rdvRefetch(ps *nostrPeerState) {
+	rs := n.rdv
+	pk := ps.cfg.PublicKey
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		out := rs.svc.RefetchAdvert(n.runCtx, pk)
+		n.log.Debug("stale-advert check after the failure threshold", "peer", pk.Npub(), "outcome", out)
+		if out == rendezvous.RefetchEvicted || out == rendezvous.RefetchRefreshed {
+			_, _ = n.Do(n.runCtx, func(now time.Time) any {
+				ps.next, ps.failures = now, 0
+				return nil
+			})
+		}
+	}()
+}
+
+// rdvProtocolMismatch: a frame of another FMP version on a traversal
+// transport means the peer runs an incompatible FIPS; traversal to it
+// stops for protocol_mismatch_cooldown_secs (upstream's
+// record_protocol_mismatch), with one WARN per cooldown.
+func (n *Node) rdvProtocolMismatch(now time.Time, id transport.ID) {
+	bt, ok := n.rdv.bootstrap[id]
+	if !ok {
+		return
+	}
+	if n.rdv.svc.Failures().RecordProtocolMismatch(bt.npub, uint64(now.UnixMilli())) {
+		n.log.Warn("peer speaks another FMP version over the traversal path; Nostr traversal to it is suspended",
+			"peer", bt.npub, "transport_id", uint32(id))
+	}
+}

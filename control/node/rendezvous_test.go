@@ -1,0 +1,183 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/stun/v3"
+	"go.uber.org/goleak"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/rendezvous"
+	"github.com/fips-go/fips/control/rendezvous/relaytest"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/fallback/udp"
+)
+
+// stunOnLoopback answers Binding Requests with the source address moved
+// to 192.0.2.0/24 (127.0.0.x → 192.0.2.x), which the nodes' TestMapTarget
+// maps back.
+func stunOnLoopback(t *testing.T) (addr string, stop func()) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			m := &stun.Message{Raw: append([]byte(nil), buf[:n]...)}
+			if m.Decode() != nil {
+				continue
+			}
+			b := from.Addr().As4()
+			resp, err := stun.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,
+				stun.XORMappedAddress{IP: net.IPv4(192, 0, 2, b[3]), Port: int(from.Port())})
+			if err == nil {
+				_, _ = c.WriteToUDPAddrPort(resp.Raw, from)
+			}
+		}
+	}()
+	return "stun:" + c.LocalAddr().String(), func() { c.Close(); wg.Wait() }
+}
+
+func docToLoopback(ap netip.AddrPort) netip.AddrPort {
+	b := ap.Addr().As4()
+	if b[0] == 192 && b[1] == 0 && b[2] == 2 {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, b[3]}), ap.Port())
+	}
+	return ap
+}
+
+// Two nodes that know each other only by npub (via_nostr) traverse
+// through the in-process relay: the punched sockets become UDP
+// transports, the link handshake runs over them, and the unused
+// transport of the losing side is closed.
+func TestRendezvousAdoptsPunchedPath(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	relay, err := relaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	stunSrv, stopSTUN := stunOnLoopback(t)
+	defer stopSTUN()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ida, _ := identity.Generate(nil)
+	idb, _ := identity.Generate(nil)
+	mk := func(id *identity.Identity, other *identity.Identity) *Node {
+		uo := udp.Defaults()
+		uo.BindAddr = "127.0.0.1:0"
+		u, err := udp.New(1, "", uo, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := rendezvous.New(rendezvous.Config{Identity: id, Advertise: true, AdvertRelays: []string{relay.URL},
+			DMRelays: []string{relay.URL}, STUNServers: []string{stunSrv}, SignalTTL: 5 * time.Second,
+			ReplayWindow: 300 * time.Second, AttemptTimeout: 3 * time.Second, PunchStartDelay: 100 * time.Millisecond,
+			PunchInterval: 20 * time.Millisecond, PunchDuration: 2 * time.Second, AdvertTTL: time.Hour,
+			AdvertRefresh: 30 * time.Minute, MaxIncomingOffers: 4, MaxOffersPerNpub: 2, AdvertCacheMax: 16, SeenSessionsMax: 16,
+			Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16, MismatchCooldownMs: 86_400_000},
+			Log:     log, TestMapTarget: docToLoopback})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc := peer.DefaultConfig()
+		pc.RetryBase = 200 * time.Millisecond
+		n, err := New(Options{Identity: id, Log: log, Transports: []transport.Transport{u}, Peer: pc,
+			TickInterval: 100 * time.Millisecond,
+			Rendezvous: RendezvousOptions{Service: svc, Policy: "configured_only",
+				Peers:      []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}},
+				Advertised: []AdvertisedTransport{{Transport: 1, Kind: "udp"}},
+				Adopt: func(tid transport.ID, c *net.UDPConn) (transport.Transport, error) {
+					return udp.Adopt(tid, rendezvous.TransportNameNAT, c, udp.Defaults(), log)
+				}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := mk(ida, idb), mk(idb, ida)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, n := range []*Node{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	linked := func(n *Node, other *identity.Identity) (string, bool) {
+		s := n.Snapshot()
+		for _, p := range s.Peers {
+			if p.Npub == other.Npub() {
+				for _, tv := range s.Transports {
+					if tv.ID == p.TransportID {
+						return tv.Name, true
+					}
+				}
+			}
+		}
+		return "", false
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		na, okA := linked(a, idb)
+		nb, okB := linked(b, ida)
+		if okA && okB {
+			if na != rendezvous.TransportNameNAT || nb != rendezvous.TransportNameNAT {
+				t.Errorf("links run over %q and %q, want the adopted %q transports", na, nb, rendezvous.TransportNameNAT)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no link over a punched path: a %+v\nb %+v", a.Snapshot().Rendezvous, b.Snapshot().Rendezvous)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	va := a.Snapshot().Rendezvous
+	if va == nil || len(va.Peers) != 1 || va.Peers[0].State != "linked" || len(va.Adopted) == 0 {
+		t.Fatalf("a's rendezvous view %+v", va)
+	}
+	// A frame of another FMP version on the traversal transport puts the
+	// peer in the protocol-mismatch cooldown.
+	var local string
+	for _, tv := range a.Snapshot().Transports {
+		if tv.Name == rendezvous.TransportNameNAT {
+			local = tv.LocalAddr
+		}
+	}
+	c, err := net.Dial("udp4", local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte{0x70, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		v := a.Snapshot().Rendezvous
+		if v != nil && len(v.Peers) == 1 && v.Peers[0].CooldownUntilMs > uint64(time.Now().Add(time.Hour).UnixMilli()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no protocol-mismatch cooldown: %+v", v.Peers)
+		}
+	}
+}

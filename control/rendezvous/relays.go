@@ -1,0 +1,254 @@
+package rendezvous
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Relay timing (upstream's fixed constants).
+const (
+	relayOpTimeout    = 5 * time.Second
+	relayBackoffStart = 2 * time.Second
+	relayBackoffMax   = 60 * time.Second
+	publishTimeout    = 10 * time.Second
+)
+
+// relayEvent is one event a subscription delivered.
+type relayEvent struct {
+	ev  *nostr.Event
+	url string
+}
+
+// relaySet keeps one connection per relay URL, each with its standing
+// subscription, reconnecting with backoff until ctx ends. go-nostr's pool
+// is not used: its reconnect sleeps ignore cancellation.
+type relaySet struct {
+	log   *slog.Logger
+	mu    sync.Mutex
+	conns map[string]*relayClient // connected relays by normalized URL
+	urls  []string
+	// onConnect runs after each (re)connection and subscription.
+	onConnect func(url string)
+	wg        sync.WaitGroup
+	connects  atomic.Uint64
+	failures  atomic.Uint64
+}
+
+func newRelaySet(log *slog.Logger, urls []string) *relaySet {
+	return &relaySet{log: log, conns: map[string]*relayClient{}, urls: urls}
+}
+
+// run starts one goroutine per relay. filtersFor gives each relay's
+// standing subscription (nil: none); events go to out, which must be read
+// until ctx ends.
+func (s *relaySet) run(ctx context.Context, filtersFor func(url string) nostr.Filters, out chan<- relayEvent, dropped *atomic.Uint64) {
+	for _, u := range s.urls {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.keep(ctx, u, filtersFor(u), out, dropped)
+		}()
+	}
+}
+
+func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, out chan<- relayEvent, dropped *atomic.Uint64) {
+	backoff := relayBackoffStart
+	for ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, relayOpTimeout)
+		r, err := dialRelay(cctx, url, func(n string) { s.log.Debug("relay notice", "relay", url, "notice", n) })
+		var sub *relaySub
+		if err == nil && len(filters) > 0 {
+			sub, err = r.subscribe(cctx, filters)
+			if err != nil {
+				r.close()
+			}
+		}
+		cancel()
+		if err != nil {
+			s.failures.Add(1)
+			s.log.Debug("relay connection failed", "relay", url, "error", err, "retry_in", backoff)
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, relayBackoffMax)
+			continue
+		}
+		backoff = relayBackoffStart
+		s.connects.Add(1)
+		s.mu.Lock()
+		s.conns[url] = r
+		s.mu.Unlock()
+		s.log.Debug("relay connected", "relay", url)
+		if s.onConnect != nil {
+			s.onConnect(url)
+		}
+		s.pump(ctx, r, sub, url, out, dropped)
+		s.mu.Lock()
+		delete(s.conns, url)
+		s.mu.Unlock()
+		r.close()
+		if ctx.Err() == nil {
+			s.log.Debug("relay connection lost", "relay", url, "error", r.err)
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+		}
+	}
+}
+
+// pump forwards the subscription's events until it or the connection ends.
+func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, url string, out chan<- relayEvent, dropped *atomic.Uint64) {
+	if sub == nil {
+		select {
+		case <-ctx.Done():
+		case <-r.done:
+		}
+		return
+	}
+	defer r.unsub(sub)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.done:
+			return
+		case reason := <-sub.closed:
+			s.log.Debug("relay closed our subscription", "relay", url, "reason", reason)
+			return
+		case <-sub.eose:
+		case ev := <-sub.events:
+			select {
+			case out <- relayEvent{ev: ev, url: url}:
+			default:
+				dropped.Add(1)
+			}
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// connected returns the connected relays among urls (all when urls is nil).
+func (s *relaySet) connected(urls []string) map[string]*relayClient {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]*relayClient{}
+	if urls == nil {
+		for u, r := range s.conns {
+			out[u] = r
+		}
+		return out
+	}
+	for _, u := range urls {
+		if r := s.conns[NormalizeRelayURL(u)]; r != nil {
+			out[NormalizeRelayURL(u)] = r
+		}
+	}
+	return out
+}
+
+// Count is how many relays are connected now.
+func (s *relaySet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+var errNoRelay = errors.New("no relay connected")
+
+// publish sends ev to every connected relay in urls at once and reports
+// how many accepted it; an error only when none did.
+func (s *relaySet) publish(ctx context.Context, urls []string, ev nostr.Event) (int, error) {
+	rs := s.connected(urls)
+	if len(rs) == 0 {
+		return 0, fmt.Errorf("%w: %w among %v", ErrRelay, errNoRelay, urls)
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ok := 0
+	var errs []error
+	for u, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := r.publish(ctx, ev)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", u, err))
+			} else {
+				ok++
+			}
+		}()
+	}
+	wg.Wait()
+	if ok == 0 {
+		return 0, fmt.Errorf("%w: %w", ErrRelay, errors.Join(errs...))
+	}
+	return ok, nil
+}
+
+// query asks every connected relay in urls for filter's stored events
+// until EOSE or ctx ends, and returns what came back (duplicates removed).
+func (s *relaySet) query(ctx context.Context, urls []string, filter nostr.Filter, limit int) []*nostr.Event {
+	rs := s.connected(urls)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	seen := map[string]bool{}
+	var out []*nostr.Event
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			sub, err := r.subscribe(qctx, nostr.Filters{filter})
+			if err != nil {
+				return
+			}
+			defer r.unsub(sub)
+			for {
+				select {
+				case <-qctx.Done():
+					return
+				case <-r.done:
+					return
+				case <-sub.eose:
+					return
+				case <-sub.closed:
+					return
+				case ev := <-sub.events:
+					mu.Lock()
+					if !seen[ev.ID] && len(out) < limit {
+						seen[ev.ID] = true
+						out = append(out, ev)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// wait blocks until every relay goroutine has returned.
+func (s *relaySet) wait() { s.wg.Wait() }

@@ -1,0 +1,978 @@
+package rendezvous
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/fips-go/fips/control/identity"
+)
+
+// Fixed lookup timeouts (upstream's constants).
+const (
+	advertFetchTimeout = 2 * time.Second
+	inboxFetchTimeout  = 1500 * time.Millisecond
+	inboxSince         = 30 * 24 * time.Hour
+	eventQueue         = 256 // relay events awaiting dispatch
+	establishedQueue   = 16  // responder results awaiting the node
+)
+
+// Config is node.rendezvous.nostr.* as the service uses it.
+type Config struct {
+	Identity             *identity.Identity
+	Advertise            bool
+	AdvertRelays         []string
+	DMRelays             []string
+	STUNServers          []string
+	ShareLocalCandidates bool
+	App                  string
+	SignalTTL            time.Duration
+	ReplayWindow         time.Duration
+	AttemptTimeout       time.Duration
+	PunchStartDelay      time.Duration
+	PunchInterval        time.Duration
+	PunchDuration        time.Duration
+	AdvertTTL            time.Duration
+	AdvertRefresh        time.Duration
+	MaxIncomingOffers    int
+	MaxOffersPerNpub     int
+	AdvertCacheMax       int
+	SeenSessionsMax      int
+	Failure              FailurePolicy
+	Log                  *slog.Logger
+	// Now is the wall clock (tests move it); nil: time.Now.
+	Now func() time.Time
+	// TestMapTarget, for tests on loopback only, rewrites each planned
+	// punch target: a loopback reflexive address is never punchable, and
+	// the production filter is not weakened for tests, so a test's STUN
+	// responder reports a documentation address that this maps back.
+	// nil in production.
+	TestMapTarget func(netip.AddrPort) netip.AddrPort
+}
+
+// Established is a punched path the node adopts as a UDP transport: it
+// owns Conn from here on.
+type Established struct {
+	SessionID string
+	Peer      identity.PublicKey
+	Remote    netip.AddrPort
+	Conn      *net.UDPConn
+	Initiator bool
+}
+
+// Stats are the service's counters (show_metrics "rendezvous").
+type Stats struct {
+	RelaysConfigured     int    `json:"relays_configured"`
+	RelaysConnected      int    `json:"relays_connected"`
+	RelayConnects        uint64 `json:"relay_connects"`
+	RelayConnectFailures uint64 `json:"relay_connect_failures"`
+	AdvertsPublished     uint64 `json:"adverts_published"`
+	AdvertPublishErrors  uint64 `json:"advert_publish_errors"`
+	InboxPublished       uint64 `json:"inbox_relays_published"`
+	AdvertsReceived      uint64 `json:"adverts_received"`
+	AdvertsRejected      uint64 `json:"adverts_rejected"`
+	AdvertCacheEntries   int    `json:"advert_cache_entries"`
+	AdvertCacheEvicted   uint64 `json:"advert_cache_evicted"`
+	EventsDropped        uint64 `json:"relay_events_dropped"`
+	SignalsReceived      uint64 `json:"signals_received"`
+	SignalsInvalid       uint64 `json:"signals_invalid"`
+	OffersSent           uint64 `json:"offers_sent"`
+	OffersReceived       uint64 `json:"offers_received"`
+	OffersRejected       uint64 `json:"offers_rejected"`
+	OffersRefusedGlobal  uint64 `json:"offers_refused_global"`
+	OffersRefusedNpub    uint64 `json:"offers_refused_per_npub"`
+	OffersReplayed       uint64 `json:"offers_replayed"`
+	OffersElection       uint64 `json:"offers_yielded_election"`
+	AnswersSent          uint64 `json:"answers_sent"`
+	AnswersReceived      uint64 `json:"answers_received"`
+	AnswersUnmatched     uint64 `json:"answers_unmatched"`
+	AttemptsStarted      uint64 `json:"traversals_started"`
+	AttemptsSucceeded    uint64 `json:"traversals_succeeded"`
+	AttemptsFailed       uint64 `json:"traversals_failed"`
+	ResponderSucceeded   uint64 `json:"responder_punches_succeeded"`
+	ResponderFailed      uint64 `json:"responder_punches_failed"`
+	EstablishedDropped   uint64 `json:"established_dropped"`
+	STUNFailures         uint64 `json:"stun_failures"`
+	Cooldowns            uint64 `json:"cooldowns_entered"`
+}
+
+type counters struct {
+	advertsPublished, advertPublishErrors, inboxPublished   atomic.Uint64
+	advertsReceived, advertsRejected, eventsDropped         atomic.Uint64
+	signalsReceived, signalsInvalid                         atomic.Uint64
+	offersSent, offersReceived, offersRejected              atomic.Uint64
+	offersElection                                          atomic.Uint64
+	answersSent, answersReceived, answersUnmatched          atomic.Uint64
+	attemptsStarted, attemptsSucceeded, attemptsFailed      atomic.Uint64
+	responderSucceeded, responderFailed, establishedDropped atomic.Uint64
+	stunFailures, cooldowns                                 atomic.Uint64
+}
+
+type answerMsg struct {
+	answer   Answer
+	sender   string
+	wrapID   string
+	received uint64
+}
+
+// Service is one node's Nostr rendezvous.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	keys    Keys
+	npub    string
+	ownAddr identity.NodeAddr
+
+	relays       *relaySet
+	advertRelays []string
+	dmRelays     []string
+	pool         []string
+
+	mu        sync.Mutex
+	cache     *AdvertCache
+	pending   map[string]chan answerMsg // by offer nonce
+	endpoints []Endpoint                // the advert body to publish
+	published string                    // content last published
+	advertID  string
+
+	replay     *ReplayCache
+	admission  *Admission
+	failures   *FailureState
+	initiators Initiators
+	canAccept  atomic.Bool
+
+	events     chan relayEvent
+	publishReq chan struct{}
+	est        chan Established
+	c          counters
+
+	// mapTarget rewrites planned punch targets; nil in production. Tests
+	// on loopback set it, because a loopback reflexive address is never
+	// punchable and the production filter must not be weakened.
+	mapTarget func(netip.AddrPort) netip.AddrPort
+
+	wg      sync.WaitGroup
+	closed  bool // under mu: no new tracked work after Close
+	cancel  context.CancelFunc
+	ctx     context.Context
+	started atomic.Bool
+}
+
+// New makes a service; Start connects it.
+func New(cfg Config) (*Service, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("rendezvous: no identity")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.App == "" {
+		cfg.App = AdvertIdentifier
+	}
+	norm := func(in []string) []string {
+		var out []string
+		for _, u := range in {
+			if n := NormalizeRelayURL(u); n != "" && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	s := &Service{
+		cfg: cfg, log: cfg.Log.With("component", "rendezvous"),
+		keys:         Keys{SecretHex: cfg.Identity.Secret().Hex(), PublicHex: cfg.Identity.PublicKey().Hex()},
+		npub:         cfg.Identity.Npub(),
+		ownAddr:      cfg.Identity.NodeAddr(),
+		advertRelays: norm(cfg.AdvertRelays),
+		dmRelays:     norm(cfg.DMRelays),
+		cache:        NewAdvertCache(cfg.AdvertCacheMax),
+		pending:      map[string]chan answerMsg{},
+		replay:       NewReplayCache(cfg.SeenSessionsMax, uint64(cfg.ReplayWindow.Milliseconds())),
+		admission:    NewAdmission(cfg.MaxIncomingOffers, cfg.MaxOffersPerNpub),
+		failures:     NewFailureState(cfg.Failure),
+		events:       make(chan relayEvent, eventQueue),
+		publishReq:   make(chan struct{}, 1),
+		est:          make(chan Established, establishedQueue),
+	}
+	s.mapTarget = cfg.TestMapTarget
+	s.pool = norm(append(append([]string(nil), s.advertRelays...), s.dmRelays...))
+	s.relays = newRelaySet(s.log, s.pool)
+	s.canAccept.Store(true)
+	return s, nil
+}
+
+func (s *Service) nowMs() uint64 { return uint64(s.cfg.Now().UnixMilli()) }
+
+// Npub is the node's npub.
+func (s *Service) Npub() string { return s.npub }
+
+// Established delivers the paths this node punched as responder.
+func (s *Service) Established() <-chan Established { return s.est }
+
+// SetAcceptingPeers is the node's capacity (below max_peers): offers are
+// ignored and no initiator starts while it is false.
+func (s *Service) SetAcceptingPeers(ok bool) { s.canAccept.Store(ok) }
+
+// Failures is the per-npub failure state.
+func (s *Service) Failures() *FailureState { return s.failures }
+
+// Start connects to the relays and runs until ctx ends or Close.
+func (s *Service) Start(ctx context.Context) {
+	if !s.started.CompareAndSwap(false, true) {
+		return
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	own := s.keys.PublicHex
+	s.relays.onConnect = func(url string) {
+		if slices.Contains(s.dmRelays, url) {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.publishInbox(url)
+			}()
+		}
+		s.RequestPublish()
+	}
+	s.relays.run(s.ctx, func(url string) nostr.Filters {
+		var fs nostr.Filters
+		if slices.Contains(s.dmRelays, url) {
+			fs = append(fs, nostr.Filter{Kinds: []int{SignalKind}, Tags: nostr.TagMap{"p": {own}}, LimitZero: true})
+		}
+		if slices.Contains(s.advertRelays, url) {
+			fs = append(fs, nostr.Filter{Kinds: []int{AdvertKind}, Tags: nostr.TagMap{"d": {AdvertIdentifier}}})
+		}
+		return fs
+	}, s.events, &s.c.eventsDropped)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.dispatch()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.publishLoop()
+	}()
+	s.log.Info("Nostr rendezvous started", "npub", s.npub, "advert_relays", len(s.advertRelays),
+		"dm_relays", len(s.dmRelays), "stun_servers", len(s.cfg.STUNServers), "advertise", s.cfg.Advertise)
+}
+
+// Close stops everything and waits for it. Established paths not yet
+// taken are closed.
+func (s *Service) Close() {
+	if !s.started.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.relays.wait()
+	s.wg.Wait()
+	for {
+		select {
+		case e := <-s.est:
+			e.Conn.Close()
+		default:
+			return
+		}
+	}
+}
+
+// Stats reads the counters.
+func (s *Service) Stats() Stats {
+	s.mu.Lock()
+	entries, evicted := s.cache.Len(), s.cache.Evicted
+	s.mu.Unlock()
+	c := &s.c
+	s.admission.mu.Lock()
+	rg, rn := s.admission.RefusedGlobal, s.admission.RefusedNpub
+	s.admission.mu.Unlock()
+	s.replay.mu.Lock()
+	replays := s.replay.Replays
+	s.replay.mu.Unlock()
+	return Stats{
+		RelaysConfigured: len(s.pool), RelaysConnected: s.relays.count(),
+		RelayConnects: s.relays.connects.Load(), RelayConnectFailures: s.relays.failures.Load(),
+		AdvertsPublished: c.advertsPublished.Load(), AdvertPublishErrors: c.advertPublishErrors.Load(),
+		InboxPublished: c.inboxPublished.Load(), AdvertsReceived: c.advertsReceived.Load(),
+		AdvertsRejected: c.advertsRejected.Load(), AdvertCacheEntries: entries, AdvertCacheEvicted: evicted,
+		EventsDropped: c.eventsDropped.Load(), SignalsReceived: c.signalsReceived.Load(),
+		SignalsInvalid: c.signalsInvalid.Load(), OffersSent: c.offersSent.Load(),
+		OffersReceived: c.offersReceived.Load(), OffersRejected: c.offersRejected.Load(),
+		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays,
+		OffersElection: c.offersElection.Load(), AnswersSent: c.answersSent.Load(),
+		AnswersReceived: c.answersReceived.Load(), AnswersUnmatched: c.answersUnmatched.Load(),
+		AttemptsStarted: c.attemptsStarted.Load(), AttemptsSucceeded: c.attemptsSucceeded.Load(),
+		AttemptsFailed: c.attemptsFailed.Load(), ResponderSucceeded: c.responderSucceeded.Load(),
+		ResponderFailed: c.responderFailed.Load(), EstablishedDropped: c.establishedDropped.Load(),
+		STUNFailures: c.stunFailures.Load(), Cooldowns: c.cooldowns.Load(),
+	}
+}
+
+// PublicIP asks the STUN servers, from a fresh ephemeral IPv4 socket, for
+// this host's public address (the advert of a public transport bound to a
+// wildcard address): 5 s per server.
+func (s *Service) PublicIP(ctx context.Context) (netip.Addr, error) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: bind: %w", ErrSTUN, err)
+	}
+	defer conn.Close()
+	r, err := Discover(ctx, conn, s.cfg.STUNServers, AdvertSTUNTimeout)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return r.Reflexive.Addr(), nil
+}
+
+// --- adverts ---
+
+// SetEndpoints sets the advert body from the transports; a change is
+// published at once.
+func (s *Service) SetEndpoints(eps []Endpoint) {
+	s.mu.Lock()
+	changed := !slices.Equal(eps, s.endpoints)
+	s.endpoints = slices.Clone(eps)
+	s.mu.Unlock()
+	if changed {
+		s.RequestPublish()
+	}
+}
+
+// RequestPublish asks the publish loop to (re)publish the advert.
+func (s *Service) RequestPublish() {
+	select {
+	case s.publishReq <- struct{}{}:
+	default:
+	}
+}
+
+// localAdvert is the advert to publish, or false when there is nothing
+// to advertise.
+func (s *Service) localAdvert() (OverlayAdvert, bool) {
+	s.mu.Lock()
+	eps := slices.Clone(s.endpoints)
+	s.mu.Unlock()
+	if !s.cfg.Advertise {
+		return OverlayAdvert{}, false
+	}
+	var kept []Endpoint
+	for _, e := range eps {
+		if PubliclyUsable(e) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
+		return OverlayAdvert{}, false
+	}
+	a := OverlayAdvert{Identifier: AdvertIdentifier, Version: AdvertVersion, Endpoints: kept}
+	if a.HasNAT() {
+		a.SignalRelays = slices.Clone(s.dmRelays)
+		a.StunServers = slices.Clone(s.cfg.STUNServers)
+	}
+	return a, true
+}
+
+func (s *Service) publishLoop() {
+	refresh := time.NewTicker(max(s.cfg.AdvertRefresh, time.Second))
+	defer refresh.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.publishReq:
+		case <-refresh.C:
+		}
+		s.publishAdvert()
+	}
+}
+
+// publishAdvert signs and sends the advert to every connected advert
+// relay: on a body change, on each relay (re)connection and on the
+// refresh timer, as upstream.
+func (s *Service) publishAdvert() {
+	a, ok := s.localAdvert()
+	if !ok {
+		return
+	}
+	if s.relays.count() == 0 {
+		return // each relay connection requests a publish
+	}
+	body, _ := json.Marshal(a)
+	ev, err := BuildAdvertEvent(s.keys.PublicHex, a, s.cfg.App, uint64(s.cfg.AdvertTTL/time.Second), s.nowMs())
+	if err == nil {
+		err = ev.Sign(s.keys.SecretHex)
+	}
+	if err != nil {
+		s.c.advertPublishErrors.Add(1)
+		s.log.Warn("cannot build overlay advert", "error", err)
+		return
+	}
+	n, err := s.relays.publish(s.ctx, s.advertRelays, ev)
+	if err != nil {
+		s.c.advertPublishErrors.Add(1)
+		s.log.Warn("overlay advert publish failed", "error", err)
+		return
+	}
+	s.c.advertsPublished.Add(1)
+	s.mu.Lock()
+	s.published, s.advertID = string(body), ev.ID
+	s.mu.Unlock()
+	// Our own advert is cached too (never used as a candidate).
+	s.ingestAdvert(&ev)
+	s.log.Info("overlay advert published", "id", ev.ID, "relays", n, "endpoints", endpointSummary(a.Endpoints))
+}
+
+func endpointSummary(eps []Endpoint) string {
+	out := ""
+	for i, e := range eps {
+		if i > 0 {
+			out += ","
+		}
+		out += e.Transport + ":" + e.Addr
+	}
+	return out
+}
+
+func (s *Service) publishInbox(url string) {
+	ev := nostr.Event{PubKey: s.keys.PublicHex, CreatedAt: nostr.Timestamp(s.nowMs() / 1000), Kind: InboxRelaysKind, Tags: nostr.Tags{}}
+	for _, u := range s.dmRelays {
+		ev.Tags = append(ev.Tags, nostr.Tag{"r", u})
+	}
+	if err := ev.Sign(s.keys.SecretHex); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, relayOpTimeout)
+	defer cancel()
+	if _, err := s.relays.publish(ctx, []string{url}, ev); err != nil {
+		s.log.Debug("inbox relay list publish failed", "relay", url, "error", err)
+		return
+	}
+	s.c.inboxPublished.Add(1)
+}
+
+// ingestAdvert validates an advert event and caches it.
+func (s *Service) ingestAdvert(ev *nostr.Event) bool {
+	now := s.nowMs()
+	a, err := ParseAdvertEvent(ev, s.cfg.App)
+	if err != nil {
+		s.c.advertsRejected.Add(1)
+		s.log.Debug("overlay advert rejected", "author", ev.PubKey, "error", err)
+		return false
+	}
+	until, ok := ValidUntilMs(ev, satMul(AdvertCacheGrace, uint64(s.cfg.AdvertTTL.Milliseconds())), now)
+	if !ok {
+		s.c.advertsRejected.Add(1)
+		return false
+	}
+	s.mu.Lock()
+	stored := s.cache.Insert(CachedAdvert{AuthorHex: ev.PubKey, Advert: a, CreatedAt: int64(ev.CreatedAt), ValidUntilMs: until}, now)
+	s.mu.Unlock()
+	if stored {
+		s.c.advertsReceived.Add(1)
+	}
+	return stored
+}
+
+// CachedAdvert returns a peer's cached advert.
+func (s *Service) CachedAdvert(pk identity.PublicKey) (CachedAdvert, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache.Prune(s.nowMs())
+	return s.cache.Get(pk.Hex(), s.nowMs())
+}
+
+// OpenCandidates are valid cached adverts of other nodes, at most limit.
+func (s *Service) OpenCandidates(limit int) []CachedAdvert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []CachedAdvert
+	s.cache.Each(s.nowMs(), func(c CachedAdvert) {
+		if c.AuthorHex != s.keys.PublicHex && len(out) < limit {
+			out = append(out, c)
+		}
+	})
+	return out
+}
+
+// FetchAdvert returns pk's advert: from the cache, else from the advert
+// relays within 2 s (the newest valid one).
+func (s *Service) FetchAdvert(ctx context.Context, pk identity.PublicKey) (OverlayAdvert, error) {
+	if c, ok := s.CachedAdvert(pk); ok {
+		return c.Advert, nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, advertFetchTimeout)
+	defer cancel()
+	evs := s.relays.query(qctx, s.advertRelays, nostr.Filter{Authors: []string{pk.Hex()}, Kinds: []int{AdvertKind},
+		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
+	slices.SortFunc(evs, func(a, b *nostr.Event) int { return int(b.CreatedAt - a.CreatedAt) })
+	for _, ev := range evs {
+		if ev.PubKey == pk.Hex() && s.ingestAdvert(ev) {
+			break
+		}
+	}
+	if c, ok := s.CachedAdvert(pk); ok {
+		return c.Advert, nil
+	}
+	return OverlayAdvert{}, fmt.Errorf("%w: %s", ErrMissingAdvert, pk.Npub())
+}
+
+// Refetch outcomes of RefetchAdvert (upstream's stale-advert check).
+const (
+	RefetchEvicted   = "evicted"   // no advert on the relays: cache entry and streak dropped
+	RefetchRefreshed = "refreshed" // a newer advert: cached, streak reset
+	RefetchSame      = "same"      // the cached advert stands, and so does the cooldown
+	RefetchSkipped   = "skipped"   // no relay answered
+)
+
+// RefetchAdvert asks the advert relays for pk's advert again, bypassing
+// the cache, after its failure streak reached the threshold: a peer whose
+// advert is gone or newer gets a fresh start.
+func (s *Service) RefetchAdvert(ctx context.Context, pk identity.PublicKey) string {
+	if s.relays.count() == 0 {
+		return RefetchSkipped
+	}
+	qctx, cancel := context.WithTimeout(ctx, advertFetchTimeout)
+	defer cancel()
+	evs := s.relays.query(qctx, s.advertRelays, nostr.Filter{Authors: []string{pk.Hex()}, Kinds: []int{AdvertKind},
+		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
+	old, had := s.CachedAdvert(pk)
+	var newest *nostr.Event
+	for _, ev := range evs {
+		if ev.PubKey != pk.Hex() {
+			continue
+		}
+		if _, err := ParseAdvertEvent(ev, s.cfg.App); err != nil {
+			continue
+		}
+		if newest == nil || ev.CreatedAt > newest.CreatedAt {
+			newest = ev
+		}
+	}
+	switch {
+	case newest == nil:
+		s.mu.Lock()
+		s.cache.Remove(pk.Hex())
+		s.mu.Unlock()
+		s.failures.Reset(pk.Npub())
+		return RefetchEvicted
+	case !had || int64(newest.CreatedAt) > old.CreatedAt:
+		s.ingestAdvert(newest)
+		s.failures.Reset(pk.Npub())
+		return RefetchRefreshed
+	}
+	return RefetchSame
+}
+
+// inboxRelays is the peer's kind-10050 list (newest), empty on failure.
+func (s *Service) inboxRelays(ctx context.Context, peerHex string) []string {
+	qctx, cancel := context.WithTimeout(ctx, inboxFetchTimeout)
+	defer cancel()
+	since := nostr.Timestamp(s.cfg.Now().Add(-inboxSince).Unix())
+	urls := append(append([]string(nil), s.dmRelays...), s.advertRelays...)
+	evs := s.relays.query(qctx, urls, nostr.Filter{Authors: []string{peerHex}, Kinds: []int{InboxRelaysKind}, Since: &since}, 16)
+	var best *nostr.Event
+	for _, ev := range evs {
+		if ev.PubKey == peerHex && CheckEvent(ev) == nil && (best == nil || ev.CreatedAt > best.CreatedAt) {
+			best = ev
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return InboxRelays(best)
+}
+
+// --- dispatch ---
+
+func (s *Service) dispatch() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case re := <-s.events:
+			switch re.ev.Kind {
+			case AdvertKind:
+				s.ingestAdvert(re.ev)
+			case SignalKind:
+				s.handleSignal(re.ev)
+			}
+		}
+	}
+}
+
+func (s *Service) handleSignal(ev *nostr.Event) {
+	s.c.signalsReceived.Add(1)
+	u, err := UnwrapSignal(s.keys, ev)
+	if err != nil {
+		s.c.signalsInvalid.Add(1)
+		s.log.Debug("dropping traversal signal", "id", ev.ID, "error", err)
+		return
+	}
+	senderPK, err := identity.ParsePublicKeyHex(u.SenderHex)
+	if err != nil {
+		s.c.signalsInvalid.Add(1)
+		return
+	}
+	if a, err := DecodeAnswer(u.Content); err == nil {
+		if a.RecipientNpub != s.npub {
+			s.c.signalsInvalid.Add(1)
+			return
+		}
+		s.c.answersReceived.Add(1)
+		s.mu.Lock()
+		ch := s.pending[a.InReplyTo]
+		s.mu.Unlock()
+		if ch == nil {
+			s.c.answersUnmatched.Add(1)
+			return
+		}
+		select {
+		case ch <- answerMsg{answer: a, sender: senderPK.Npub(), wrapID: u.WrapID, received: s.nowMs()}:
+		default:
+		}
+		return
+	}
+	o, err := DecodeOffer(u.Content)
+	if err != nil || o.RecipientNpub != s.npub {
+		s.c.signalsInvalid.Add(1)
+		return
+	}
+	s.c.offersReceived.Add(1)
+	sender := senderPK.Npub()
+	switch s.admission.TryAcquire(sender) {
+	case PerNpubFull:
+		s.log.Debug("traversal offer dropped: per-npub admission full", "peer", sender)
+		return
+	case GlobalFull:
+		s.log.Warn("traversal offer dropped: global admission full", "peer", sender)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.admission.Release(sender)
+		if err := s.respond(senderPK, o); err != nil {
+			s.log.Debug("traversal responder ended", "peer", sender, "session", o.SessionID, "error", err)
+		}
+	}()
+}
+
+func (s *Service) punchHint() PunchHint {
+	return PunchHint{StartAtMs: s.nowMs() + uint64(s.cfg.PunchStartDelay.Milliseconds()),
+		IntervalMs: uint64(s.cfg.PunchInterval.Milliseconds()), DurationMs: uint64(s.cfg.PunchDuration.Milliseconds())}
+}
+
+// candidates binds the punch socket and learns its addresses.
+func (s *Service) candidates(ctx context.Context) (*net.UDPConn, *TraversalAddress, []TraversalAddress, *string, netip.AddrPort, []netip.AddrPort, error) {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
+	if err != nil {
+		return nil, nil, nil, nil, netip.AddrPort{}, nil, fmt.Errorf("bind punch socket: %w", err)
+	}
+	var refl *TraversalAddress
+	var server *string
+	var reflAP netip.AddrPort
+	r, err := Discover(ctx, conn, s.cfg.STUNServers, TraversalSTUNTimeout)
+	if err != nil {
+		s.c.stunFailures.Add(1)
+		s.log.Debug("STUN found no reflexive address", "error", err)
+	} else {
+		reflAP = r.Reflexive
+		refl = &TraversalAddress{Protocol: "udp", IP: r.Reflexive.Addr().String(), Port: r.Reflexive.Port()}
+		srv := r.Server
+		server = &srv
+	}
+	local := []TraversalAddress{}
+	var localAP []netip.AddrPort
+	if s.cfg.ShareLocalCandidates {
+		port := uint16(conn.LocalAddr().(*net.UDPAddr).Port)
+		for _, ap := range LocalCandidates(port) {
+			localAP = append(localAP, ap)
+			local = append(local, TraversalAddress{Protocol: "udp", IP: ap.Addr().String(), Port: ap.Port()})
+		}
+	}
+	return conn, refl, local, server, reflAP, localAP, nil
+}
+
+func (s *Service) sendSignal(ctx context.Context, relays []string, peerHex string, payload any) (string, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return "", fmt.Errorf("encode signal: %w", err)
+	}
+	ev, err := WrapSignal(s.keys, peerHex, b, uint64(s.cfg.SignalTTL/time.Second), s.nowMs())
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.relays.publish(ctx, relays, ev); err != nil {
+		return "", err
+	}
+	return ev.ID, nil
+}
+
+// deleteEvents publishes a best-effort NIP-09 deletion. Wraps are signed
+// by one-time keys, so relays may ignore a deletion by the identity key;
+// upstream sends it all the same.
+func (s *Service) deleteEvents(relays []string, ids []string) {
+	ev := DeletionEvent(s.keys.PublicHex, ids, s.nowMs())
+	if ev.Sign(s.keys.SecretHex) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, relayOpTimeout)
+	defer cancel()
+	_, _ = s.relays.publish(ctx, relays, ev)
+}
+
+// respond answers one admitted offer and punches (upstream's
+// handle_incoming_offer after admission).
+func (s *Service) respond(sender identity.PublicKey, o Offer) error {
+	if !s.canAccept.Load() {
+		return ErrCapacity
+	}
+	now := s.nowMs()
+	senderNpub := sender.Npub()
+	if err := ValidateOffer(&o, senderNpub, s.npub, now, uint64(s.cfg.SignalTTL.Milliseconds())); err != nil {
+		s.c.offersRejected.Add(1)
+		if errors.Is(err, ErrStale) {
+			s.log.Debug("traversal offer rejected", "peer", senderNpub, "error", err)
+		} else {
+			s.log.Warn("traversal offer rejected", "peer", senderNpub, "error", err)
+		}
+		return err
+	}
+	if ElectionSkipsAnswer(s.initiators.Active(senderNpub), s.ownAddr, sender.NodeAddr()) {
+		s.c.offersElection.Add(1)
+		return ErrElectionYield
+	}
+	if !s.replay.Check(o.SessionID, now) {
+		return fmt.Errorf("%w: %s", ErrReplay, o.SessionID)
+	}
+	relays := SignalRelays(s.inboxRelays(s.ctx, sender.Hex()), nil, s.dmRelays, s.pool)
+	if len(relays) == 0 {
+		return fmt.Errorf("%w: %s", ErrMissingRelays, senderNpub)
+	}
+	conn, refl, local, server, reflAP, localAP, err := s.candidates(s.ctx)
+	if err != nil {
+		return err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			conn.Close()
+		}
+	}()
+	issued := s.nowMs()
+	recv := now
+	a := Answer{Type: msgTypeAnswer, SessionID: o.SessionID, IssuedAt: issued,
+		ExpiresAt: issued + uint64(s.cfg.SignalTTL.Milliseconds()), Nonce: Nonce(issued),
+		SenderNpub: s.npub, RecipientNpub: o.SenderNpub, InReplyTo: o.Nonce,
+		Accepted: refl != nil || len(local) > 0, ReflexiveAddress: refl, LocalAddresses: local,
+		StunServer: server, OfferReceivedAt: &recv}
+	var hint PunchHint
+	if a.Accepted {
+		hint = s.punchHint()
+		a.Punch = &hint
+	} else {
+		reason := reasonNoAddresses
+		a.Reason = &reason
+	}
+	answerID, err := s.sendSignal(s.ctx, relays, sender.Hex(), a)
+	if err != nil {
+		return fmt.Errorf("send answer: %w", err)
+	}
+	s.c.answersSent.Add(1)
+	defer s.deleteEvents(relays, []string{answerID})
+	if !a.Accepted {
+		return fmt.Errorf("%w: %s", ErrNoReflexive, reasonNoAddresses)
+	}
+	targets, tally, reflRefused := PlanTargets(o.ReflexiveAddress, o.LocalAddresses, reflAP, localAP)
+	s.logTally(senderNpub, o.SessionID, tally, reflRefused)
+	targets = s.mapTargets(targets)
+	res, err := Punch(s.ctx, conn, o.SessionID, targets, hint, s.cfg.AttemptTimeout)
+	if err != nil {
+		s.c.responderFailed.Add(1)
+		return err
+	}
+	s.c.responderSucceeded.Add(1)
+	est := Established{SessionID: o.SessionID, Peer: sender, Remote: res.Remote, Conn: conn}
+	select {
+	case s.est <- est:
+		keep = true
+	default:
+		s.c.establishedDropped.Add(1)
+		return errors.New("established queue full")
+	}
+	s.log.Info("traversal punched (responder)", "peer", senderNpub, "session", o.SessionID, "remote", res.Remote.String())
+	return nil
+}
+
+func (s *Service) mapTargets(ts []netip.AddrPort) []netip.AddrPort {
+	if s.mapTarget == nil {
+		return ts
+	}
+	out := make([]netip.AddrPort, len(ts))
+	for i, t := range ts {
+		out[i] = s.mapTarget(t)
+	}
+	return out
+}
+
+func (s *Service) logTally(peer, session string, t Refusal, reflRefused bool) {
+	if t.Offered == t.Admitted {
+		return
+	}
+	lvl := slog.LevelDebug
+	if t.Suspicious(reflRefused) {
+		lvl = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), lvl, "traversal: punch candidates refused", "peer", peer, "session", session,
+		"offered", t.Offered, "admitted", t.Admitted, "unparsable", t.Unparsable, "zeroport", t.ZeroPort,
+		"unroutable", t.Unroutable, "offsubnet", t.OffSubnet, "capped", t.Capped)
+}
+
+// Connect runs one initiator traversal to pk (upstream's connect_peer):
+// advert, relays, STUN, offer, answer, punch. It blocks up to the signal
+// TTL plus the attempt timeout. A failure is not counted here: the caller
+// records it with RecordFailure unless the peer linked meanwhile, as
+// upstream's lifecycle does.
+func (s *Service) Connect(ctx context.Context, pk identity.PublicKey) (Established, error) {
+	npub := pk.Npub()
+	if !s.canAccept.Load() {
+		return Established{}, ErrCapacity
+	}
+	if until, cool := s.failures.InCooldown(npub, s.nowMs()); cool {
+		return Established{}, fmt.Errorf("%w until %s", ErrCooldown, time.UnixMilli(int64(until)).UTC().Format(time.RFC3339))
+	}
+	if !s.initiators.Begin(npub) {
+		return Established{}, ErrBusy
+	}
+	defer s.initiators.End(npub)
+	if !s.track() {
+		return Established{}, context.Canceled
+	}
+	defer s.wg.Done()
+	s.c.attemptsStarted.Add(1)
+	est, err := s.connect(ctx, pk)
+	if err != nil {
+		s.c.attemptsFailed.Add(1)
+		return Established{}, err
+	}
+	s.c.attemptsSucceeded.Add(1)
+	s.failures.RecordSuccess(npub)
+	return est, nil
+}
+
+// track counts a caller's work in s.wg unless Close has begun (a
+// WaitGroup must not grow from zero while Close waits on it).
+func (s *Service) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.started.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// RecordFailure counts a failed attempt to npub in the failure state.
+func (s *Service) RecordFailure(npub string) FailureDecision {
+	d := s.failures.RecordFailure(npub, s.nowMs())
+	if d.CrossedThreshold {
+		s.c.cooldowns.Add(1)
+	}
+	return d
+}
+
+func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Established, error) {
+	npub := pk.Npub()
+	adv, err := s.FetchAdvert(ctx, pk)
+	if err != nil {
+		return Established{}, err
+	}
+	if !adv.HasNAT() {
+		return Established{}, fmt.Errorf("%w: %s", ErrMissingNAT, npub)
+	}
+	relays := SignalRelays(s.inboxRelays(ctx, pk.Hex()), adv.SignalRelays, s.dmRelays, s.pool)
+	if len(relays) == 0 {
+		return Established{}, fmt.Errorf("%w: %s", ErrMissingRelays, npub)
+	}
+	conn, refl, local, server, reflAP, localAP, err := s.candidates(ctx)
+	if err != nil {
+		return Established{}, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			conn.Close()
+		}
+	}()
+	now := s.nowMs()
+	nonce := Nonce(now)
+	o := Offer{Type: msgTypeOffer, SessionID: nonce, IssuedAt: now, ExpiresAt: now + uint64(s.cfg.SignalTTL.Milliseconds()),
+		Nonce: nonce, SenderNpub: s.npub, RecipientNpub: npub, ReflexiveAddress: refl, LocalAddresses: local, StunServer: server}
+	ch := make(chan answerMsg, 1)
+	s.mu.Lock()
+	s.pending[nonce] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, nonce)
+		s.mu.Unlock()
+	}()
+	offerID, err := s.sendSignal(ctx, relays, pk.Hex(), o)
+	if err != nil {
+		return Established{}, fmt.Errorf("send offer: %w", err)
+	}
+	s.c.offersSent.Add(1)
+	wait := time.NewTimer(s.cfg.SignalTTL)
+	defer wait.Stop()
+	var am answerMsg
+	select {
+	case <-ctx.Done():
+		return Established{}, ctx.Err()
+	case <-s.ctx.Done():
+		return Established{}, s.ctx.Err()
+	case <-wait.C:
+		return Established{}, fmt.Errorf("%w from %s after %s", ErrSignalTimeout, npub, s.cfg.SignalTTL)
+	case am = <-ch:
+	}
+	if skew, ok := EstimateSkewMs(&o, &am.answer, am.received); ok {
+		s.failures.NoteSkew(npub, skew, s.nowMs())
+		if skew >= 30_000 || skew <= -30_000 {
+			s.log.Debug("traversal peer clock skew", "peer", npub, "skew_ms", skew)
+		}
+	}
+	if err := ValidateAnswer(&o, &am.answer, am.sender, s.nowMs(), uint64(s.cfg.SignalTTL.Milliseconds())); err != nil {
+		return Established{}, err
+	}
+	if !am.answer.Accepted {
+		return Established{}, fmt.Errorf("%w: %s", ErrRejected, *am.answer.Reason)
+	}
+	targets, tally, reflRefused := PlanTargets(am.answer.ReflexiveAddress, am.answer.LocalAddresses, reflAP, localAP)
+	s.logTally(npub, nonce, tally, reflRefused)
+	targets = s.mapTargets(targets)
+	// Upstream's initiator punches on its own schedule, not answer.punch.
+	res, err := Punch(ctx, conn, nonce, targets, s.punchHint(), s.cfg.AttemptTimeout)
+	if err != nil {
+		return Established{}, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.deleteEvents(relays, []string{offerID, am.wrapID})
+	}()
+	keep = true
+	return Established{SessionID: nonce, Peer: pk, Remote: res.Remote, Conn: conn, Initiator: true}, nil
+}
