@@ -13,8 +13,8 @@ import (
 	"github.com/fips-go/fips/control/listening"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
-	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/rendezvous"
+	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
