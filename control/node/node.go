@@ -109,6 +109,9 @@ type TUNOptions struct {
 	Enabled bool
 	Name    string // fips0
 	MTU     int    // 1280
+	// Open, when set, replaces the OS's adapter (dataplane/tun or
+	// fallback/tun): an embedder's own device, or a test's.
+	Open func(tun.Config) (*tun.Device, error)
 }
 
 // Node is a running node.
@@ -695,7 +698,11 @@ func (n *Node) startTUN() {
 	if mtu <= 0 {
 		mtu = 1280
 	}
-	dev, err := openTUN(tun.Config{Name: name, MTU: mtu, Addr: n.id.IPv6(), Log: logging.WithTarget(n.log, "fips::upper::tun")})
+	open := openTUN
+	if n.opts.TUN.Open != nil {
+		open = n.opts.TUN.Open
+	}
+	dev, err := open(tun.Config{Name: name, MTU: mtu, Addr: n.id.IPv6(), Log: logging.WithTarget(n.log, "fips::upper::tun")})
 	if err == nil {
 		err = n.runTUN(dev)
 		if err != nil {
