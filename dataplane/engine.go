@@ -33,6 +33,11 @@ type Upcall struct {
 	Promote bool
 	Epoch   any
 
+	// Fence, when set, is the sending worker's count of datagrams the
+	// loop has finished: the loop adds one once it has handled this
+	// upcall (see Worker.Fenced).
+	Fence *atomic.Uint64
+
 	Link  *peer.FastLink
 	Flags uint8  // the frame's FMP flags
 	TS    uint32 // the inner timestamp
@@ -221,7 +226,25 @@ type Worker struct {
 	closed  bool
 	// Local is the node's per-worker state for Config.Local.
 	Local any
+	// The ordering fence: datagrams this worker handed the loop (its
+	// own count) and the loop has finished (the loop's). While one is in
+	// flight the worker hands the loop every datagram, so none overtakes
+	// it: a flow switching from the loop's path to the workers' (a route
+	// or session just published) stays in order.
+	handedOff uint64
+	finished  atomic.Uint64
 }
+
+// HandOff counts one more datagram handed to the loop and returns the
+// counter the loop advances once it has handled it.
+func (w *Worker) HandOff() *atomic.Uint64 {
+	w.handedOff++
+	return &w.finished
+}
+
+// Fenced reports whether a datagram this worker handed the loop is still
+// in flight: the next ones must follow it there.
+func (w *Worker) Fenced() bool { return w.handedOff != w.finished.Load() }
 
 type senderSlot struct {
 	id    transport.ID
@@ -274,10 +297,15 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 	if l.Proving() {
 		w.notify(Upcall{Proof: true, Link: l})
 	}
-	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.datagram(now, f.Flags, in.Message) {
+	dg := wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram
+	if dg && !w.Fenced() && w.datagram(now, f.Flags, in.Message) {
 		return true
 	}
-	w.upcall(l, f.Flags, in, arrived)
+	u := Upcall{Link: l, Flags: f.Flags, TS: in.Timestamp, Arrived: arrived}
+	if dg {
+		u.Fence = w.HandOff()
+	}
+	w.send(u, in.Message)
 	return true
 }
 
@@ -388,14 +416,10 @@ func (s *senderSlot) Reserve(_ transport.ID, to transport.Addr, n int) ([]byte, 
 	return s.s.Reserve(to, n)
 }
 
-func (w *Worker) upcall(l *peer.FastLink, flags uint8, in wire.FMPInner, arrived int64) {
-	w.send(Upcall{Link: l, Flags: flags, TS: in.Timestamp, Arrived: arrived}, in.Message)
-}
-
 // UpcallFSP hands the loop an end-to-end message the node's fast local
 // path decrypted but does not finish (see Upcall.FSP); pt is copied.
 func (w *Worker) UpcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
-	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce}, pt)
+	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce, Fence: w.HandOff()}, pt)
 }
 
 func (w *Worker) send(u Upcall, msg []byte) {
@@ -413,6 +437,9 @@ func (w *Worker) send(u Upcall, msg []byte) {
 	if !e.cfg.Upcall(u) {
 		e.stats.UpcallsRefused.Add(1)
 		buf.Release()
+		if u.Fence != nil {
+			u.Fence.Add(1) // never to be handled: the loop has stopped
+		}
 	}
 }
 

@@ -188,6 +188,9 @@ type Node struct {
 	routesDirty   bool
 	routesRefused uint64
 	routesExpired uint64
+	// fences are the workers' ordering fences of the datagrams handled in
+	// this burst, released once its sends are flushed (loop only).
+	fences []*atomic.Uint64
 	// local is the IPv6 adapter's table for workers (publishLocal);
 	// v6fast and ceFast are what the workers' adapter counted.
 	local      atomic.Pointer[localTable]
@@ -449,6 +452,7 @@ func (n *Node) loop(ctx context.Context) {
 		if n.tunFlush != nil {
 			n.tunFlush()
 		}
+		n.releaseFences()
 	}
 }
 
@@ -477,6 +481,9 @@ func (n *Node) receive(now time.Time, it rxItem) {
 // management drops it: the sender's own standing queue (the loop behind
 // the device) is bounded like a relay's, so the local TCP backs off.
 func (n *Node) sendIPv6(now time.Time, p tunPacket) {
+	if p.fence != nil {
+		n.fences = append(n.fences, p.fence)
+	}
 	if !n.tunAQM.Drop(now, now.Sub(time.Unix(0, p.read))) {
 		n.core.SendIPv6(now, *p.b)
 	}
