@@ -24,7 +24,10 @@ func TestXDPMetrics(t *testing.T) {
 	src := &bpfSource{v: node.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
 		Counters: []node.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
 			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000}},
-		Maps: &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1}}}
+		Maps:       &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1},
+		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900}}}}
+	src.v.TC = node.TCView{Attached: true, Interfaces: []node.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
+	s.Dataplane.OuterCE = 9
 	src.s.Store(s)
 	reg, _, err := NewRegistry(src, Options{Info: Info{Version: "test"}})
 	if err != nil {
@@ -46,6 +49,10 @@ func TestXDPMetrics(t *testing.T) {
 		{"fips_xdp_map_max_entries", map[string]string{"map": "links"}, 65536},
 		{"fips_xdp_links_refused_total", nil, 1},
 		{"fips_xdp_map_errors_total", nil, 1},
+		{"fips_tc_interface_info", map[string]string{"interface": "veth0", "attach_mode": "tcx"}, 1},
+		{"fips_tc_packets_total", map[string]string{"direction": "egress", "reason": "marked"}, 500},
+		{"fips_tc_bytes_total", map[string]string{"direction": "ingress", "reason": "ce"}, 900},
+		{"fips_outer_ce_frames_total", nil, 9},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
