@@ -26,6 +26,12 @@ func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupport
 // AddLink returns ErrNotSupported.
 func (*Objects) AddLink(uint32, uint32) error { return ErrNotSupported }
 
+// BindXSK returns ErrNotSupported.
+func (*Objects) BindXSK(int, int, uint32, int) error { return ErrNotSupported }
+
+// UnbindXSK returns ErrNotSupported.
+func (*Objects) UnbindXSK(int, int, uint32) error { return ErrNotSupported }
+
 // RemoveLink returns ErrNotSupported.
 func (*Objects) RemoveLink(uint32) error { return ErrNotSupported }
 
