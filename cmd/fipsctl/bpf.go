@@ -69,6 +69,23 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		tw.Flush()
 	}
 	if s.Mode == node.DataplaneXDP {
+		fmt.Fprintf(&b, "\nafxdp: %s\n", s.AFXDP.Reason)
+	}
+	if len(s.XSKs) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "XSK INTERFACE\tQUEUE\tSLOT\tMODE\tRECEIVED\tTO LOOP\tRX_DROPPED\tRX_RING_FULL\tFILL_RING_EMPTY\tRX_INVALID\tTX_INVALID\tWAKEUPS")
+		for _, x := range s.XSKs {
+			mode := "copy"
+			if x.ZeroCopy {
+				mode = "zero-copy"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", x.Interface, x.Queue, x.Slot, mode, x.Received, x.ToLoop,
+				x.RxDropped, x.RxRingFull, x.RxFillRingEmpty, x.RxInvalidDescs, x.TxInvalidDescs, x.Wakeups)
+		}
+		tw.Flush()
+	}
+	if s.Mode == node.DataplaneXDP {
 		fmt.Fprintf(&b, "\necn: %s\n", s.TC.Reason)
 	}
 	if len(s.TC.Interfaces) > 0 {

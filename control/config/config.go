@@ -636,6 +636,10 @@ type DataplaneConfig struct {
 	// program runs: outgoing FIPS UDP marked ECT(0), outer ECN counted.
 	// Default true; nothing is attached in userspace mode.
 	ECN *bool `yaml:"ecn" fips:"optional"`
+	// AFXDP redirects established frames of known links into AF_XDP
+	// sockets (one per RX queue) read by dataplane workers, wherever the
+	// XDP program runs. Default false.
+	AFXDP bool `yaml:"afxdp" fips:"optional"`
 }
 
 // ECNEnabled is dataplane.ecn with its default (true).

@@ -217,6 +217,9 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_tc_interface_info", "gauge", "", "Always 1 for an interface the tc ECN programs are attached to; attach_mode is tcx or clsact.", "show_bpf tc.interfaces", []string{"interface", "attach_mode"}},
 		{"fips_tc_packets_total", "counter", "packets", "Packets the tc programs saw, by direction (egress: marked ECT(0) or ECN kept; ingress: outer not_ect, ect or ce) and reason, summed over CPUs.", "show_bpf tc_counters[].packets", []string{"direction", "reason"}},
 		{"fips_tc_bytes_total", "counter", "bytes", "Bytes of the packets the tc programs saw, by direction and reason, summed over CPUs.", "show_bpf tc_counters[].bytes", []string{"direction", "reason"}},
+		{"fips_afxdp_frames_total", "counter", "frames", "Frames AF_XDP sockets received from the XDP program's redirects, per interface and queue.", "show_bpf xsks[].received", []string{"interface", "queue"}},
+		{"fips_afxdp_to_loop_total", "counter", "frames", "Redirected frames the AF_XDP worker left to the event loop (copied, as a socket read).", "show_bpf xsks[].to_loop", []string{"interface", "queue"}},
+		{"fips_afxdp_ring_events_total", "counter", "events", "XDP_STATISTICS of each AF_XDP socket by kind: rx_dropped, rx_ring_full, fill_ring_empty, rx_invalid, tx_invalid, tx_ring_empty.", "show_bpf xsks[]", []string{"interface", "queue", "kind"}},
 		{"fips_outer_ce_frames_total", "counter", "frames", "Established frames whose outer IP header carried ECN CE, handled as FMP CE (workers and event loop).", "show_status dataplane.outer_ce_frames", nil},
 		{"fips_stats_history_tracked_peers", "gauge", "peers", "Peers the stats history keeps rings for (active and departed within the 24 h retention).", "show_stats_list recorder.tracked_peers", nil},
 		{"fips_stats_history_max_tracked_peers", "gauge", "peers", "Bound on the peers the stats history tracks.", "show_stats_list recorder.max_tracked_peers", nil},
@@ -406,6 +409,18 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 	for _, ct := range v.Counters {
 		counter("fips_xdp_packets_total", float64(ct.Packets), ct.Verdict, ct.Reason)
 		counter("fips_xdp_bytes_total", float64(ct.Bytes), ct.Verdict, ct.Reason)
+	}
+	for _, x := range v.XSKs {
+		q := strconv.Itoa(x.Queue)
+		counter("fips_afxdp_frames_total", float64(x.Received), x.Interface, q)
+		counter("fips_afxdp_to_loop_total", float64(x.ToLoop), x.Interface, q)
+		for _, k := range []struct {
+			kind string
+			n    uint64
+		}{{"rx_dropped", x.RxDropped}, {"rx_ring_full", x.RxRingFull}, {"fill_ring_empty", x.RxFillRingEmpty},
+			{"rx_invalid", x.RxInvalidDescs}, {"tx_invalid", x.TxInvalidDescs}, {"tx_ring_empty", x.TxRingEmpty}} {
+			counter("fips_afxdp_ring_events_total", float64(k.n), x.Interface, q, k.kind)
+		}
 	}
 	for _, i := range v.TC.Interfaces {
 		gauge("fips_tc_interface_info", 1, i.Name, i.AttachMode)

@@ -233,7 +233,7 @@ func New(o Options) (*Node, error) {
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
 	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{},
-		TC: TCView{Reason: "not started", Interfaces: []TCInterface{}}}
+		TC: TCView{Reason: "not started", Interfaces: []TCInterface{}}, AFXDP: AFXDPView{Reason: "not started"}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
 		a := sp.PublicKey.NodeAddr()

@@ -40,6 +40,9 @@ type DataplaneOptions struct {
 	// NoECN leaves the tc programs out (dataplane.ecn: false); otherwise
 	// they are attached wherever the XDP program is.
 	NoECN bool
+	// AFXDP redirects established frames of known links into AF_XDP
+	// sockets read by dataplane workers (dataplane.afxdp), in xdp mode.
+	AFXDP bool
 }
 
 // DataplaneView is show_status's dataplane field (fips-go addition).
@@ -55,10 +58,19 @@ type DataplaneView struct {
 	Engine EngineView `json:"engine"`
 	// TC is the ECN programs (fips-go addition): where they run, or why not.
 	TC TCView `json:"tc"`
+	// AFXDP says whether AF_XDP sockets receive the redirected frames.
+	AFXDP AFXDPView `json:"afxdp"`
 	// OuterCE counts established frames whose outer IP header carried
 	// ECN CE (read from the socket: IP_RECVTOS / IPV6_RECVTCLASS),
 	// handled as FMP CE, on the workers and the loop alike.
 	OuterCE uint64 `json:"outer_ce_frames"`
+}
+
+// AFXDPView is show_status.dataplane.afxdp (fips-go addition).
+type AFXDPView struct {
+	Enabled bool   `json:"enabled"`
+	Sockets int    `json:"sockets"`
+	Reason  string `json:"reason"`
 }
 
 // TCView says whether tc_fips_egress (outgoing FIPS UDP marked ECT(0))
@@ -90,6 +102,7 @@ type XDPInterface struct {
 type xdpPlane struct {
 	obj *bpf.Objects
 	tc  *bpf.TCObjects // nil: not attached
+	xsk *xskPlane      // nil: no AF_XDP sockets
 	// ports and ifaces are what the XDP program was configured for.
 	ports  []uint16
 	ifaces []net.Interface
@@ -115,7 +128,8 @@ type xdpKey struct {
 func (n *Node) startDataplane() error {
 	o := n.opts.Dataplane
 	v := DataplaneView{Mode: DataplaneUserspace, Configured: o.Mode, Interfaces: []XDPInterface{},
-		TC: TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []TCInterface{}}}
+		TC:    TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []TCInterface{}},
+		AFXDP: AFXDPView{Reason: "no XDP: AF_XDP needs it"}}
 	if v.Configured == "" {
 		v.Configured = DataplaneUserspace
 	}
@@ -142,6 +156,18 @@ func (n *Node) startDataplane() error {
 	}
 	v.Reason = "dataplane.mode is " + v.Configured + ": " + bpf.ProgramName + " attached to " + strings.Join(modes, ", ")
 	v.TC = n.startTC(o, p)
+	v.AFXDP = AFXDPView{Reason: "dataplane.afxdp is false: established frames pass to the UDP sockets"}
+	if o.AFXDP {
+		x, err := n.startAFXDP(p)
+		if err != nil {
+			v.AFXDP.Reason = "AF_XDP unavailable (" + err.Error() + "): established frames pass to the UDP sockets"
+			n.log.Warn("dataplane: no AF_XDP", "reason", v.AFXDP.Reason)
+		} else {
+			p.xsk = x
+			v.AFXDP = AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
+			n.log.Info("dataplane: AF_XDP", "reason", v.AFXDP.Reason)
+		}
+	}
 	n.dataplane = v
 	n.xdp.Store(p)
 	n.log.Info("dataplane: xdp", "reason", v.Reason, "program_id", ifs[0].ProgramID)
@@ -359,6 +385,9 @@ func (n *Node) stopDataplane() {
 	if p == nil {
 		return
 	}
+	if p.xsk != nil {
+		n.stopXSK(p, p.xsk)
+	}
 	if p.tc != nil {
 		if err := p.tc.Close(); err != nil {
 			n.log.Warn("dataplane: detaching tc programs", "error", err)
@@ -380,6 +409,8 @@ type BPFView struct {
 	Maps      *XDPMaps     `json:"maps"` // null in userspace
 	// TCCounters are the tc programs' counters (empty when they do not run).
 	TCCounters []TCCounter `json:"tc_counters"`
+	// XSKs are the AF_XDP sockets with their ring statistics.
+	XSKs []XSKView `json:"xsks"`
 }
 
 // TCCounter is one (direction, reason) pair's packets and bytes.
@@ -413,7 +444,7 @@ type XDPMaps struct {
 // BPF reads the XDP program's counters and maps now; it is safe from any
 // goroutine (the maps are the kernel's).
 func (n *Node) BPF() (BPFView, error) {
-	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}, TCCounters: []TCCounter{}}
+	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}, TCCounters: []TCCounter{}, XSKs: []XSKView{}}
 	p := n.xdp.Load()
 	if p == nil {
 		return v, nil
@@ -435,6 +466,9 @@ func (n *Node) BPF() (BPFView, error) {
 				v.Counters = append(v.Counters, XDPCounter{Verdict: vd.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
 			}
 		}
+	}
+	if p.xsk != nil {
+		v.XSKs = p.xsk.views()
 	}
 	if p.tc != nil {
 		ts, err := p.tc.Stats()
