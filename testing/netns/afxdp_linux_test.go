@@ -3,6 +3,7 @@
 package netns
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +88,67 @@ func TestAFXDPTransitChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("fipsctl bpf stats on b:\n%s", table)
+}
+
+// TestAFXDPOuterCE: frames that reach the relay's workers through its
+// AF_XDP sockets carry their outer ECN too: with A's output marking its
+// FIPS datagrams to B CE, B (dataplane.afxdp) handles them as FMP CE —
+// its outer-CE count rises, its receiver reports tell A, and it relays
+// CE on to C.
+func TestAFXDPOuterCE(t *testing.T) {
+	m := New(t, Options{IPv6: true})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	ab := m.Link(a, b)
+	m.Link(b, c)
+	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true }\n"
+	port := m.opts.Port
+	if port == 0 {
+		port = 2121
+	}
+	m.Start()
+	m.WaitConverged(30 * time.Second)
+	if dp := dataplaneOf(t, b); !dp.AFXDP.Enabled {
+		t.Fatalf("b: AF_XDP not enabled: %+v", dp.AFXDP)
+	}
+	addr := resolve(t, m, a, c)
+	ping := func(count int) {
+		t.Helper()
+		out, err := m.Exec("a", "ping", "-6", "-c", strconv.Itoa(count), "-i", "0.1", "-W", "2", addr)
+		if err != nil || !strings.Contains(string(out), strconv.Itoa(count)+" received") {
+			t.Fatalf("ping6 A→C: %v\n%s", err, out)
+		}
+	}
+	ping(3)
+	ceAB0, _ := linkCE(t, a, b)
+	ceBC0, _ := linkCE(t, b, c)
+	rx0 := bpfStats(t, m, b).packets("redirect", "link_xsk")
+	for _, rule := range []string{
+		"add table ip fipsce",
+		"add chain ip fipsce out { type filter hook output priority 0; }",
+		"add rule ip fipsce out ip daddr " + ab.AddrB + " udp sport " + strconv.Itoa(port) + " ip ecn set ce counter",
+	} {
+		if out, err := m.Exec("a", append([]string{"nft"}, strings.Fields(rule)...)...); err != nil {
+			t.Fatalf("nft %s: %v\n%s", rule, err, out)
+		}
+	}
+	ping(20)
+	outer := dataplaneOf(t, b).OuterCE
+	redirected := bpfStats(t, m, b).packets("redirect", "link_xsk") - rx0
+	t.Logf("b: %d frames redirected to its XSKs, %d handled as outer CE", redirected, outer)
+	if redirected < 20 || outer < 20 {
+		t.Errorf("b: %d redirected, %d outer CE; want ≥ 20 of each", redirected, outer)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ceAB, _ := linkCE(t, a, b)
+		ceBC, _ := linkCE(t, b, c)
+		if ceAB > ceAB0 && ceBC > ceBC0 {
+			t.Logf("ecn_ce_count: a's for b %d → %d, b's for c %d → %d", ceAB0, ceAB, ceBC0, ceBC)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ecn_ce_count did not rise: a's for b %d → %d, b's for c %d → %d", ceAB0, ceAB, ceBC0, ceBC)
+		}
+		ping(2)
+	}
 }
