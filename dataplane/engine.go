@@ -167,6 +167,7 @@ type Counters struct {
 	Delivered       atomic.Uint64 // datagrams for us finished by the node's fast local path
 	DeliveredBytes  atomic.Uint64 // their messages without the type byte
 	CEForwarded     atomic.Uint64
+	OuterCE         atomic.Uint64 // frames of published links whose outer IP header had CE
 	CongestionSeen  atomic.Uint64
 	ClassCounts     [8]atomic.Uint64 // by route.RouteClass
 	SendErrors      atomic.Uint64    // batches (datagrams) a worker's transport failed to send
@@ -266,7 +267,12 @@ func (w *Worker) clock() time.Time {
 // datagram) or upcalls it. Anything else — handshakes, unknown indices,
 // frames from a new address — it leaves to the transport's normal
 // delivery, untouched.
-func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64) bool {
+//
+// Outer CE (ce) is treated as the frame's FMP CE flag once the frame is
+// parsed: the flag cannot be set in the packet, whose header is the
+// AEAD's associated data, but the opened frame's flags carry it on to
+// MMP, the relayed frame and the delivered packet.
+func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64, ce bool) bool {
 	if len(b) < wire.FMPFrameMinSize || b[0] != wire.FMPVersion<<4|wire.FMPPhaseEstablished {
 		return false
 	}
@@ -277,6 +283,9 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 	l := w.e.cfg.Links().Lookup(t, f.ReceiverIndex)
 	if l == nil {
 		return false
+	}
+	if ce {
+		f.Flags |= wire.FMPFlagCE
 	}
 	now := w.clock()
 	// Queue management on what waited in the socket buffer: established
@@ -294,6 +303,9 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return true
 	}
 	w.e.stats.FramesOpened.Add(1)
+	if ce {
+		w.e.stats.OuterCE.Add(1) // counted once: a frame left to the loop is the loop's to count
+	}
 	if l.Proving() {
 		w.notify(Upcall{Proof: true, Link: l})
 	}

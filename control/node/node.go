@@ -138,6 +138,8 @@ type Node struct {
 	stopped chan struct{}
 	// aqm bounds the receive path's queueing delay (loop-owned).
 	aqm *dataplane.CoDel
+	// outerCE counts packets the loop received with outer CE.
+	outerCE atomic.Uint64
 
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
@@ -245,7 +247,8 @@ func New(o Options) (*Node, error) {
 		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
-	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
+	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{},
+		TC: TCView{Reason: "not started", Interfaces: []TCInterface{}}, AFXDP: AFXDPView{Reason: "not started"}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
 		a := sp.PublicKey.NodeAddr()
@@ -473,7 +476,10 @@ func (n *Node) receive(now time.Time, it rxItem) {
 	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
 		n.rdvProtocolMismatch(now, p.Transport)
 	}
-	n.core.HandlePacket(now, p.Transport, p.From, p.Data)
+	if p.CE && len(p.Data) > 0 && p.Data[0] == wire.FMPVersion<<4|wire.FMPPhaseEstablished {
+		n.outerCE.Add(1)
+	}
+	n.core.HandlePacketECN(now, p.Transport, p.From, p.Data, p.CE)
 	p.Buf.Release() // HandlePacket retains nothing of Data
 }
 

@@ -263,6 +263,15 @@ func BuildFipsXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// BuildFipsAFXDP is BuildFipsXDP with dataplane.afxdp: established frames
+// of known links are redirected into AF_XDP sockets read by the workers.
+func BuildFipsAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
+	o.FipsConfig += "dataplane: { mode: xdp, afxdp: true }\n"
+	p := BuildFips(tb, t, o)
+	p.System = SystemFipsAFXDP
+	return p
+}
+
 // BuildWireGuard runs wireguard-go along the line: tunnel k joins node k
 // and k+1 (fd00:77:k::1 and ::2, /64), each end its own device with one
 // peer (allowed ::/0), so a relay has two devices and the kernel
