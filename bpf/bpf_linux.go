@@ -252,6 +252,40 @@ func (o *Objects) AddLink(index, slot uint32) error {
 	return nil
 }
 
+// BindXSK makes fd, an AF_XDP socket bound to queue of ifindex, the
+// destination of established frames of known links arriving there: it is
+// stored at slot of the xsks map, and (ifindex, queue) names the slot.
+func (o *Objects) BindXSK(ifindex, queue int, slot uint32, fd int) error {
+	if slot >= MaxSlots {
+		return fmt.Errorf("bpf: xsk slot %d, want < %d", slot, MaxSlots)
+	}
+	if ifindex <= 0 || queue < 0 || fd < 0 {
+		return fmt.Errorf("bpf: xsk for ifindex %d queue %d fd %d: out of range", ifindex, queue, fd)
+	}
+	if err := o.objs.Xsks.Put(slot, uint32(fd)); err != nil {
+		return fmt.Errorf("bpf: xsks[%d]: %w", slot, err)
+	}
+	k := xdpFipsXskKey{Ifindex: uint32(ifindex), Queue: uint32(queue)}
+	if err := o.objs.XskSlots.Put(k, slot); err != nil {
+		return errors.Join(fmt.Errorf("bpf: xsk_slots[%d/%d]: %w", ifindex, queue, err), o.objs.Xsks.Delete(slot))
+	}
+	return nil
+}
+
+// UnbindXSK undoes BindXSK: frames of (ifindex, queue) pass to the
+// kernel socket again.
+func (o *Objects) UnbindXSK(ifindex, queue int, slot uint32) error {
+	k := xdpFipsXskKey{Ifindex: uint32(ifindex), Queue: uint32(queue)}
+	var errs []error
+	if err := o.objs.XskSlots.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, fmt.Errorf("bpf: xsk_slots[%d/%d]: %w", ifindex, queue, err))
+	}
+	if err := o.objs.Xsks.Delete(slot); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, fmt.Errorf("bpf: xsks[%d]: %w", slot, err))
+	}
+	return errors.Join(errs...)
+}
+
 // RemoveLink forgets a receiver index.
 func (o *Objects) RemoveLink(index uint32) error {
 	if err := o.objs.Links.Delete(index); err != nil {

@@ -81,8 +81,27 @@ func fmtDelta(d map[[2]uint32]Counters) string {
 // len(frame) bytes.
 func run(t *testing.T, obj *Objects, frame []byte, want Reason) {
 	t.Helper()
+	runCtx(t, obj, frame, nil, want)
+}
+
+// xdpMd is struct xdp_md, the context BPF_PROG_TEST_RUN takes to say
+// which interface and queue a frame arrived on.
+type xdpMd struct {
+	Data, DataEnd, DataMeta      uint32
+	IngressIfindex, RxQueueIndex uint32
+	EgressIfindex                uint32
+}
+
+// runCtx is run with the frame arriving as ctx says (nil: no interface).
+func runCtx(t *testing.T, obj *Objects, frame []byte, ctx *xdpMd, want Reason) {
+	t.Helper()
 	before := stats(t, obj)
 	opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256)}
+	if ctx != nil {
+		c := *ctx
+		c.DataEnd = uint32(len(frame)) // the kernel wants the frame's extent
+		opts.Context = c
+	}
 	ret, err := obj.objs.XdpFips.Run(opts)
 	if err != nil {
 		t.Fatalf("Program.Run: %v", err)

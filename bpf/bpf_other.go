@@ -26,6 +26,12 @@ func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupport
 // AddLink returns ErrNotSupported.
 func (*Objects) AddLink(uint32, uint32) error { return ErrNotSupported }
 
+// BindXSK returns ErrNotSupported.
+func (*Objects) BindXSK(int, int, uint32, int) error { return ErrNotSupported }
+
+// UnbindXSK returns ErrNotSupported.
+func (*Objects) UnbindXSK(int, int, uint32) error { return ErrNotSupported }
+
 // RemoveLink returns ErrNotSupported.
 func (*Objects) RemoveLink(uint32) error { return ErrNotSupported }
 
@@ -37,3 +43,27 @@ func (*Objects) Occupancy() (Occupancy, error) { return Occupancy{}, ErrNotSuppo
 
 // Close does nothing.
 func (*Objects) Close() error { return nil }
+
+// TCObjects are the tc programs; on this OS they cannot exist.
+type TCObjects struct{}
+
+// LoadTC returns ErrNotSupported.
+func LoadTC() (*TCObjects, error) { return nil, ErrNotSupported }
+
+// SetConfig returns ErrNotSupported.
+func (*TCObjects) SetConfig([]uint16) error { return ErrNotSupported }
+
+// Attach returns ErrNotSupported.
+func (*TCObjects) Attach(int) (TCAttachMode, error) { return 0, ErrNotSupported }
+
+// Detach returns ErrNotSupported.
+func (*TCObjects) Detach(int) error { return ErrNotSupported }
+
+// Attachments returns nothing.
+func (*TCObjects) Attachments() []TCAttachment { return nil }
+
+// Stats returns ErrNotSupported.
+func (*TCObjects) Stats() (TCStats, error) { return nil, ErrNotSupported }
+
+// Close does nothing.
+func (*TCObjects) Close() error { return nil }

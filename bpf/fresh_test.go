@@ -17,7 +17,7 @@ func TestObjectsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := srcsum.Render(".", []string{"xdp_bpfel.go", "xdp_bpfel.o"})
+	got, err := srcsum.Render(".", []string{"xdp_bpfel.go", "xdp_bpfel.o", "tc_bpfel.go", "tc_bpfel.o"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,12 @@ const (
 	xdpFipsVerdictVERDICT_MAX      xdpFipsVerdict = 3
 )
 
+type xdpFipsXskKey struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Queue   uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -88,6 +94,7 @@ const (
 	xdpMapLinks             = "links"
 	xdpMapRatelimit         = "ratelimit"
 	xdpMapStats             = "stats"
+	xdpMapXskSlots          = "xsk_slots"
 	xdpMapXsks              = "xsks"
 	xdpProgXdpFips          = "xdp_fips"
 	xdpVarUnusedFipsReason  = "unused_fips_reason"
@@ -147,6 +154,7 @@ type xdpMapSpecs struct {
 	Links     *ebpf.MapSpec `ebpf:"links"`
 	Ratelimit *ebpf.MapSpec `ebpf:"ratelimit"`
 	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	XskSlots  *ebpf.MapSpec `ebpf:"xsk_slots"`
 	Xsks      *ebpf.MapSpec `ebpf:"xsks"`
 }
 
@@ -182,6 +190,7 @@ type xdpMaps struct {
 	Links     *ebpf.Map `ebpf:"links"`
 	Ratelimit *ebpf.Map `ebpf:"ratelimit"`
 	Stats     *ebpf.Map `ebpf:"stats"`
+	XskSlots  *ebpf.Map `ebpf:"xsk_slots"`
 	Xsks      *ebpf.Map `ebpf:"xsks"`
 }
 
@@ -191,6 +200,7 @@ func (m *xdpMaps) Close() error {
 		m.Links,
 		m.Ratelimit,
 		m.Stats,
+		m.XskSlots,
 		m.Xsks,
 	)
 }

@@ -42,8 +42,8 @@ enum fips_reason {
 	REASON_BAD_LENGTH,      /* drop: length or payload_len wrong for the phase */
 	REASON_BAD_FLAGS,       /* drop: handshake packet with non-zero flags */
 	REASON_UNKNOWN_INDEX,   /* drop: established frame, receiver index not in links */
-	REASON_LINK_KERNEL,     /* pass: established frame of a known link, no XSK bound to its slot */
-	REASON_LINK_XSK,        /* redirect: established frame of a known link into its XSK */
+	REASON_LINK_KERNEL,     /* pass: established frame of a known link, no XSK for its interface and queue */
+	REASON_LINK_XSK,        /* redirect: established frame of a known link into its queue's XSK */
 	REASON_HANDSHAKE,       /* pass: msg1/msg2 within the source's token bucket */
 	REASON_RATE_LIMITED,    /* drop: msg1/msg2 over the source's token bucket */
 	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
@@ -65,10 +65,17 @@ struct fips_config {
 	__u64 clock_ns;               /* tests only: non-zero replaces bpf_ktime_get_ns */
 };
 
-/* Value of `links`: where the frames of one receiver index go. */
+/* Value of `links`: one receiver index of this node's links. */
 struct fips_link {
-	__u32 slot;  /* xsks key of the worker/queue that owns the link */
+	__u32 slot;  /* reserved, 0: the XSK is chosen by interface and queue */
 	__u32 flags; /* reserved, 0 */
+};
+
+/* Key of `xsk_slots`: the interface and RX queue a frame arrived on. An
+ * XSK receives only frames of the queue it is bound to. */
+struct fips_xsk_key {
+	__u32 ifindex;
+	__u32 queue;
 };
 
 /* Key of `ratelimit`: the source address, IPv4 as ::ffff:a.b.c.d. */
@@ -110,6 +117,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct fips_xsk_key);
+	__type(value, __u32); /* xsks key */
+} xsk_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -299,8 +313,9 @@ int xdp_fips(struct xdp_md *ctx)
 
 	switch (fmp[0] & 0xf) {
 	case 0: { /* established: 16-byte header, ciphertext, 16-byte tag */
+		struct fips_xsk_key xk = { .ifindex = ctx->ingress_ifindex, .queue = ctx->rx_queue_index };
 		struct fips_link *l;
-		__u32 idx, slot;
+		__u32 idx, *slot;
 
 		if (total < 32 || plen != total - 32 || (void *)(fmp + 8) > end)
 			return drop(ctx, REASON_BAD_LENGTH);
@@ -308,9 +323,9 @@ int xdp_fips(struct xdp_md *ctx)
 		l = bpf_map_lookup_elem(&links, &idx);
 		if (!l)
 			return drop(ctx, REASON_UNKNOWN_INDEX);
-		slot = l->slot;
-		if (bpf_map_lookup_elem(&xsks, &slot)) {
-			long rc = bpf_redirect_map(&xsks, slot, XDP_PASS);
+		slot = bpf_map_lookup_elem(&xsk_slots, &xk);
+		if (slot && bpf_map_lookup_elem(&xsks, slot)) {
+			long rc = bpf_redirect_map(&xsks, *slot, XDP_PASS);
 
 			if (rc == XDP_REDIRECT) {
 				count(ctx, VERDICT_REDIRECT, REASON_LINK_XSK);

@@ -40,30 +40,33 @@ func bindXSK(t *testing.T, ifindex int) int {
 	return fd
 }
 
-// TestRedirectToXSK: an established frame of a known link is redirected
-// when an AF_XDP socket sits in its slot, and passes to the kernel when
-// the socket sits in another slot or is removed.
+// TestRedirectToXSK: an established frame of a known link arriving on an
+// interface and queue with a bound AF_XDP socket is redirected; on
+// another interface, or once unbound, it passes to the kernel; an
+// unknown index is still dropped.
 func TestRedirectToXSK(t *testing.T) {
-	a, _ := inNetns(t)
+	a, b := inNetns(t)
 	obj := load(t, Options{})
 	configure(t, obj, 1, 1)
 	fd := bindXSK(t, a)
-	if err := obj.objs.Xsks.Put(uint32(5), uint32(fd)); err != nil {
-		t.Fatalf("xsks[5] = AF_XDP socket: %v", err)
+	if err := obj.BindXSK(a, 0, 5, fd); err != nil {
+		t.Fatalf("BindXSK: %v", err)
 	}
-	if err := obj.AddLink(knownV, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := obj.AddLink(knownV+1, 6); err != nil {
+	if err := obj.AddLink(knownV, 0); err != nil {
 		t.Fatal(err)
 	}
 	frame := func(idx uint32) []byte {
 		return ethernet(etherIPv6, ipv6(srcV6, protoUDP, udp(portA, established(t, 0x02, idx, 100))))
 	}
-	run(t, obj, frame(knownV), ReasonLinkXSK)
-	run(t, obj, frame(knownV+1), ReasonLinkKernel)
-	if err := obj.objs.Xsks.Delete(uint32(5)); err != nil {
+	on := func(ifindex int) *xdpMd { return &xdpMd{IngressIfindex: uint32(ifindex)} }
+	runCtx(t, obj, frame(knownV), on(a), ReasonLinkXSK)
+	runCtx(t, obj, frame(knownV), on(b), ReasonLinkKernel)
+	runCtx(t, obj, frame(knownV+1), on(a), ReasonUnknownIndex)
+	if err := obj.UnbindXSK(a, 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	run(t, obj, frame(knownV), ReasonLinkKernel)
+	runCtx(t, obj, frame(knownV), on(a), ReasonLinkKernel)
+	if err := obj.BindXSK(a, 0, MaxSlots, fd); err == nil {
+		t.Error("BindXSK to slot MaxSlots succeeded")
+	}
 }

@@ -33,6 +33,11 @@ type Upcall struct {
 	Promote bool
 	Epoch   any
 
+	// Fence, when set, is the sending worker's count of datagrams the
+	// loop has finished: the loop adds one once it has handled this
+	// upcall (see Worker.Fenced).
+	Fence *atomic.Uint64
+
 	Link  *peer.FastLink
 	Flags uint8  // the frame's FMP flags
 	TS    uint32 // the inner timestamp
@@ -162,6 +167,7 @@ type Counters struct {
 	Delivered       atomic.Uint64 // datagrams for us finished by the node's fast local path
 	DeliveredBytes  atomic.Uint64 // their messages without the type byte
 	CEForwarded     atomic.Uint64
+	OuterCE         atomic.Uint64 // frames of published links whose outer IP header had CE
 	CongestionSeen  atomic.Uint64
 	ClassCounts     [8]atomic.Uint64 // by route.RouteClass
 	SendErrors      atomic.Uint64    // batches (datagrams) a worker's transport failed to send
@@ -221,7 +227,25 @@ type Worker struct {
 	closed  bool
 	// Local is the node's per-worker state for Config.Local.
 	Local any
+	// The ordering fence: datagrams this worker handed the loop (its
+	// own count) and the loop has finished (the loop's). While one is in
+	// flight the worker hands the loop every datagram, so none overtakes
+	// it: a flow switching from the loop's path to the workers' (a route
+	// or session just published) stays in order.
+	handedOff uint64
+	finished  atomic.Uint64
 }
+
+// HandOff counts one more datagram handed to the loop and returns the
+// counter the loop advances once it has handled it.
+func (w *Worker) HandOff() *atomic.Uint64 {
+	w.handedOff++
+	return &w.finished
+}
+
+// Fenced reports whether a datagram this worker handed the loop is still
+// in flight: the next ones must follow it there.
+func (w *Worker) Fenced() bool { return w.handedOff != w.finished.Load() }
 
 type senderSlot struct {
 	id    transport.ID
@@ -243,7 +267,12 @@ func (w *Worker) clock() time.Time {
 // datagram) or upcalls it. Anything else — handshakes, unknown indices,
 // frames from a new address — it leaves to the transport's normal
 // delivery, untouched.
-func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64) bool {
+//
+// Outer CE (ce) is treated as the frame's FMP CE flag once the frame is
+// parsed: the flag cannot be set in the packet, whose header is the
+// AEAD's associated data, but the opened frame's flags carry it on to
+// MMP, the relayed frame and the delivered packet.
+func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64, ce bool) bool {
 	if len(b) < wire.FMPFrameMinSize || b[0] != wire.FMPVersion<<4|wire.FMPPhaseEstablished {
 		return false
 	}
@@ -254,6 +283,9 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 	l := w.e.cfg.Links().Lookup(t, f.ReceiverIndex)
 	if l == nil {
 		return false
+	}
+	if ce {
+		f.Flags |= wire.FMPFlagCE
 	}
 	now := w.clock()
 	// Queue management on what waited in the socket buffer: established
@@ -271,13 +303,21 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return true
 	}
 	w.e.stats.FramesOpened.Add(1)
+	if ce {
+		w.e.stats.OuterCE.Add(1) // counted once: a frame left to the loop is the loop's to count
+	}
 	if l.Proving() {
 		w.notify(Upcall{Proof: true, Link: l})
 	}
-	if wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram && w.datagram(now, f.Flags, in.Message) {
+	dg := wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram
+	if dg && !w.Fenced() && w.datagram(now, f.Flags, in.Message) {
 		return true
 	}
-	w.upcall(l, f.Flags, in, arrived)
+	u := Upcall{Link: l, Flags: f.Flags, TS: in.Timestamp, Arrived: arrived}
+	if dg {
+		u.Fence = w.HandOff()
+	}
+	w.send(u, in.Message)
 	return true
 }
 
@@ -388,14 +428,10 @@ func (s *senderSlot) Reserve(_ transport.ID, to transport.Addr, n int) ([]byte, 
 	return s.s.Reserve(to, n)
 }
 
-func (w *Worker) upcall(l *peer.FastLink, flags uint8, in wire.FMPInner, arrived int64) {
-	w.send(Upcall{Link: l, Flags: flags, TS: in.Timestamp, Arrived: arrived}, in.Message)
-}
-
 // UpcallFSP hands the loop an end-to-end message the node's fast local
 // path decrypted but does not finish (see Upcall.FSP); pt is copied.
 func (w *Worker) UpcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
-	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce}, pt)
+	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce, Fence: w.HandOff()}, pt)
 }
 
 func (w *Worker) send(u Upcall, msg []byte) {
@@ -413,6 +449,9 @@ func (w *Worker) send(u Upcall, msg []byte) {
 	if !e.cfg.Upcall(u) {
 		e.stats.UpcallsRefused.Add(1)
 		buf.Release()
+		if u.Fence != nil {
+			u.Fence.Add(1) // never to be handled: the loop has stopped
+		}
 	}
 }
 

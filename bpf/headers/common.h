@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * common.h: the few kernel UAPI types and constants xdp_fips.c needs,
+ * common.h: the few kernel UAPI types and constants xdp_fips.c and
+ * tc_fips.c need,
  * written out so the build depends on no system kernel headers. Values are
  * the stable UAPI ones from linux/bpf.h, linux/if_ether.h, linux/in.h,
- * linux/ip.h, linux/ipv6.h and linux/udp.h.
+ * linux/ip.h, linux/ipv6.h, linux/udp.h and linux/pkt_cls.h.
  */
 #ifndef __FIPS_COMMON_H
 #define __FIPS_COMMON_H
@@ -55,6 +56,33 @@ struct xdp_md {
 	__u32 rx_queue_index;
 	__u32 egress_ifindex;
 };
+
+/* The leading fields of struct __sk_buff, up to data_end (the context of
+ * tc programs; the verifier checks accesses by offset). */
+struct __sk_buff {
+	__u32 len;
+	__u32 pkt_type;
+	__u32 mark;
+	__u32 queue_mapping;
+	__u32 protocol;
+	__u32 vlan_present;
+	__u32 vlan_tci;
+	__u32 vlan_proto;
+	__u32 priority;
+	__u32 ingress_ifindex;
+	__u32 ifindex;
+	__u32 tc_index;
+	__u32 cb[5];
+	__u32 hash;
+	__u32 tc_classid;
+	__u32 data;
+	__u32 data_end;
+};
+
+/* tc verdicts: TC_ACT_UNSPEC is also tcx's TCX_NEXT (run the next program,
+ * then the stack). */
+#define TC_ACT_UNSPEC (-1)
+#define TC_ACT_OK 0
 
 #define ETH_ALEN 6
 #define ETH_P_IP 0x0800

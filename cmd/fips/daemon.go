@@ -146,6 +146,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		HostName:          hosts.NameOf,
 		StatsHistoryPeers: int(cfg.Metrics.HistoryMaxPeers),
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
+			NoECN: !cfg.Dataplane.ECNEnabled(), AFXDP: cfg.Dataplane.AFXDP,
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 		Rendezvous: rdv,
 		LAN:        lanOptions(cfg, log),

@@ -68,6 +68,44 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		}
 		tw.Flush()
 	}
+	if s.Mode == node.DataplaneXDP {
+		fmt.Fprintf(&b, "\nafxdp: %s\n", s.AFXDP.Reason)
+	}
+	if len(s.XSKs) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "XSK INTERFACE\tQUEUE\tSLOT\tMODE\tRECEIVED\tTO LOOP\tRX_DROPPED\tRX_RING_FULL\tFILL_RING_EMPTY\tRX_INVALID\tTX_INVALID\tWAKEUPS")
+		for _, x := range s.XSKs {
+			mode := "copy"
+			if x.ZeroCopy {
+				mode = "zero-copy"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", x.Interface, x.Queue, x.Slot, mode, x.Received, x.ToLoop,
+				x.RxDropped, x.RxRingFull, x.RxFillRingEmpty, x.RxInvalidDescs, x.TxInvalidDescs, x.Wakeups)
+		}
+		tw.Flush()
+	}
+	if s.Mode == node.DataplaneXDP {
+		fmt.Fprintf(&b, "\necn: %s\n", s.TC.Reason)
+	}
+	if len(s.TC.Interfaces) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "INTERFACE\tIFINDEX\tTC ATTACH\tEGRESS PROGRAM\tINGRESS PROGRAM")
+		for _, i := range s.TC.Interfaces {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", i.Name, i.Ifindex, i.AttachMode, i.EgressID, i.IngressID)
+		}
+		tw.Flush()
+	}
+	if len(s.TCCounters) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TC\tREASON\tPACKETS\tBYTES")
+		for _, c := range s.TCCounters {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", c.Direction, c.Reason, c.Packets, c.Bytes)
+		}
+		tw.Flush()
+	}
 	if m := s.Maps; m != nil {
 		fmt.Fprintf(&b, "\nmaps: links %d/%d (refused %d), ratelimit %d/%d, link map write errors %d\n",
 			m.Links, m.LinksMax, m.LinksRefused, m.Ratelimit, m.RatelimitMax, m.MapErrors)
@@ -75,6 +113,7 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 			fmt.Fprintf(&b, "last map error: %s\n", m.LastError)
 		}
 	}
+	fmt.Fprintf(&b, "outer CE frames (handled as FMP CE): %d\n", s.OuterCE)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

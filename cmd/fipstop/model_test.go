@@ -410,3 +410,23 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// TestDataplaneShowsAFXDPAndTC: the Dataplane tab lists the AF_XDP
+// sockets with their ring statistics and the tc ECN counters.
+func TestDataplaneShowsAFXDPAndTC(t *testing.T) {
+	f := &fakeDaemon{resp: baseResponses()}
+	f.resp["show_status"] = `{"npub":"npub1aaaa","state":"running","dataplane":{"mode":"xdp","configured":"xdp","reason":"attached",
+		"afxdp":{"enabled":true,"sockets":1,"reason":"1 AF_XDP sockets (one per RX queue)"},
+		"tc":{"attached":true,"reason":"tc_fips_egress and tc_fips_ingress attached to veth0:tcx","interfaces":[]},"outer_ce_frames":7}}`
+	f.resp["show_bpf"] = `{"mode":"xdp","configured":"xdp","reason":"attached","counters":[],"interfaces":[],"maps":null,
+		"xsks":[{"interface":"veth0","queue":0,"zero_copy":false,"received":4242,"to_loop":3,"rx_dropped":1,"rx_ring_full":2,"fill_ring_empty_descs":5}],
+		"tc_counters":[{"direction":"ingress","reason":"ce","packets":7,"bytes":700}]}`
+	m := newTestModel(f)
+	drive(t, m, m.refetch())
+	press(t, m, "shift+tab") // Node → Dataplane, the last tab
+	if m.tab != TabDataplane {
+		t.Fatalf("on %v", m.tab)
+	}
+	mustShow(t, m, "AF_XDP Sockets (1)", "1 AF_XDP sockets (one per RX queue)", "veth0", "copy", "4242",
+		"TC ECN Counters", "attached to veth0:tcx", "Outer CE frames", "ingress", "ce")
+}

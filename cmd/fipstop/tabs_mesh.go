@@ -339,5 +339,33 @@ func (m *model) viewDataplane() []string {
 			out = append(out, kv("last map error", e))
 		}
 	}
+	var xs [][]string
+	for _, x := range arr(b, "xsks") {
+		mode := "copy"
+		if bl, _ := get(x, "zero_copy").(bool); bl {
+			mode = "zero-copy"
+		}
+		xs = append(xs, []string{str(x, "interface"), ustr(x, "queue"), mode, ustr(x, "received"), ustr(x, "to_loop"),
+			ustr(x, "rx_dropped"), ustr(x, "rx_ring_full"), ustr(x, "fill_ring_empty_descs")})
+	}
+	out = append(out, header(fmt.Sprintf("AF_XDP Sockets (%d)", len(xs))))
+	if a := get(d, "afxdp"); a != nil {
+		out = append(out, kv("AF_XDP", str(a, "reason")))
+	}
+	if len(xs) > 0 {
+		out = append(out, table([]string{"Interface", "Queue", "Mode", "Received", "To Loop", "Rx Dropped", "Ring Full", "Fill Empty"}, xs, -1)...)
+	}
+	var ts [][]string
+	for _, c := range arr(b, "tc_counters") {
+		ts = append(ts, []string{str(c, "direction"), str(c, "reason"), ustr(c, "packets"), fmtBytes(u64(c, "bytes"))})
+	}
+	out = append(out, header("TC ECN Counters"))
+	if t := get(d, "tc"); t != nil {
+		out = append(out, kv("TC", str(t, "reason")))
+	}
+	out = append(out, kv("Outer CE frames", ustr(d, "outer_ce_frames")))
+	if len(ts) > 0 {
+		out = append(out, table([]string{"Direction", "Reason", "Packets", "Bytes"}, ts, -1)...)
+	}
 	return out
 }

@@ -179,6 +179,7 @@ func TestValidateRanges(t *testing.T) {
 		{"dns: {bind_addr: \"dns.local\"}", "dns.bind_addr", ""},
 		{"dataplane: {mode: xdp, xdp_interfaces: [eth0, veth-b1]}", "", ""},
 		{"dataplane: {mode: userspace}", "", ""},
+		{"dataplane: {mode: xdp, afxdp: true, ecn: false}", "", ""},
 		{"dataplane: {mode: kernel}", "dataplane.mode", "`dataplane.mode` is \"kernel\", but must be auto, xdp or userspace"},
 		{"dataplane: {xdp_interfaces: [\"a/b\"]}", "dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` has \"a/b\", but each entry must be an interface name of 1 to 15 characters without '/', ':' or whitespace"},
 		{"dataplane: {xdp_interfaces: [eth0, eth0]}", "dataplane.xdp_interfaces", "`dataplane.xdp_interfaces` names \"eth0\" twice"},

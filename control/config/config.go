@@ -636,7 +636,18 @@ type DataplaneConfig struct {
 	// core, at most DefaultMaxWorkers; 1..MaxWorkers as given. Linux only;
 	// elsewhere one.
 	Workers int `yaml:"workers" fips:"optional"`
+	// ECN attaches the tc programs (bpf/tc_fips.c) wherever the XDP
+	// program runs: outgoing FIPS UDP marked ECT(0), outer ECN counted.
+	// Default true; nothing is attached in userspace mode.
+	ECN *bool `yaml:"ecn" fips:"optional"`
+	// AFXDP redirects established frames of known links into AF_XDP
+	// sockets (one per RX queue) read by dataplane workers, wherever the
+	// XDP program runs. Default false.
+	AFXDP bool `yaml:"afxdp" fips:"optional"`
 }
+
+// ECNEnabled is dataplane.ecn with its default (true).
+func (d DataplaneConfig) ECNEnabled() bool { return d.ECN == nil || *d.ECN }
 
 // Worker bounds (dataplane.workers).
 const (

@@ -129,6 +129,7 @@ var upstreamDefaults = []struct {
 	{"metrics.history_max_peers", uint(256)},
 	{"dataplane.mode", "userspace"},
 	{"dataplane.xdp_interfaces", []string(nil)},
+	{"dataplane.afxdp", false},
 }
 
 // TestDefaults checks every default, both from Default() and from an empty
@@ -369,6 +370,16 @@ transports:
 	for _, inst := range d.Transports.TCP.List() {
 		if n := inst.Config.EffectiveMaxInbound(d.Node.Limits.MaxConnections); n != 256 {
 			t.Fatalf("default cap %d, want node.limits.max_connections' default 256", n)
+		}
+	}
+}
+
+// TestDataplaneECNDefault: dataplane.ecn is on unless set false.
+func TestDataplaneECNDefault(t *testing.T) {
+	for yaml, want := range map[string]bool{"": true, "dataplane: {ecn: true}": true, "dataplane: {ecn: false}": false} {
+		c, _ := mustLoad(t, yaml)
+		if got := c.Dataplane.ECNEnabled(); got != want {
+			t.Errorf("%q: ECNEnabled %v, want %v", yaml, got, want)
 		}
 	}
 }

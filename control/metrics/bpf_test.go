@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fips-go/fips/control/node"
+	"github.com/fips-go/fips/dataplane/afxdp"
 )
 
 // bpfSource is a fakeSource whose node runs the XDP program.
@@ -24,7 +25,11 @@ func TestXDPMetrics(t *testing.T) {
 	src := &bpfSource{v: node.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
 		Counters: []node.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
 			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000}},
-		Maps: &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1}}}
+		Maps:       &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1},
+		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900}}}}
+	src.v.TC = node.TCView{Attached: true, Interfaces: []node.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
+	s.Dataplane.OuterCE = 9
+	src.v.XSKs = []node.XSKView{{Interface: "veth0", Queue: 0, Statistics: afxdp.Statistics{Received: 4096, RxRingFull: 2}, ToLoop: 12}}
 	src.s.Store(s)
 	reg, _, err := NewRegistry(src, Options{Info: Info{Version: "test"}})
 	if err != nil {
@@ -46,6 +51,13 @@ func TestXDPMetrics(t *testing.T) {
 		{"fips_xdp_map_max_entries", map[string]string{"map": "links"}, 65536},
 		{"fips_xdp_links_refused_total", nil, 1},
 		{"fips_xdp_map_errors_total", nil, 1},
+		{"fips_tc_interface_info", map[string]string{"interface": "veth0", "attach_mode": "tcx"}, 1},
+		{"fips_tc_packets_total", map[string]string{"direction": "egress", "reason": "marked"}, 500},
+		{"fips_tc_bytes_total", map[string]string{"direction": "ingress", "reason": "ce"}, 900},
+		{"fips_outer_ce_frames_total", nil, 9},
+		{"fips_afxdp_frames_total", map[string]string{"interface": "veth0", "queue": "0"}, 4096},
+		{"fips_afxdp_to_loop_total", map[string]string{"interface": "veth0", "queue": "0"}, 12},
+		{"fips_afxdp_ring_events_total", map[string]string{"interface": "veth0", "queue": "0", "kind": "rx_ring_full"}, 2},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

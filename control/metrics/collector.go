@@ -214,6 +214,13 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_xdp_map_max_entries", "gauge", "entries", "Capacity of the XDP program's bounded maps.", "show_bpf maps.links_max, maps.ratelimit_max", []string{"map"}},
 		{"fips_xdp_links_refused_total", "counter", "indices", "Receiver indices the links map refused because it was full (their frames are dropped in XDP).", "show_bpf maps.links_refused", nil},
 		{"fips_xdp_map_errors_total", "counter", "writes", "Link-map writes that failed.", "show_bpf maps.map_errors", nil},
+		{"fips_tc_interface_info", "gauge", "", "Always 1 for an interface the tc ECN programs are attached to; attach_mode is tcx or clsact.", "show_bpf tc.interfaces", []string{"interface", "attach_mode"}},
+		{"fips_tc_packets_total", "counter", "packets", "Packets the tc programs saw, by direction (egress: marked ECT(0) or ECN kept; ingress: outer not_ect, ect or ce) and reason, summed over CPUs.", "show_bpf tc_counters[].packets", []string{"direction", "reason"}},
+		{"fips_tc_bytes_total", "counter", "bytes", "Bytes of the packets the tc programs saw, by direction and reason, summed over CPUs.", "show_bpf tc_counters[].bytes", []string{"direction", "reason"}},
+		{"fips_afxdp_frames_total", "counter", "frames", "Frames AF_XDP sockets received from the XDP program's redirects, per interface and queue.", "show_bpf xsks[].received", []string{"interface", "queue"}},
+		{"fips_afxdp_to_loop_total", "counter", "frames", "Redirected frames the AF_XDP worker left to the event loop (copied, as a socket read).", "show_bpf xsks[].to_loop", []string{"interface", "queue"}},
+		{"fips_afxdp_ring_events_total", "counter", "events", "XDP_STATISTICS of each AF_XDP socket by kind: rx_dropped, rx_ring_full, fill_ring_empty, rx_invalid, tx_invalid, tx_ring_empty.", "show_bpf xsks[]", []string{"interface", "queue", "kind"}},
+		{"fips_outer_ce_frames_total", "counter", "frames", "Established frames whose outer IP header carried ECN CE, handled as FMP CE (workers and event loop).", "show_status dataplane.outer_ce_frames", nil},
 		{"fips_stats_history_tracked_peers", "gauge", "peers", "Peers the stats history keeps rings for (active and departed within the 24 h retention).", "show_stats_list recorder.tracked_peers", nil},
 		{"fips_stats_history_max_tracked_peers", "gauge", "peers", "Bound on the peers the stats history tracks.", "show_stats_list recorder.max_tracked_peers", nil},
 		{"fips_stats_history_samples_total", "counter", "samples", "One-second slots the stats history sampled on the event loop's tick.", "show_stats_list recorder.samples", nil},
@@ -395,6 +402,7 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 	if s.Dataplane.Mode != "" {
 		gauge("fips_dataplane_mode", 1, s.Dataplane.Mode)
 	}
+	counter("fips_outer_ce_frames_total", float64(s.Dataplane.OuterCE))
 	bs, ok := c.src.(BPFSource)
 	if !ok || s.Dataplane.Mode != node.DataplaneXDP {
 		return
@@ -409,6 +417,25 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 	for _, ct := range v.Counters {
 		counter("fips_xdp_packets_total", float64(ct.Packets), ct.Verdict, ct.Reason)
 		counter("fips_xdp_bytes_total", float64(ct.Bytes), ct.Verdict, ct.Reason)
+	}
+	for _, x := range v.XSKs {
+		q := strconv.Itoa(x.Queue)
+		counter("fips_afxdp_frames_total", float64(x.Received), x.Interface, q)
+		counter("fips_afxdp_to_loop_total", float64(x.ToLoop), x.Interface, q)
+		for _, k := range []struct {
+			kind string
+			n    uint64
+		}{{"rx_dropped", x.RxDropped}, {"rx_ring_full", x.RxRingFull}, {"fill_ring_empty", x.RxFillRingEmpty},
+			{"rx_invalid", x.RxInvalidDescs}, {"tx_invalid", x.TxInvalidDescs}, {"tx_ring_empty", x.TxRingEmpty}} {
+			counter("fips_afxdp_ring_events_total", float64(k.n), x.Interface, q, k.kind)
+		}
+	}
+	for _, i := range v.TC.Interfaces {
+		gauge("fips_tc_interface_info", 1, i.Name, i.AttachMode)
+	}
+	for _, ct := range v.TCCounters {
+		counter("fips_tc_packets_total", float64(ct.Packets), ct.Direction, ct.Reason)
+		counter("fips_tc_bytes_total", float64(ct.Bytes), ct.Direction, ct.Reason)
 	}
 	m := v.Maps
 	gauge("fips_xdp_map_entries", float64(m.Links), "links")

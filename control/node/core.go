@@ -245,8 +245,15 @@ func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(c.now, pk) }
 // after the call: the daemon reuses the buffer at once (testing/mesh
 // overwrites it to prove that).
 func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	c.HandlePacketECN(now, t, from, pkt, false)
+}
+
+// HandlePacketECN is HandlePacket for a packet whose outer IP header
+// carried CE (ce): an established frame is then handled as if its FMP CE
+// flag were set.
+func (c *Core) HandlePacketECN(now time.Time, t transport.ID, from transport.Addr, pkt []byte, ce bool) {
 	c.now = now
-	c.peers.HandlePacket(now, t, from, pkt)
+	c.peers.HandlePacketECN(now, t, from, pkt, ce)
 }
 
 // HandleOpenedFSP finishes an end-to-end message a dataplane worker

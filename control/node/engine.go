@@ -87,6 +87,9 @@ func (n *Node) upcall(u dataplane.Upcall) bool {
 // handleUpcall finishes a frame a worker opened.
 func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
 	defer u.Buf.Release()
+	if u.Fence != nil {
+		n.fences = append(n.fences, u.Fence)
+	}
 	switch {
 	case u.Proof:
 		n.core.now = now
@@ -250,4 +253,15 @@ func (n *Node) engineAQMDrops() uint64 {
 		return 0
 	}
 	return n.eng.AQMDrops()
+}
+
+// releaseFences lets the workers take their flows' datagrams again: what
+// they handed the loop has now left it (after the loop's sends and TUN
+// writes of the burst were flushed), so nothing they send can overtake it.
+func (n *Node) releaseFences() {
+	for _, f := range n.fences {
+		f.Add(1)
+	}
+	clear(n.fences)
+	n.fences = n.fences[:0]
 }

@@ -138,6 +138,8 @@ type Node struct {
 	stopped chan struct{}
 	// aqm bounds the receive path's queueing delay (loop-owned).
 	aqm *dataplane.CoDel
+	// outerCE counts packets the loop received with outer CE.
+	outerCE atomic.Uint64
 
 	state   atomic.Value // State
 	snap    atomic.Pointer[Snapshot]
@@ -188,6 +190,9 @@ type Node struct {
 	routesDirty   bool
 	routesRefused uint64
 	routesExpired uint64
+	// fences are the workers' ordering fences of the datagrams handled in
+	// this burst, released once its sends are flushed (loop only).
+	fences []*atomic.Uint64
 	// local is the IPv6 adapter's table for workers (publishLocal);
 	// v6fast and ceFast are what the workers' adapter counted.
 	local      atomic.Pointer[localTable]
@@ -242,7 +247,8 @@ func New(o Options) (*Node, error) {
 		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
-	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{}}
+	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{},
+		TC: TCView{Reason: "not started", Interfaces: []TCInterface{}}, AFXDP: AFXDPView{Reason: "not started"}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
 		a := sp.PublicKey.NodeAddr()
@@ -449,6 +455,7 @@ func (n *Node) loop(ctx context.Context) {
 		if n.tunFlush != nil {
 			n.tunFlush()
 		}
+		n.releaseFences()
 	}
 }
 
@@ -469,7 +476,10 @@ func (n *Node) receive(now time.Time, it rxItem) {
 	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
 		n.rdvProtocolMismatch(now, p.Transport)
 	}
-	n.core.HandlePacket(now, p.Transport, p.From, p.Data)
+	if p.CE && len(p.Data) > 0 && p.Data[0] == wire.FMPVersion<<4|wire.FMPPhaseEstablished {
+		n.outerCE.Add(1)
+	}
+	n.core.HandlePacketECN(now, p.Transport, p.From, p.Data, p.CE)
 	p.Buf.Release() // HandlePacket retains nothing of Data
 }
 
@@ -477,6 +487,9 @@ func (n *Node) receive(now time.Time, it rxItem) {
 // management drops it: the sender's own standing queue (the loop behind
 // the device) is bounded like a relay's, so the local TCP backs off.
 func (n *Node) sendIPv6(now time.Time, p tunPacket) {
+	if p.fence != nil {
+		n.fences = append(n.fences, p.fence)
+	}
 	if !n.tunAQM.Drop(now, now.Sub(time.Unix(0, p.read))) {
 		n.core.SendIPv6(now, *p.b)
 	}

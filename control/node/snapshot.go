@@ -127,6 +127,10 @@ func (n *Node) publish(now time.Time) {
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane,
 		Sparklines: n.hist.Sparklines(), History: n.hist.Stats()}
 	s.Dataplane.Engine = n.engineView()
+	s.Dataplane.OuterCE = n.outerCE.Load()
+	if n.eng != nil {
+		s.Dataplane.OuterCE += n.eng.Stats().OuterCE.Load()
+	}
 	n.addEngineForwarding(&s.RouteStats)
 	n.addFastIPv6(&s.IPv6)
 	s.CEReceived += n.ceFast.Load()

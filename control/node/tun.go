@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/fips-go/fips/dataplane"
 	"github.com/fips-go/fips/dataplane/tun"
@@ -63,8 +64,12 @@ func (n *Node) runTUN(dev *tun.Device) error {
 // the call): the fast path's when w has a published session and route
 // for it, the loop's otherwise.
 func (n *Node) tunRead(w *dataplane.Worker, pkt []byte, read int64) {
-	if w != nil && n.fastSend(w, w.Clock(), pkt) {
+	if w != nil && !w.Fenced() && n.fastSend(w, w.Clock(), pkt) {
 		return
+	}
+	var fence *atomic.Uint64
+	if w != nil {
+		fence = w.HandOff() // later packets wait for this one to leave the loop
 	}
 	// Pooled copies: the loop returns each after SendIPv6.
 	b, _ := n.tunBufs.Get().(*[]byte)
@@ -75,10 +80,13 @@ func (n *Node) tunRead(w *dataplane.Worker, pkt []byte, read int64) {
 	// Blocking when the loop is behind pushes back into the device queue
 	// (and TCP's own pacing) instead of dropping.
 	select {
-	case n.tunIn <- tunPacket{b: b, read: read}:
+	case n.tunIn <- tunPacket{b: b, read: read, fence: fence}:
 	case <-n.stopped:
 		n.tunDrops.Add(1)
 		n.tunBufs.Put(b)
+		if fence != nil {
+			fence.Add(1)
+		}
 	}
 }
 
@@ -87,4 +95,7 @@ func (n *Node) tunRead(w *dataplane.Worker, pkt []byte, read int64) {
 type tunPacket struct {
 	b    *[]byte
 	read int64
+	// fence is the reader's worker's count the loop advances once it has
+	// handled the packet (dataplane.Worker.HandOff); nil without one.
+	fence *atomic.Uint64
 }

@@ -37,6 +37,12 @@ type DataplaneOptions struct {
 	// NoEngine keeps established traffic on the event loop
 	// (dataplane.engine: false): no dataplane workers.
 	NoEngine bool
+	// NoECN leaves the tc programs out (dataplane.ecn: false); otherwise
+	// they are attached wherever the XDP program is.
+	NoECN bool
+	// AFXDP redirects established frames of known links into AF_XDP
+	// sockets read by dataplane workers (dataplane.afxdp), in xdp mode.
+	AFXDP bool
 }
 
 // DataplaneView is show_status's dataplane field (fips-go addition).
@@ -50,6 +56,38 @@ type DataplaneView struct {
 	Interfaces []XDPInterface `json:"interfaces"`
 	// Engine is what the dataplane workers did.
 	Engine EngineView `json:"engine"`
+	// TC is the ECN programs (fips-go addition): where they run, or why not.
+	TC TCView `json:"tc"`
+	// AFXDP says whether AF_XDP sockets receive the redirected frames.
+	AFXDP AFXDPView `json:"afxdp"`
+	// OuterCE counts established frames whose outer IP header carried
+	// ECN CE (read from the socket: IP_RECVTOS / IPV6_RECVTCLASS),
+	// handled as FMP CE, on the workers and the loop alike.
+	OuterCE uint64 `json:"outer_ce_frames"`
+}
+
+// AFXDPView is show_status.dataplane.afxdp (fips-go addition).
+type AFXDPView struct {
+	Enabled bool   `json:"enabled"`
+	Sockets int    `json:"sockets"`
+	Reason  string `json:"reason"`
+}
+
+// TCView says whether tc_fips_egress (outgoing FIPS UDP marked ECT(0))
+// and tc_fips_ingress (outer ECN counted) run, and where.
+type TCView struct {
+	Attached   bool          `json:"attached"`
+	Reason     string        `json:"reason"`
+	Interfaces []TCInterface `json:"interfaces"`
+}
+
+// TCInterface is the pair of tc programs on one interface.
+type TCInterface struct {
+	Name       string `json:"name"`
+	Ifindex    int    `json:"ifindex"`
+	AttachMode string `json:"attach_mode"` // tcx or clsact
+	EgressID   uint32 `json:"egress_program_id"`
+	IngressID  uint32 `json:"ingress_program_id"`
 }
 
 // XDPInterface is the program on one interface.
@@ -63,6 +101,11 @@ type XDPInterface struct {
 // xdpPlane is the loaded program and the receiver indices written to it.
 type xdpPlane struct {
 	obj *bpf.Objects
+	tc  *bpf.TCObjects // nil: not attached
+	xsk *xskPlane      // nil: no AF_XDP sockets
+	// ports and ifaces are what the XDP program was configured for.
+	ports  []uint16
+	ifaces []net.Interface
 	// keys are the (transport, index) pairs the link layer reported;
 	// refs counts them per index, since the links map is keyed by index
 	// alone (loop only).
@@ -84,7 +127,9 @@ type xdpKey struct {
 // mode a failure is returned and the node does not start.
 func (n *Node) startDataplane() error {
 	o := n.opts.Dataplane
-	v := DataplaneView{Mode: DataplaneUserspace, Configured: o.Mode, Interfaces: []XDPInterface{}}
+	v := DataplaneView{Mode: DataplaneUserspace, Configured: o.Mode, Interfaces: []XDPInterface{},
+		TC:    TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []TCInterface{}},
+		AFXDP: AFXDPView{Reason: "no XDP: AF_XDP needs it"}}
 	if v.Configured == "" {
 		v.Configured = DataplaneUserspace
 	}
@@ -110,6 +155,19 @@ func (n *Node) startDataplane() error {
 		modes[i] = a.Name + ":" + a.AttachMode
 	}
 	v.Reason = "dataplane.mode is " + v.Configured + ": " + bpf.ProgramName + " attached to " + strings.Join(modes, ", ")
+	v.TC = n.startTC(o, p)
+	v.AFXDP = AFXDPView{Reason: "dataplane.afxdp is false: established frames pass to the UDP sockets"}
+	if o.AFXDP {
+		x, err := n.startAFXDP(p)
+		if err != nil {
+			v.AFXDP.Reason = "AF_XDP unavailable (" + err.Error() + "): established frames pass to the UDP sockets"
+			n.log.Warn("dataplane: no AF_XDP", "reason", v.AFXDP.Reason)
+		} else {
+			p.xsk = x
+			v.AFXDP = AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
+			n.log.Info("dataplane: AF_XDP", "reason", v.AFXDP.Reason)
+		}
+	}
 	n.dataplane = v
 	n.xdp.Store(p)
 	n.log.Info("dataplane: xdp", "reason", v.Reason, "program_id", ifs[0].ProgramID)
@@ -175,7 +233,61 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 		}
 		out = append(out, XDPInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String(), ProgramID: id})
 	}
-	return &xdpPlane{obj: obj, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}, out, nil
+	return &xdpPlane{obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}, out, nil
+}
+
+// startTC attaches the ECN programs to the XDP program's interfaces,
+// unless dataplane.ecn is false. A failure is logged and shown, never
+// fatal: ECN marking is an optimisation, the dataplane works without it.
+func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) TCView {
+	v := TCView{Interfaces: []TCInterface{}}
+	if o.NoECN {
+		v.Reason = "dataplane.ecn is false"
+		n.log.Info("dataplane: tc ECN programs not loaded", "reason", v.Reason)
+		return v
+	}
+	tc, err := bpf.LoadTC()
+	if err == nil {
+		err = tc.SetConfig(p.ports)
+	}
+	if err == nil {
+		for _, ifi := range p.ifaces {
+			var m bpf.TCAttachMode
+			if m, err = tc.Attach(ifi.Index); err != nil {
+				err = fmt.Errorf("interface %s: %w", ifi.Name, err)
+				break
+			}
+			v.Interfaces = append(v.Interfaces, TCInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String()})
+		}
+	}
+	if err != nil {
+		if tc != nil {
+			if cerr := tc.Close(); cerr != nil {
+				n.log.Warn("dataplane: unloading tc programs", "error", cerr)
+			}
+		}
+		v.Interfaces = []TCInterface{}
+		v.Reason = "tc programs unavailable (" + err.Error() + "): outgoing FIPS UDP is not ECN-marked"
+		n.log.Warn("dataplane: no tc ECN programs", "reason", v.Reason)
+		return v
+	}
+	ids := tc.Attachments()
+	for i := range v.Interfaces {
+		for _, a := range ids {
+			if a.Ifindex == v.Interfaces[i].Ifindex {
+				v.Interfaces[i].EgressID, v.Interfaces[i].IngressID = a.EgressID, a.IngressID
+			}
+		}
+	}
+	p.tc = tc
+	names := make([]string, len(v.Interfaces))
+	for i, a := range v.Interfaces {
+		names[i] = a.Name + ":" + a.AttachMode
+	}
+	v.Attached = true
+	v.Reason = bpf.TCEgressName + " and " + bpf.TCIngressName + " attached to " + strings.Join(names, ", ")
+	n.log.Info("dataplane: tc ECN programs", "reason", v.Reason)
+	return v
 }
 
 // xdpInterfaces resolves dataplane.xdp_interfaces, or finds the
@@ -273,6 +385,14 @@ func (n *Node) stopDataplane() {
 	if p == nil {
 		return
 	}
+	if p.xsk != nil {
+		n.stopXSK(p, p.xsk)
+	}
+	if p.tc != nil {
+		if err := p.tc.Close(); err != nil {
+			n.log.Warn("dataplane: detaching tc programs", "error", err)
+		}
+	}
 	if err := p.obj.Close(); err != nil {
 		n.log.Warn("dataplane: detaching XDP program", "error", err)
 		return
@@ -287,6 +407,18 @@ type BPFView struct {
 	ProgramID uint32       `json:"program_id"` // 0 in userspace
 	Counters  []XDPCounter `json:"counters"`
 	Maps      *XDPMaps     `json:"maps"` // null in userspace
+	// TCCounters are the tc programs' counters (empty when they do not run).
+	TCCounters []TCCounter `json:"tc_counters"`
+	// XSKs are the AF_XDP sockets with their ring statistics.
+	XSKs []XSKView `json:"xsks"`
+}
+
+// TCCounter is one (direction, reason) pair's packets and bytes.
+type TCCounter struct {
+	Direction string `json:"direction"`
+	Reason    string `json:"reason"`
+	Packets   uint64 `json:"packets"`
+	Bytes     uint64 `json:"bytes"`
 }
 
 // XDPCounter is one (verdict, reason) pair's packets and bytes.
@@ -312,7 +444,7 @@ type XDPMaps struct {
 // BPF reads the XDP program's counters and maps now; it is safe from any
 // goroutine (the maps are the kernel's).
 func (n *Node) BPF() (BPFView, error) {
-	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}}
+	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}, TCCounters: []TCCounter{}, XSKs: []XSKView{}}
 	p := n.xdp.Load()
 	if p == nil {
 		return v, nil
@@ -332,6 +464,22 @@ func (n *Node) BPF() (BPFView, error) {
 		for _, r := range bpf.Reasons() {
 			if c, ok := stats[vd][r]; ok {
 				v.Counters = append(v.Counters, XDPCounter{Verdict: vd.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
+			}
+		}
+	}
+	if p.xsk != nil {
+		v.XSKs = p.xsk.views()
+	}
+	if p.tc != nil {
+		ts, err := p.tc.Stats()
+		if err != nil {
+			return v, fmt.Errorf("show_bpf: %w", err)
+		}
+		for _, d := range bpf.TCDirs() {
+			for _, r := range bpf.TCReasons() {
+				if c, ok := ts[d][r]; ok {
+					v.TCCounters = append(v.TCCounters, TCCounter{Direction: d.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
+				}
 			}
 		}
 	}

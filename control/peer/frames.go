@@ -10,11 +10,16 @@ import (
 	"github.com/fips-go/fips/control/wire"
 )
 
-func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr, pkt []byte, outerCE bool) {
 	f, err := wire.ParseFMPFrame(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
 		return
+	}
+	if outerCE {
+		// Outer CE is CE on this link: MMP counts it and a relay passes
+		// it on. f.Header, the AEAD's associated data, stays as received.
+		f.Flags |= wire.FMPFlagCE
 	}
 	// The receiver index routes the frame before any crypto; indices are
 	// per session, so it also picks current, previous or pending.

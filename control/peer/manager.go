@@ -327,6 +327,14 @@ func (m *Manager) PeerCount() int { return len(m.peers) }
 
 // HandlePacket processes one packet received on a transport.
 func (m *Manager) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.HandlePacketECN(now, t, from, pkt, false)
+}
+
+// HandlePacketECN is HandlePacket for a packet whose outer IP header may
+// have carried CE: an established frame is then treated as carrying the
+// FMP CE flag. The flag cannot be set in the packet itself, as the FMP
+// header is the AEAD's associated data.
+func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.Addr, pkt []byte, ce bool) {
 	m.stats.PacketsIn++
 	if len(pkt) < wire.FMPPrefixSize {
 		m.stats.DropMalformed++
@@ -339,7 +347,7 @@ func (m *Manager) HandlePacket(now time.Time, t transport.ID, from transport.Add
 	}
 	switch pkt[0] & 0x0f {
 	case wire.FMPPhaseEstablished:
-		m.handleFrame(now, t, from, pkt)
+		m.handleFrame(now, t, from, pkt, ce)
 	case wire.FMPPhaseMsg1:
 		m.handleMsg1(now, t, from, pkt)
 	case wire.FMPPhaseMsg2:

@@ -47,6 +47,9 @@ type Packet struct {
 	// transport cannot tell: the node's queue management measures
 	// queueing delay from it.
 	Arrived int64
+	// CE: the outer IP header carried ECN Congestion Experienced (the
+	// transport read it with IP_RECVTOS / IPV6_RECVTCLASS).
+	CE bool
 }
 
 // Buffer is a pooled receive buffer: transports that pool them hand one
@@ -277,7 +280,8 @@ type DataWorker interface {
 	// Receive offers one datagram, before any copy: b is writable and
 	// valid only during the call. True: the worker consumed it; false:
 	// the transport delivers it as usual (unchanged).
-	Receive(t ID, from Addr, b []byte, arrived int64) bool
+	// ce: the outer IP header carried Congestion Experienced.
+	Receive(t ID, from Addr, b []byte, arrived int64, ce bool) bool
 	// Flush ends a receive batch: what Receive queued is sent.
 	Flush()
 	// Close ends the worker (its reader is stopping).

@@ -30,7 +30,20 @@ type Message struct {
 	// SO_TIMESTAMPNS), 0 when unknown: the receiver can tell how long a
 	// packet waited in the socket buffer and its own queues.
 	Stamp int64
+	// ECN is the received datagram's outer ECN codepoint (IP_RECVTOS /
+	// IPV6_RECVTCLASS; ECNNotECT when the kernel did not say). A UDP_GRO
+	// run shares one: the kernel coalesces only datagrams whose IP
+	// headers agree.
+	ECN uint8
 }
+
+// ECN codepoints (RFC 3168), the low two bits of the TOS / traffic class.
+const (
+	ECNNotECT = 0
+	ECNECT1   = 1
+	ECNECT0   = 2
+	ECNCE     = 3
+)
 
 // Split calls f for every datagram in a received message.
 func (m *Message) Split(f func(b []byte)) {

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// oobSize holds a UDP_GRO, an SO_RXQ_OVFL and an SCM_TIMESTAMPNS control
-// message.
-var oobSize = unix.CmsgSpace(4)*2 + unix.CmsgSpace(sizeofTimespec)
+// oobSize holds a UDP_GRO, an SO_RXQ_OVFL, an SCM_TIMESTAMPNS and an
+// IP_TOS or IPV6_TCLASS control message.
+var oobSize = unix.CmsgSpace(4)*3 + unix.CmsgSpace(sizeofTimespec)
 
 // Conn is batched I/O on one UDP socket. ReadBatch belongs to one
 // goroutine and WriteBatch to one (they may be different); more writers
@@ -124,6 +124,12 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 		}
 		// Arrival times for queueing-delay control; without them Stamp is 0.
 		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		// The outer ECN codepoint: underlay CE becomes FMP CE. IPv4
+		// datagrams on a dual-stack socket report IP_TOS as well.
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1)
+		if conn.v6 {
+			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1)
+		}
 	}); err != nil {
 		return nil, fmt.Errorf("udp: %w", err)
 	}
@@ -174,8 +180,9 @@ func (c *Conn) ReadBatch(ms []Message) (n int, drops uint64, err error) {
 		m.N = int(h.Len)
 		m.Trunc = h.Hdr.Flags&unix.MSG_TRUNC != 0
 		m.Addr = sockaddrToAddrPort(&s.names[i])
-		seg, ovfl, haveOvfl, stamp := parseCmsgs(s.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)])
-		m.Segment, m.Stamp = seg, stamp
+		cm := parseCmsgs(s.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)])
+		seg, ovfl, haveOvfl := cm.segment, cm.ovfl, cm.haveOvfl
+		m.Segment, m.Stamp, m.ECN = seg, cm.stamp, cm.ecn
 		if haveOvfl {
 			drops += uint64(ovfl - c.lastOvfl) // a wrapping u32
 			c.lastOvfl = ovfl
@@ -316,10 +323,20 @@ func putSegmentCmsg(b []byte, size uint16) {
 	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], size)
 }
 
-// parseCmsgs finds the UDP_GRO segment size, the SO_RXQ_OVFL counter and
-// the SCM_TIMESTAMPNS arrival time (Unix ns, 0 if absent) in a received
-// control buffer, without allocating.
-func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool, stamp int64) {
+// cmsgs is what parseCmsgs found.
+type cmsgs struct {
+	segment  int    // UDP_GRO segment size, 0 if absent
+	ovfl     uint32 // SO_RXQ_OVFL counter
+	haveOvfl bool
+	stamp    int64 // SCM_TIMESTAMPNS arrival time (Unix ns), 0 if absent
+	ecn      uint8 // from IP_TOS or IPV6_TCLASS, ECNNotECT if absent
+}
+
+// parseCmsgs finds the UDP_GRO segment size, the SO_RXQ_OVFL counter,
+// the SCM_TIMESTAMPNS arrival time and the outer ECN codepoint (IP_TOS,
+// one byte; IPV6_TCLASS, an int) in a received control buffer, without
+// allocating.
+func parseCmsgs(b []byte) (c cmsgs) {
 	hdr := unix.CmsgLen(0)
 	for len(b) >= hdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
@@ -329,11 +346,15 @@ func parseCmsgs(b []byte) (segment int, ovfl uint32, haveOvfl bool, stamp int64)
 		}
 		switch {
 		case h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && l >= hdr+4:
-			segment = int(binary.NativeEndian.Uint32(b[hdr:]))
+			c.segment = int(binary.NativeEndian.Uint32(b[hdr:]))
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && l >= hdr+4:
-			ovfl, haveOvfl = binary.NativeEndian.Uint32(b[hdr:]), true
+			c.ovfl, c.haveOvfl = binary.NativeEndian.Uint32(b[hdr:]), true
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= hdr+sizeofTimespec:
-			stamp = timespecNano(b[hdr:])
+			c.stamp = timespecNano(b[hdr:])
+		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && l >= hdr+1:
+			c.ecn = b[hdr] & 3
+		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && l >= hdr+4:
+			c.ecn = uint8(binary.NativeEndian.Uint32(b[hdr:])) & 3
 		}
 		next := unix.CmsgSpace(l - hdr)
 		if next > len(b) {

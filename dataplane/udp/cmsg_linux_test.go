@@ -25,9 +25,21 @@ func TestParseCmsgs(t *testing.T) {
 	spec := unix.NsecToTimespec(1_700_000_000_123_456_789)
 	*(*unix.Timespec)(unsafePointer(ts[unix.CmsgLen(0):])) = spec
 	b = append(b, ts...)
-	seg, ovfl, ok, stamp := parseCmsgs(b)
-	if seg != 1200 || ovfl != 7 || !ok || stamp != 1_700_000_000_123_456_789 {
-		t.Fatalf("parseCmsgs = %d %d %v %d", seg, ovfl, ok, stamp)
+	// IP_TOS is one byte of data (DSCP AF41 with CE).
+	tos := make([]byte, unix.CmsgSpace(1))
+	toh := (*unix.Cmsghdr)(unsafePointer(tos))
+	toh.Level, toh.Type = unix.IPPROTO_IP, unix.IP_TOS
+	toh.SetLen(unix.CmsgLen(1))
+	tos[unix.CmsgLen(0)] = 0x8b
+	b = append(b, tos...)
+	c := parseCmsgs(b)
+	if c.segment != 1200 || c.ovfl != 7 || !c.haveOvfl || c.stamp != 1_700_000_000_123_456_789 || c.ecn != ECNCE {
+		t.Fatalf("parseCmsgs = %+v", c)
+	}
+	for tclass, want := range map[uint32]uint8{0: ECNNotECT, 0x01: ECNECT1, 0xba: ECNECT0, 0x03: ECNCE} {
+		if got := parseCmsgs(cmsg(unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tclass)).ecn; got != want {
+			t.Errorf("IPV6_TCLASS %#x: ecn %d, want %d", tclass, got, want)
+		}
 	}
 	ovfl7 := cmsg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 0xdeadbeef)
 	// An IPV6_PKTINFO (20 bytes of data) before the counter.
@@ -52,9 +64,9 @@ func TestParseCmsgs(t *testing.T) {
 		"truncated":   {ovfl7[:unix.CmsgLen(0)+2], 0, false},
 		"cut header":  {ovfl7[:5], 0, false},
 	} {
-		seg, got, ok, stamp := parseCmsgs(tc.b)
-		if got != tc.want || ok != tc.ok || seg != 0 || stamp != 0 {
-			t.Errorf("%s: got segment %d, counter %#x %v", name, seg, got, ok)
+		c := parseCmsgs(tc.b)
+		if c.ovfl != tc.want || c.haveOvfl != tc.ok || c.segment != 0 || c.stamp != 0 || c.ecn != 0 {
+			t.Errorf("%s: got %+v", name, c)
 		}
 	}
 }

@@ -428,7 +428,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 	for i := range ms {
 		ms[i].Buf = make([]byte, size)
 	}
-	handle := func(from netip.AddrPort, b []byte, arrived int64) {
+	handle := func(from netip.AddrPort, b []byte, arrived int64, ce bool) {
 		t.stats.PacketsRecv.Add(1)
 		t.stats.BytesRecv.Add(uint64(len(b)))
 		if len(b) > limit {
@@ -441,7 +441,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
 			return
 		}
-		if w != nil && w.Receive(t.id, transport.AddrFromIP(from), b, arrived) {
+		if w != nil && w.Receive(t.id, transport.AddrFromIP(from), b, arrived, ce) {
 			return
 		}
 		// A pooled copy: the node releases it once it has handled the
@@ -449,7 +449,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 		pb := t.bufs.Get()
 		data := pb.B[:len(b)]
 		copy(data, b)
-		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb, Arrived: arrived}) {
+		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb, Arrived: arrived, CE: ce}) {
 			t.stats.DroppedQueue.Add(1)
 			pb.Release()
 		}
@@ -487,7 +487,8 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 				t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
 				continue
 			}
-			m.Split(func(b []byte) { handle(from, b, m.Stamp) })
+			ce := m.ECN == udpio.ECNCE
+			m.Split(func(b []byte) { handle(from, b, m.Stamp, ce) })
 		}
 		if w != nil {
 			w.Flush()

@@ -19,6 +19,9 @@ const (
 	// SystemFipsXDP is fips-go with dataplane.mode xdp (the XDP program in
 	// front of every underlay veth); SystemFips runs the default settings.
 	SystemFipsXDP = "fips-go xdp"
+	// SystemFipsAFXDP adds dataplane.afxdp: established frames reach the
+	// workers through AF_XDP sockets instead of the UDP sockets.
+	SystemFipsAFXDP = "fips-go afxdp"
 )
 
 // Metric describes one figure of a path.

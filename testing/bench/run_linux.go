@@ -74,6 +74,7 @@ var builders = []struct {
 	{SystemWireGuard, BuildWireGuard},
 	{SystemFips, BuildFips},
 	{SystemFipsXDP, BuildFipsXDP},
+	{SystemFipsAFXDP, BuildFipsAFXDP},
 }
 
 func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {

@@ -87,7 +87,7 @@ func TestEngineTransitAllocatesNothing(t *testing.T) {
 		b := in[:len(frames[i])]
 		copy(b, frames[i])
 		i++
-		if !w.Receive(1, ch.a.Addr, b, 0) {
+		if !w.Receive(1, ch.a.Addr, b, 0, false) {
 			t.Fatal("the worker left an established frame to the transport")
 		}
 		w.Flush()
@@ -102,7 +102,7 @@ func TestEngineTransitAllocatesNothing(t *testing.T) {
 			b := in[:len(frames[i])]
 			copy(b, frames[i])
 			i++
-			w.Receive(1, ch.a.Addr, b, 0)
+			w.Receive(1, ch.a.Addr, b, 0, false)
 			w.Flush()
 		}
 		best = min(best, mallocs()-m0)

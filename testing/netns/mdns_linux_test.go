@@ -66,13 +66,13 @@ peers: []
 	// interval of the link); the first to see dials.
 	dialled := false
 	for _, p := range [][2]*Node{{a, b}, {b, a}} {
-		seen := `msg="LAN peer seen via mDNS" peer=` + p[1].Npub()
+		seen := `: LAN peer seen via mDNS peer=` + p[1].Npub()
 		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(p[0].Logs(), seen); time.Sleep(100 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s never saw %s on mDNS:\n%s", p[0].Name, p[1].Name, tail(p[0].Logs(), 30))
 			}
 		}
-		dialled = dialled || strings.Contains(p[0].Logs(), `msg="LAN peer discovered via mDNS; dialling" peer=`+p[1].Npub())
+		dialled = dialled || strings.Contains(p[0].Logs(), `: LAN peer discovered via mDNS; dialling peer=`+p[1].Npub())
 	}
 	if !dialled {
 		t.Error("neither node dialled the other after an mDNS discovery")

@@ -365,7 +365,9 @@ func writeUsage(b *strings.Builder, name, u string) {
 	}
 	fmt.Fprintf(b, ".B \"%s\"\n", esc(strings.Join(words[:n], " ")))
 	if n < len(words) {
-		fmt.Fprintf(b, "%s\n", esc(strings.Join(words[n:], " ")))
+		// Alternatives (a|b|c) get break points after each bar: a long
+		// list of them is otherwise one word troff cannot fit.
+		fmt.Fprintf(b, "%s\n", strings.ReplaceAll(esc(strings.Join(words[n:], " ")), "|", `|\:`))
 	}
 }
 

@@ -1,0 +1,204 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fips-go/fips/bpf"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane/afxdp"
+)
+
+// xskPlane is the AF_XDP receive path: one socket per RX queue of every
+// XDP interface, each read by its own goroutine running a dataplane
+// worker. What the worker does not take is copied to the loop like a
+// socket read; what it sends goes through the UDP transports' worker
+// send queues.
+type xskPlane struct {
+	socks []*xskSock
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	bufs  *transport.BufferPool
+	// ports maps a bound UDP port to its transport.
+	ports map[uint16]transport.ID
+}
+
+type xskSock struct {
+	s       *afxdp.Socket
+	name    string
+	ifindex int
+	queue   int
+	slot    uint32
+	// Counted by the reader, read by show_bpf.
+	frames, toLoop, invalid, otherPort, refused atomic.Uint64
+}
+
+// XSKView is one AF_XDP socket in show_bpf (fips-go addition).
+type XSKView struct {
+	Interface string `json:"interface"`
+	Ifindex   int    `json:"ifindex"`
+	Queue     int    `json:"queue"`
+	Slot      uint32 `json:"slot"`
+	afxdp.Statistics
+	// Frames the reader parsed; ToLoop those the worker left to the
+	// event loop (copied, as a socket read); Invalid those that were not
+	// a UDP datagram; OtherPort those to no bound UDP transport;
+	// Refused those the stopped loop refused.
+	Frames    uint64 `json:"frames"`
+	ToLoop    uint64 `json:"to_loop"`
+	Invalid   uint64 `json:"invalid"`
+	OtherPort uint64 `json:"other_port"`
+	Refused   uint64 `json:"refused"`
+}
+
+// rxQueues is how many RX queues the kernel gives interface name.
+func rxQueues(name string) int {
+	ents, err := os.ReadDir(filepath.Join("/sys/class/net", name, "queues"))
+	if err != nil {
+		return 1
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "rx-") {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// startAFXDP opens a socket per RX queue of every XDP interface and binds
+// it into the program's maps. All or nothing.
+func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
+	if n.eng == nil {
+		return nil, errors.New("dataplane.afxdp needs the dataplane engine (dataplane.engine is false)")
+	}
+	x := &xskPlane{stop: make(chan struct{}), bufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
+		ports: map[uint16]transport.ID{}}
+	for _, id := range n.order {
+		t := n.transports[id]
+		if t.Type() != "udp" || t.State() != transport.StateUp {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(t.LocalAddr()); err == nil {
+			if _, ok := x.ports[ap.Port()]; !ok {
+				x.ports[ap.Port()] = id
+			}
+		}
+	}
+	var slot uint32
+	for _, ifi := range p.ifaces {
+		for q := range rxQueues(ifi.Name) {
+			if slot >= bpf.MaxSlots {
+				n.stopXSK(p, x)
+				return nil, fmt.Errorf("more than %d RX queues", bpf.MaxSlots)
+			}
+			s, err := afxdp.Open(afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true})
+			if err != nil {
+				n.stopXSK(p, x)
+				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
+			}
+			xs := &xskSock{s: s, name: ifi.Name, ifindex: ifi.Index, queue: q, slot: slot}
+			x.socks = append(x.socks, xs)
+			if err := p.obj.BindXSK(ifi.Index, q, slot, s.FD()); err != nil {
+				n.stopXSK(p, x)
+				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
+			}
+			slot++
+		}
+	}
+	for _, xs := range x.socks {
+		x.wg.Add(1)
+		go n.xskRead(x, xs)
+	}
+	return x, nil
+}
+
+// xskRead is one socket's worker: each redirected frame's datagram is
+// offered to the engine worker as a UDP reader would, the batch's sends
+// flushed after every ring drain.
+func (n *Node) xskRead(x *xskPlane, xs *xskSock) {
+	defer x.wg.Done()
+	w := n.eng.NewWorker()
+	defer w.Close()
+	for {
+		_, err := xs.s.Receive(func(f []byte) {
+			d, err := afxdp.ParseUDP(f)
+			if err != nil {
+				xs.invalid.Add(1)
+				return
+			}
+			id, ok := x.ports[d.DstPort]
+			if !ok {
+				xs.otherPort.Add(1)
+				return
+			}
+			xs.frames.Add(1)
+			from := transport.AddrFromIP(d.Src)
+			now := time.Now().UnixNano()
+			ce := d.ECN == 3
+			if w.Receive(id, from, d.Payload, now, ce) {
+				return
+			}
+			xs.toLoop.Add(1)
+			pb := x.bufs.Get()
+			if len(d.Payload) > len(pb.B) {
+				pb.Release()
+				xs.invalid.Add(1)
+				return
+			}
+			data := pb.B[:len(d.Payload)]
+			copy(data, d.Payload)
+			it := rxItem{p: transport.Packet{Transport: id, From: from, Data: data, Buf: pb, Arrived: now, CE: ce}}
+			select {
+			case n.rx <- it:
+			case <-n.stopped:
+				xs.refused.Add(1)
+				pb.Release()
+			case <-x.stop:
+				xs.refused.Add(1)
+				pb.Release()
+			}
+		})
+		if err != nil {
+			return
+		}
+		w.Flush()
+	}
+}
+
+// stopXSK ends the readers, unbinds the sockets and frees them.
+func (n *Node) stopXSK(p *xdpPlane, x *xskPlane) {
+	close(x.stop)
+	for _, xs := range x.socks {
+		xs.s.Close()
+	}
+	x.wg.Wait()
+	for _, xs := range x.socks {
+		if err := p.obj.UnbindXSK(xs.ifindex, xs.queue, xs.slot); err != nil {
+			n.log.Warn("dataplane: unbinding AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
+		}
+		if err := xs.s.Release(); err != nil {
+			n.log.Warn("dataplane: closing AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
+		}
+	}
+}
+
+// views is show_bpf's xsks.
+func (x *xskPlane) views() []XSKView {
+	out := make([]XSKView, 0, len(x.socks))
+	for _, xs := range x.socks {
+		st, _ := xs.s.Statistics()
+		out = append(out, XSKView{Interface: xs.name, Ifindex: xs.ifindex, Queue: xs.queue, Slot: xs.slot, Statistics: st,
+			Frames: xs.frames.Load(), ToLoop: xs.toLoop.Load(), Invalid: xs.invalid.Load(),
+			OtherPort: xs.otherPort.Load(), Refused: xs.refused.Load()})
+	}
+	return out
+}

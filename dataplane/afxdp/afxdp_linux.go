@@ -1,0 +1,271 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by Receive once Close was called.
+var ErrClosed = errors.New("afxdp: socket closed")
+
+// Socket is one AF_XDP socket bound to an interface queue, with its own
+// UMEM, fill, completion and RX rings. Receive belongs to one goroutine;
+// Statistics and Close may be called from any.
+type Socket struct {
+	fd, efd        int
+	umem           []byte
+	frameSize      uint64
+	fill, comp, rx ring
+	zeroCopy       bool
+	wakeup         bool
+
+	received atomic.Uint64
+	wakeups  atomic.Uint64
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	mu        sync.Mutex // guards fd against Close while Statistics reads
+	pfds      [2]unix.PollFd
+}
+
+// ring is one mapped ring: producer and consumer indices, flags, and its
+// descriptors (u64 addresses for fill/completion, xdp_desc for RX).
+type ring struct {
+	mem      []byte
+	producer *uint32
+	consumer *uint32
+	flags    *uint32
+	descs    unsafe.Pointer
+	mask     uint32
+	size     uint32
+}
+
+func (r *ring) addr(i uint32) *uint64 {
+	return (*uint64)(unsafe.Add(r.descs, uintptr(i&r.mask)*8))
+}
+
+func (r *ring) desc(i uint32) *unix.XDPDesc {
+	return (*unix.XDPDesc)(unsafe.Add(r.descs, uintptr(i&r.mask)*unsafe.Sizeof(unix.XDPDesc{})))
+}
+
+func mapRing(fd int, off unix.XDPRingOffset, pgoff int64, n uint32, descSize uintptr) (ring, error) {
+	length := int(off.Desc) + int(n)*int(descSize)
+	mem, err := unix.Mmap(fd, pgoff, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return ring{}, err
+	}
+	base := unsafe.Pointer(&mem[0])
+	return ring{
+		mem:      mem,
+		producer: (*uint32)(unsafe.Add(base, off.Producer)),
+		consumer: (*uint32)(unsafe.Add(base, off.Consumer)),
+		flags:    (*uint32)(unsafe.Add(base, off.Flags)),
+		descs:    unsafe.Add(base, off.Desc),
+		mask:     n - 1,
+		size:     n,
+	}, nil
+}
+
+func setsockopt(fd, opt int, p unsafe.Pointer, size uintptr) error {
+	if _, _, e := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(p), size, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func getsockopt(fd, opt int, p unsafe.Pointer, size uintptr) (uintptr, error) {
+	l := uint32(size)
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(p), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
+		return 0, e
+	}
+	return uintptr(l), nil
+}
+
+// Open makes the UMEM and rings, fills the fill ring with every frame and
+// binds to o.Queue of o.Ifindex with need_wakeup: zero-copy first when
+// o.ZeroCopy, else (or when refused) copy mode. The socket receives
+// nothing until its fd is put in an XSKMAP the XDP program redirects to.
+func Open(o Options) (*Socket, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, errorf("socket: %w", err)
+	}
+	s := &Socket{fd: fd, efd: -1, frameSize: uint64(o.FrameSize)}
+	fail := func(err error) (*Socket, error) {
+		s.release()
+		return nil, err
+	}
+	s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fail(errorf("eventfd: %w", err))
+	}
+	n := uint32(o.Frames)
+	s.umem, err = unix.Mmap(-1, 0, o.Frames*o.FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return fail(errorf("UMEM mmap: %w", err))
+	}
+	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&s.umem[0]))), Len: uint64(len(s.umem)), Size: uint32(o.FrameSize)}
+	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		return fail(errorf("XDP_UMEM_REG: %w", err))
+	}
+	for _, opt := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, opt, o.Frames); err != nil {
+			return fail(errorf("ring size option %d: %w", opt, err))
+		}
+	}
+	var off unix.XDPMmapOffsets
+	if _, err := getsockopt(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
+		return fail(errorf("XDP_MMAP_OFFSETS: %w", err))
+	}
+	if s.fill, err = mapRing(fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, n, 8); err != nil {
+		return fail(errorf("map fill ring: %w", err))
+	}
+	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, n, 8); err != nil {
+		return fail(errorf("map completion ring: %w", err))
+	}
+	if s.rx, err = mapRing(fd, off.Rx, unix.XDP_PGOFF_RX_RING, n, unsafe.Sizeof(unix.XDPDesc{})); err != nil {
+		return fail(errorf("map RX ring: %w", err))
+	}
+	// Every frame goes to the kernel: the fill ring is as large as the UMEM.
+	for i := uint32(0); i < n; i++ {
+		*s.fill.addr(i) = uint64(i) * s.frameSize
+	}
+	atomic.StoreUint32(s.fill.producer, n)
+
+	var modes []uint16
+	if o.ZeroCopy {
+		modes = append(modes, unix.XDP_ZEROCOPY)
+	}
+	modes = append(modes, unix.XDP_COPY)
+	var errs []error
+	for _, m := range modes {
+		sa := &unix.SockaddrXDP{Flags: m | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(o.Ifindex), QueueID: uint32(o.Queue)}
+		if err := unix.Bind(fd, sa); err != nil {
+			errs = append(errs, fmt.Errorf("mode %#x: %w", m, err))
+			continue
+		}
+		s.zeroCopy, s.wakeup = m == unix.XDP_ZEROCOPY, true
+		s.pfds = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
+		return s, nil
+	}
+	return fail(errorf("bind to ifindex %d queue %d: %w", o.Ifindex, o.Queue, errors.Join(errs...)))
+}
+
+// FD is the socket's descriptor, for the XSKMAP.
+func (s *Socket) FD() int { return s.fd }
+
+// Receive waits until the RX ring holds frames (or Close), calls fn with
+// each frame (valid only during the call: its UMEM frame goes back to the
+// fill ring right after) and returns how many it handled.
+func (s *Socket) Receive(fn func(frame []byte)) (int, error) {
+	for {
+		if s.closed.Load() {
+			return 0, ErrClosed
+		}
+		prod := atomic.LoadUint32(s.rx.producer)
+		cons := atomic.LoadUint32(s.rx.consumer)
+		if n := prod - cons; n > 0 {
+			return s.drain(cons, n, fn), nil
+		}
+		s.kick()
+		if _, err := unix.Poll(s.pfds[:], -1); err != nil && !errors.Is(err, unix.EINTR) {
+			return 0, errorf("poll: %w", err)
+		}
+	}
+}
+
+func (s *Socket) drain(cons, n uint32, fn func([]byte)) int {
+	fprod := atomic.LoadUint32(s.fill.producer)
+	for i := uint32(0); i < n; i++ {
+		d := s.rx.desc(cons + i)
+		if d.Addr+uint64(d.Len) <= uint64(len(s.umem)) {
+			fn(s.umem[d.Addr : d.Addr+uint64(d.Len) : d.Addr+uint64(d.Len)])
+		}
+		// The frame back to the kernel (the chunk's start: copy mode
+		// delivers at an offset inside it).
+		*s.fill.addr(fprod + i) = d.Addr &^ (s.frameSize - 1)
+	}
+	atomic.StoreUint32(s.rx.consumer, cons+n)
+	atomic.StoreUint32(s.fill.producer, fprod+n)
+	s.received.Add(uint64(n))
+	s.kick()
+	return int(n)
+}
+
+// kick wakes the kernel when it asked to be told the fill ring has frames.
+func (s *Socket) kick() {
+	if s.wakeup && atomic.LoadUint32(s.fill.flags)&unix.XDP_RING_NEED_WAKEUP != 0 {
+		s.wakeups.Add(1)
+		_, _, _ = unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	}
+}
+
+// Statistics reads XDP_STATISTICS and this socket's own counts.
+func (s *Socket) Statistics() (Statistics, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return Statistics{}, ErrClosed
+	}
+	var k unix.XDPStatistics
+	if _, err := getsockopt(s.fd, unix.XDP_STATISTICS, unsafe.Pointer(&k), unsafe.Sizeof(k)); err != nil {
+		return Statistics{}, errorf("XDP_STATISTICS: %w", err)
+	}
+	return Statistics{RxDropped: k.Rx_dropped, RxInvalidDescs: k.Rx_invalid_descs, TxInvalidDescs: k.Tx_invalid_descs,
+		RxRingFull: k.Rx_ring_full, RxFillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs,
+		Received: s.received.Load(), Wakeups: s.wakeups.Load(), ZeroCopy: s.zeroCopy, NeedWakeup: s.wakeup}, nil
+}
+
+// Close wakes a blocked Receive (which returns ErrClosed). The socket and
+// its memory are released by the caller of Receive's goroutine through
+// Release, once Receive has returned: unmapping under a running Receive
+// would fault.
+func (s *Socket) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		var one [8]byte
+		one[0] = 1
+		_, _ = unix.Write(s.efd, one[:])
+	})
+	return nil
+}
+
+// Release frees the socket and its memory; call it after Close, once no
+// Receive runs.
+func (s *Socket) Release() error {
+	s.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.release()
+}
+
+func (s *Socket) release() error {
+	var errs []error
+	for _, r := range []*ring{&s.rx, &s.comp, &s.fill} {
+		if r.mem != nil {
+			errs = append(errs, unix.Munmap(r.mem))
+			r.mem = nil
+		}
+	}
+	if s.fd >= 0 {
+		errs = append(errs, unix.Close(s.fd))
+		s.fd = -1
+	}
+	if s.umem != nil {
+		errs = append(errs, unix.Munmap(s.umem))
+		s.umem = nil
+	}
+	if s.efd >= 0 {
+		errs = append(errs, unix.Close(s.efd))
+		s.efd = -1
+	}
+	return errors.Join(errs...)
+}

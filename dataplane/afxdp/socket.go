@@ -1,0 +1,55 @@
+package afxdp
+
+// Options for Open.
+type Options struct {
+	Ifindex int
+	Queue   int
+	// Frames is the UMEM's frame count and the size of each ring (a power
+	// of two; 0: 2048). FrameSize is each frame's bytes (2048 or 4096;
+	// 0: 4096).
+	Frames    int
+	FrameSize int
+	// ZeroCopy asks for zero-copy mode first; copy mode is used when the
+	// driver has none (veth) or when false.
+	ZeroCopy bool
+}
+
+// Statistics are the kernel's XDP_STATISTICS for one socket plus what
+// this package counted.
+type Statistics struct {
+	RxDropped       uint64 `json:"rx_dropped"`            // frames the kernel dropped for this socket (e.g. too large)
+	RxInvalidDescs  uint64 `json:"rx_invalid_descs"`      // bad fill-ring descriptors
+	TxInvalidDescs  uint64 `json:"tx_invalid_descs"`      // bad TX descriptors
+	RxRingFull      uint64 `json:"rx_ring_full"`          // frames dropped because the RX ring was full
+	RxFillRingEmpty uint64 `json:"fill_ring_empty_descs"` // times the fill ring had no frame for the kernel
+	TxRingEmpty     uint64 `json:"tx_ring_empty_descs"`
+	Received        uint64 `json:"received"`    // frames read from the RX ring
+	Wakeups         uint64 `json:"wakeups"`     // need_wakeup kicks of the fill ring
+	ZeroCopy        bool   `json:"zero_copy"`   // bound in zero-copy mode
+	NeedWakeup      bool   `json:"need_wakeup"` // bound with XDP_USE_NEED_WAKEUP
+}
+
+const (
+	defaultFrames    = 2048
+	defaultFrameSize = 4096
+	maxFrames        = 1 << 16
+)
+
+func (o *Options) defaults() error {
+	if o.Frames == 0 {
+		o.Frames = defaultFrames
+	}
+	if o.FrameSize == 0 {
+		o.FrameSize = defaultFrameSize
+	}
+	if o.Frames < 16 || o.Frames > maxFrames || o.Frames&(o.Frames-1) != 0 {
+		return errorf("frames %d: want a power of two in [16, %d]", o.Frames, maxFrames)
+	}
+	if o.FrameSize != 2048 && o.FrameSize != 4096 {
+		return errorf("frame size %d: want 2048 or 4096", o.FrameSize)
+	}
+	if o.Ifindex <= 0 || o.Queue < 0 {
+		return errorf("ifindex %d queue %d: out of range", o.Ifindex, o.Queue)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+//go:build linux
+
+package netns
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAFXDPTransitChain: the chain A—B—C with the relay B in
+// dataplane.mode xdp with dataplane.afxdp: ping6 and iperf3 A→C pass
+// through B, whose established frames arrive on its AF_XDP sockets (the
+// XDP program's link_xsk redirects and the sockets' received counts
+// move, the relay's engine forwards them) and its UDP sockets see almost
+// none of them.
+func TestAFXDPTransitChain(t *testing.T) {
+	m := New(t, Options{IPv6: true})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	m.Link(a, b)
+	m.Link(b, c)
+	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true }\n"
+	m.Start()
+	m.WaitConverged(30 * time.Second)
+
+	dp := dataplaneOf(t, b)
+	if dp.Mode != "xdp" || !dp.AFXDP.Enabled || dp.AFXDP.Sockets != 2 {
+		t.Fatalf("b's dataplane: %+v\n%s", dp, tail(b.Logs(), 30))
+	}
+	t.Logf("b: %s; %s", dp.Reason, dp.AFXDP.Reason)
+	if !strings.Contains(b.Logs(), "dataplane: AF_XDP") {
+		t.Errorf("b logged no AF_XDP line:\n%s", tail(b.Logs(), 20))
+	}
+
+	addr := resolve(t, m, a, c)
+	out, err := m.Exec("a", "ping", "-6", "-c", "10", "-i", "0.2", "-W", "2", addr)
+	if err != nil || !strings.Contains(string(out), "10 received") {
+		t.Fatalf("ping6 A→C through B: %v\n%s", err, out)
+	}
+	s0 := bpfStats(t, m, b)
+	recv0 := udpRecv(t, b)
+	defer m.Background("c", "iperf3", "-s", "-B", addr)()
+	if !m.WaitListening("c", 5201, 10*time.Second) {
+		t.Fatal("iperf3 server not listening")
+	}
+	bps := iperf(t, m, "a", addr, 4)
+	s1 := bpfStats(t, m, b)
+	recvDelta := udpRecv(t, b) - recv0
+	var rx0, rx1, loop1 uint64
+	for _, x := range s0.XSKs {
+		rx0 += x.Received
+	}
+	for _, x := range s1.XSKs {
+		rx1 += x.Received
+		loop1 += x.ToLoop
+		if x.ZeroCopy || !x.NeedWakeup {
+			t.Errorf("xsk %+v: want copy mode with need_wakeup on veth", x)
+		}
+		if x.RxInvalidDescs != 0 || x.Invalid != 0 {
+			t.Errorf("xsk %s/%d: invalid descriptors or frames: %+v", x.Interface, x.Queue, x)
+		}
+	}
+	redirects := s1.packets("redirect", "link_xsk") - s0.packets("redirect", "link_xsk")
+	t.Logf("iperf3 A→C through B: %.1f Mbit/s; B: %d frames redirected in XDP, %d received on its XSKs (%d left to the loop), its UDP sockets +%d packets",
+		bps/1e6, redirects, rx1-rx0, loop1, recvDelta)
+	for _, x := range s1.XSKs {
+		t.Logf("xsk %s queue %d: %+v", x.Interface, x.Queue, x.Statistics)
+	}
+	if bps <= 0 {
+		t.Fatal("iperf3 carried nothing")
+	}
+	if redirects < 1000 || rx1-rx0 < redirects*9/10 {
+		t.Errorf("XDP redirected %d frames, XSKs received %d", redirects, rx1-rx0)
+	}
+	if recvDelta > (rx1-rx0)/10 {
+		t.Errorf("b's UDP sockets received %d packets while the XSKs received %d", recvDelta, rx1-rx0)
+	}
+	if dataplaneOf(t, b).Engine.Forwarded == 0 {
+		t.Error("b's engine forwarded nothing")
+	}
+	out, err = m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", addr)
+	if err != nil || !strings.Contains(string(out), "3 received") {
+		t.Errorf("ping6 after iperf3: %v\n%s", err, out)
+	}
+	table, err := m.Fipsctl("b", "bpf", "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fipsctl bpf stats on b:\n%s", table)
+}
+
+// TestAFXDPOuterCE: frames that reach the relay's workers through its
+// AF_XDP sockets carry their outer ECN too: with A's output marking its
+// FIPS datagrams to B CE, B (dataplane.afxdp) handles them as FMP CE —
+// its outer-CE count rises, its receiver reports tell A, and it relays
+// CE on to C.
+func TestAFXDPOuterCE(t *testing.T) {
+	m := New(t, Options{IPv6: true})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	ab := m.Link(a, b)
+	m.Link(b, c)
+	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true }\n"
+	port := m.opts.Port
+	if port == 0 {
+		port = 2121
+	}
+	m.Start()
+	m.WaitConverged(30 * time.Second)
+	if dp := dataplaneOf(t, b); !dp.AFXDP.Enabled {
+		t.Fatalf("b: AF_XDP not enabled: %+v", dp.AFXDP)
+	}
+	addr := resolve(t, m, a, c)
+	ping := func(count int) {
+		t.Helper()
+		out, err := m.Exec("a", "ping", "-6", "-c", strconv.Itoa(count), "-i", "0.1", "-W", "2", addr)
+		if err != nil || !strings.Contains(string(out), strconv.Itoa(count)+" received") {
+			t.Fatalf("ping6 A→C: %v\n%s", err, out)
+		}
+	}
+	ping(3)
+	ceAB0, _ := linkCE(t, a, b)
+	ceBC0, _ := linkCE(t, b, c)
+	rx0 := bpfStats(t, m, b).packets("redirect", "link_xsk")
+	for _, rule := range []string{
+		"add table ip fipsce",
+		"add chain ip fipsce out { type filter hook output priority 0; }",
+		"add rule ip fipsce out ip daddr " + ab.AddrB + " udp sport " + strconv.Itoa(port) + " ip ecn set ce counter",
+	} {
+		if out, err := m.Exec("a", append([]string{"nft"}, strings.Fields(rule)...)...); err != nil {
+			t.Fatalf("nft %s: %v\n%s", rule, err, out)
+		}
+	}
+	ping(20)
+	outer := dataplaneOf(t, b).OuterCE
+	redirected := bpfStats(t, m, b).packets("redirect", "link_xsk") - rx0
+	t.Logf("b: %d frames redirected to its XSKs, %d handled as outer CE", redirected, outer)
+	if redirected < 20 || outer < 20 {
+		t.Errorf("b: %d redirected, %d outer CE; want ≥ 20 of each", redirected, outer)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ceAB, _ := linkCE(t, a, b)
+		ceBC, _ := linkCE(t, b, c)
+		if ceAB > ceAB0 && ceBC > ceBC0 {
+			t.Logf("ecn_ce_count: a's for b %d → %d, b's for c %d → %d", ceAB0, ceAB, ceBC0, ceBC)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ecn_ce_count did not rise: a's for b %d → %d, b's for c %d → %d", ceAB0, ceAB, ceBC0, ceBC)
+		}
+		ping(2)
+	}
+}
