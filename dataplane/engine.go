@@ -237,8 +237,13 @@ type Worker struct {
 }
 
 // HandOff counts one more datagram handed to the loop and returns the
-// counter the loop advances once it has handled it.
+// counter the loop advances once it has handled it. What the worker has
+// queued so far (sends, TUN writes) goes out first: the loop's sends of
+// the handed-off datagram must not overtake it either.
 func (w *Worker) HandOff() *atomic.Uint64 {
+	if !w.Fenced() {
+		w.flushQueues()
+	}
 	w.handedOff++
 	return &w.finished
 }
@@ -479,6 +484,11 @@ func (w *Worker) Clock() time.Time { return w.clock() }
 // Flush implements transport.DataWorker: the batch's sends go out.
 func (w *Worker) Flush() {
 	w.now = time.Time{}
+	w.flushQueues()
+}
+
+// flushQueues writes what the worker holds: its TUN batch, its sends.
+func (w *Worker) flushQueues() {
 	if w.Local != nil && w.e.cfg.LocalFlush != nil {
 		w.e.cfg.LocalFlush(w)
 	}

@@ -354,8 +354,11 @@ func TestSymmetricNATFails(t *testing.T) {
 		}
 	}
 	p := ra.Peers[0]
+	// The punch times out (6 s); on a loaded machine the answer may not
+	// even come back through the relay in time (30 s): a failure with its
+	// reason and a cooldown either way.
 	if p.LastOutcome != "failure" || p.ConsecutiveFailures < 1 || p.CooldownUntilMs == 0 ||
-		!strings.Contains(p.LastReason, "traversal attempt timed out after 6s") {
+		!(strings.Contains(p.LastReason, "traversal attempt timed out after 6s") || strings.Contains(p.LastReason, "signal timeout")) {
 		t.Errorf("a's traversal state: %+v", p)
 	}
 	t.Logf("a: state %s %v after the daemons started, after %d attempt(s): %s; cooldown until %s", p.State,
