@@ -8,7 +8,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.Version=$(VERSION)
 
 # Packages that own mutable state shared between goroutines: run under -race.
-RACE_PKGS   ?= ./control/... ./fallback/...
+RACE_PKGS   ?= ./control/... ./fallback/... ./dataplane/...
 
 .PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean nostr-relay
 
