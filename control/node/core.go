@@ -212,6 +212,11 @@ func (c *Core) LearnIdentity(pk identity.PublicKey) { c.ids.Add(c.now, pk) }
 func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
 	c.now = now
 	c.peers.HandlePacket(now, t, from, pkt)
+	if c.opts.Bloom.SendOnChange {
+		// Filters owed because of this packet leave now, debounce
+		// permitting, not at the next tick.
+		c.bloom.Tick(now)
+	}
 }
 
 // Tick runs every subsystem's timers, in upstream's order.
