@@ -291,6 +291,27 @@ func (s *State) Tick(now time.Time) {
 	s.ready = ready[:0]
 }
 
+// NextSend is when Tick next has an announce to send: the earliest
+// moment a pending peer's debounce passes (now, for a pending peer never
+// sent one). False when no peer is pending.
+func (s *State) NextSend() (time.Time, bool) {
+	var at time.Time
+	found := false
+	for _, ps := range s.order {
+		if !ps.pending {
+			continue
+		}
+		t := ps.lastSentAt.Add(s.cfg.UpdateDebounce)
+		if !ps.sent {
+			t = time.Time{}
+		}
+		if !found || t.Before(at) {
+			at, found = t, true
+		}
+	}
+	return at, found
+}
+
 // computeOutgoing sets ps.out, for every peer with ps.target set, to the
 // filter that peer should hold for us: our base filter OR the inbound
 // filter of every tree peer other than it. Each target's union of "every

@@ -219,6 +219,33 @@ func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, 
 	}
 }
 
+// NextWake is when the core wants Wake called before its next tick: with
+// the send-on-change filter schedule (bloom.Config.SendOnChange), the
+// moment a pending filter's debounce passes. False: nothing before the
+// tick. The driver (the node loop, the mesh harness) sets a timer.
+func (c *Core) NextWake() (time.Time, bool) {
+	if !c.opts.Bloom.SendOnChange {
+		return time.Time{}, false
+	}
+	at, ok := c.bloom.NextSend()
+	// A send that failed leaves its peer due at once: retry no sooner
+	// than minWake, so a persistent failure cannot spin the loop.
+	if floor := c.now.Add(minWake); at.Before(floor) {
+		at = floor
+	}
+	return at, ok
+}
+
+// minWake is the shortest delay NextWake asks for.
+const minWake = 10 * time.Millisecond
+
+// Wake sends the filters whose debounce has passed, and nothing else:
+// the other subsystems keep to the tick.
+func (c *Core) Wake(now time.Time) {
+	c.now = now
+	c.bloom.Tick(now)
+}
+
 // Tick runs every subsystem's timers, in upstream's order.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
