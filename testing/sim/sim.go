@@ -49,15 +49,22 @@ type Config struct {
 	Pairs int
 	// Lookups is the number of sampled lookups (default 100).
 	Lookups int
-	// TreeWait and BloomWait bound the simulated wait for tree and filter
-	// convergence (defaults 5 min and 3 min after the tree).
-	TreeWait, BloomWait time.Duration
-	// Steady is the window control traffic is measured over once the
-	// filters have settled (default 30 s).
+	// TreeWait bounds the simulated wait for tree convergence (default
+	// 5 min).
+	TreeWait time.Duration
+	// Steady is the window, ending at Horizon, control traffic is
+	// measured over (default 30 s).
 	Steady time.Duration
 	// Churn is the fraction of nodes crashed for the churn test (default
 	// 0.05); negative skips churn and root failure.
 	Churn float64
+	// Tree overrides the nodes' node.tree settings (zero: defaults).
+	Tree tree.Config
+	// Horizon is the simulated time from start at which the settled
+	// measurements are taken (default 180 s: past the tree's 30 s
+	// hold-down and its 60 s periodic re-evaluation, which deepen into
+	// a near-shortest-path tree).
+	Horizon time.Duration
 	// Progress, when set, receives one line per phase.
 	Progress func(format string, args ...any)
 }
@@ -72,9 +79,9 @@ type Result struct {
 	TreeConverged bool
 	TreeTime      time.Duration // from start until one root and consistent coordinates everywhere
 	// BloomConverged: every node's inbound filter from every peer covers
-	// the nodes reachable through it (see bloomCovered); BloomTime is
-	// from start. BloomCoverage is the covered fraction of sampled
-	// (node, peer, target) triples at the end of the wait.
+	// the nodes reachable through it (see bloomCovered) before Horizon;
+	// BloomTime is from start. BloomCoverage is the covered fraction of
+	// sampled (node, peer, target) triples at Horizon.
 	BloomConverged bool
 	BloomTime      time.Duration
 	BloomCoverage  float64
@@ -82,11 +89,12 @@ type Result struct {
 	// cap, summed over nodes, by the end of the bloom phase.
 	FiltersRejected uint64
 
+	// Depth at Horizon (the series has it over time).
 	DepthMax  int
 	DepthMean float64
 
-	// Early is walked as soon as the tree has converged, Settled once
-	// the filters have (or their wait ran out). Bound is, for the
+	// Early is walked as soon as the tree has converged, Settled at
+	// Horizon. Bound is, for the
 	// Settled pairs, the shortest path that strictly decreases tree
 	// distance at every hop: no rule obeying that invariant does better.
 	Early, Settled, Bound Stretch
@@ -110,8 +118,9 @@ type Result struct {
 	// Series are per-second samples from start to the end of the bloom
 	// phase, for plots.
 	Series []Sample
-	// StretchSamples are the Settled walks' stretches, for the CDF plot.
-	StretchSamples []float64
+	// StretchSamples and BoundSamples are the Settled and Bound walks'
+	// stretches, for the CDF plot.
+	StretchSamples, BoundSamples []float64
 
 	Wall time.Duration
 }
@@ -149,6 +158,8 @@ type Sample struct {
 	Coverage float64
 	// BytesPerNode is control bytes sent per node in this second.
 	BytesPerNode float64
+	// DepthMean is the mean tree depth.
+	DepthMean float64
 }
 
 // Run builds the topology, runs the experiments in order and returns the
@@ -165,7 +176,7 @@ func Run(cfg Config) (*Result, error) {
 	setDefault(&cfg.Pairs, 300)
 	setDefault(&cfg.Lookups, 100)
 	setDefault(&cfg.TreeWait, 5*time.Minute)
-	setDefault(&cfg.BloomWait, 3*time.Minute)
+	setDefault(&cfg.Horizon, 180*time.Second)
 	setDefault(&cfg.Steady, 30*time.Second)
 	if cfg.Churn == 0 {
 		cfg.Churn = 0.05
@@ -195,6 +206,7 @@ func Run(cfg Config) (*Result, error) {
 	net := mesh.New(mesh.Options{Seed: cfg.Seed, Core: func(i int, o *node.CoreOptions) {
 		o.Route = route.DefaultConfig()
 		o.Bloom = bloom.DefaultConfig()
+		o.Tree = cfg.Tree
 		if rules[i] {
 			o.Route.NextHop = route.NextHopUpstream
 			o.Bloom.SendOnChange = false
@@ -217,6 +229,7 @@ func Run(cfg Config) (*Result, error) {
 	sample := func() {
 		res.Series = append(res.Series, Sample{T: net.Elapsed(), OnRoot: s.onRootFraction(),
 			Coverage: s.tripleCoverage(triples), BytesPerNode: float64(net.SentBytes-lastBytes) / float64(topo.N)})
+		_, res.Series[len(res.Series)-1].DepthMean = s.depth()
 		lastBytes = net.SentBytes
 	}
 	res.TreeTime, res.TreeConverged = s.runUntil(func() bool { ok, _ := s.treeConverged(); return ok }, cfg.TreeWait, sample)
@@ -232,28 +245,41 @@ func Run(cfg Config) (*Result, error) {
 	res.Early = s.walks(cfg.Pairs, 1, false)
 	progress("early walks: mean stretch %.3f, failed %d, loops %d", res.Early.Mean, res.Early.Failed, res.Early.Loops)
 
-	// Filters.
+	// Filters and the tree's own improvement (hold-down, then periodic
+	// re-evaluation) until Horizon; the steady window is its end.
 	filters0 := s.filtersSent()
-	bloomStart := net.Elapsed()
-	_, res.BloomConverged = s.runUntil(func() bool {
-		if s.tripleCoverage(triples) < 1 {
-			return false
+	bloomDone := false
+	var bloomBytes, bloomFilters uint64
+	steadyFrom := cfg.Horizon - cfg.Steady
+	var b0, f0 uint64
+	steadyStarted := false
+	s.runUntil(func() bool {
+		el := net.Elapsed()
+		if !bloomDone && s.tripleCoverage(triples) == 1 && s.bloomCovered() {
+			bloomDone, res.BloomConverged, res.BloomTime = true, true, el
+			bloomBytes, bloomFilters = net.SentBytes, s.filtersSent()
+			progress("filters converged at %v", el)
 		}
-		return s.bloomCovered()
-	}, cfg.BloomWait, sample)
-	res.BloomTime = net.Elapsed()
+		if !steadyStarted && el >= steadyFrom {
+			steadyStarted = true
+			b0, f0 = net.SentBytes, s.filtersSent()
+		}
+		return el >= cfg.Horizon
+	}, cfg.Horizon, sample)
+	if !bloomDone {
+		res.BloomTime = steadyFrom
+		bloomBytes, bloomFilters = b0, f0
+	}
 	res.BloomCoverage = s.tripleCoverage(triples)
 	res.FiltersRejected = s.filtersRejected()
-	bloomPhase := net.Elapsed() - bloomStart
-	res.BytesBloomPhase = perNodeSec(net.SentBytes-treeBytes, topo.N, bloomPhase)
-	res.FiltersBloomPhase = float64(s.filtersSent()-filters0) / float64(topo.N) / max(bloomPhase.Seconds(), 1e-9)
-	progress("filters: converged %v at %v, coverage %.4f, rejected %d", res.BloomConverged, res.BloomTime, res.BloomCoverage, res.FiltersRejected)
-
-	// Steady state.
-	b0, f0 := net.SentBytes, s.filtersSent()
-	net.Run(cfg.Steady)
+	bloomPhase := res.BloomTime - res.TreeTime
+	res.BytesBloomPhase = perNodeSec(bloomBytes-treeBytes, topo.N, bloomPhase)
+	res.FiltersBloomPhase = float64(bloomFilters-filters0) / float64(topo.N) / max(bloomPhase.Seconds(), 1e-9)
 	res.BytesSteady = perNodeSec(net.SentBytes-b0, topo.N, cfg.Steady)
 	res.FiltersSteady = float64(s.filtersSent()-f0) / float64(topo.N) / cfg.Steady.Seconds()
+	res.DepthMax, res.DepthMean = s.depth()
+	progress("at %v: filters converged %v (%v), coverage %.4f, rejected %d; depth max %d mean %.2f",
+		net.Elapsed(), res.BloomConverged, res.BloomTime, res.BloomCoverage, res.FiltersRejected, res.DepthMax, res.DepthMean)
 
 	runtime.GC()
 	var m1 runtime.MemStats
@@ -267,6 +293,7 @@ func Run(cfg Config) (*Result, error) {
 	res.Settled = s.walks(cfg.Pairs, 2, false)
 	res.StretchSamples = s.lastStretches
 	res.Bound = s.walks(cfg.Pairs, 2, true)
+	res.BoundSamples = s.lastStretches
 	progress("settled walks: mean stretch %.3f p90 %.3f (bound %.3f), failed %d, loops %d",
 		res.Settled.Mean, res.Settled.P90, res.Bound.Mean, res.Settled.Failed, res.Settled.Loops)
 
@@ -693,9 +720,7 @@ func (s *state) walks(pairs int, seed uint64, bound bool) Stretch {
 		hops += h
 		stretches = append(stretches, float64(h)/float64(sp))
 	}
-	if !bound {
-		s.lastStretches = stretches
-	}
+	s.lastStretches = slices.Clone(stretches)
 	if len(stretches) == 0 {
 		return st
 	}
