@@ -28,6 +28,7 @@ func main() {
 		churn    = flag.Bool("churn", true, "run the churn and root-failure experiments")
 		horizon  = flag.Duration("horizon", 180*time.Second, "simulated time of the settled measurements")
 		render   = flag.Bool("render", false, "only re-render the report and plots from scale.json")
+		merge    = flag.String("merge", "", "with -render: other scale.json files to merge in first, comma-separated")
 	)
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -43,7 +44,18 @@ func main() {
 	var recs []*sim.Record
 	jsonPath := filepath.Join(*docs, "scale.json")
 	if *render {
-		if err := save(jsonPath, *docs, nil); err != nil {
+		var extra []*sim.Record
+		for _, f := range strings.Split(*merge, ",") {
+			if f == "" {
+				continue
+			}
+			r, err := sim.LoadRecords(f)
+			if err != nil {
+				log.Fatal(err)
+			}
+			extra = append(extra, r...)
+		}
+		if err := save(jsonPath, *docs, extra); err != nil {
 			log.Fatal(err)
 		}
 		return
