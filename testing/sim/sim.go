@@ -138,6 +138,10 @@ type Stretch struct {
 type LookupStats struct {
 	Tried, Found  int
 	P50, P90, Max time.Duration
+	// Failures counts the lookups not found, by why: the StartLookup
+	// outcome when none was sent, the lookup outcome, or "no answer in
+	// 30 s".
+	Failures map[string]int `json:",omitempty"`
 }
 
 // Recovery is one failure experiment.
@@ -288,7 +292,7 @@ func Run(cfg Config) (*Result, error) {
 	progress("steady: %.0f B/node/s, %.4f filters/node/s, %.0f KB/node", res.BytesSteady, res.FiltersSteady, res.MemPerNode/1024)
 
 	res.Lookup = s.lookups(cfg.Lookups)
-	progress("lookups: %d/%d found, p50 %v", res.Lookup.Found, res.Lookup.Tried, res.Lookup.P50)
+	progress("lookups: %d/%d found, p50 %v, failures %v", res.Lookup.Found, res.Lookup.Tried, res.Lookup.P50, res.Lookup.Failures)
 
 	res.Settled = s.walks(cfg.Pairs, 2, false)
 	res.StretchSamples = s.lastStretches
@@ -743,29 +747,35 @@ func pct[T float64 | time.Duration](xs []T, p float64) T {
 }
 
 // lookups starts k lookups between random non-adjacent alive nodes (one
-// per source) at once and waits up to 30 s for all to end.
+// per source, one per target) at once and waits up to 30 s for all to
+// end.
 func (s *state) lookups(k int) LookupStats {
 	r := rand.New(rand.NewPCG(3, 3))
 	comp := s.components()[0]
 	type pending struct {
 		src, dst int
 		start    time.Time
+		why      string
 	}
 	var ps []pending
-	used := map[int]bool{}
+	// Distinct sources and distinct targets: transit nodes forward a
+	// lookup for one target at most once per node.lookup
+	// forward_min_interval_secs (2 s), so simultaneous lookups of one
+	// target from many sources throttle each other by design.
+	used, targeted := map[int]bool{}, map[int]bool{}
 	for tries := 0; len(ps) < k && tries < 100*k; tries++ {
 		src, dst := comp[r.IntN(len(comp))], comp[r.IntN(len(comp))]
-		if src == dst || used[src] || slices.Contains(s.adj[src], dst) {
+		if src == dst || used[src] || targeted[dst] || slices.Contains(s.adj[src], dst) {
 			continue
 		}
-		used[src] = true
-		if s.nodes[src].Core.StartLookup(s.net.Now(), s.nodes[dst].ID.PublicKey()) != route.StartSent {
-			ps = append(ps, pending{src: src, dst: -1}) // counted as tried, not found
+		used[src], targeted[dst] = true, true
+		if out := s.nodes[src].Core.StartLookup(s.net.Now(), s.nodes[dst].ID.PublicKey()); out != route.StartSent {
+			ps = append(ps, pending{src: src, dst: -1, why: "start: " + out.String()}) // tried, not found
 			continue
 		}
 		ps = append(ps, pending{src: src, dst: dst, start: s.net.Now()})
 	}
-	st := LookupStats{Tried: len(ps)}
+	st := LookupStats{Tried: len(ps), Failures: map[string]int{}}
 	var lat []time.Duration
 	deadline := s.net.Now().Add(30 * time.Second)
 	for len(ps) > 0 && s.net.Now().Before(deadline) {
@@ -773,6 +783,7 @@ func (s *state) lookups(k int) LookupStats {
 		keep := ps[:0]
 		for _, p := range ps {
 			if p.dst < 0 {
+				st.Failures[p.why]++
 				continue
 			}
 			ev, done := s.nodes[p.src].Core.LookupResult(s.nodes[p.dst].ID.NodeAddr())
@@ -783,9 +794,16 @@ func (s *state) lookups(k int) LookupStats {
 			if ev.Outcome == route.LookupFound {
 				st.Found++
 				lat = append(lat, s.net.Now().Sub(p.start))
+			} else {
+				st.Failures[ev.Outcome.String()]++
 			}
 		}
 		ps = keep
+	}
+	for _, p := range ps {
+		if p.dst >= 0 {
+			st.Failures["no answer in 30 s"]++
+		}
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)
