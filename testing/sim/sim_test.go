@@ -114,6 +114,14 @@ func TestGenerateTopologies(t *testing.T) {
 			t.Errorf("%s: not deterministic for a seed", name)
 		}
 	}
+	// Tiny meshes: every generator terminates with a connected graph.
+	for _, name := range Topologies {
+		for _, n := range []int{2, 3, 5, 13} {
+			if _, err := Generate(name, n, 2); err != nil && !(name == TopoGrid && n < 4) {
+				t.Errorf("%s with %d nodes: %v", name, n, err)
+			}
+		}
+	}
 	if _, err := Generate("torus", 100, 1); err == nil {
 		t.Error("unknown topology accepted")
 	}

@@ -94,7 +94,7 @@ func (g *graph) random(n int, deg float64, rng *rand.Rand) {
 	for i := 1; i < n; i++ {
 		g.add(i, rng.IntN(i), ms2to20(rng))
 	}
-	for extra := int(float64(n)*deg/2) - (n - 1); extra > 0; {
+	for extra := min(int(float64(n)*deg/2), n*(n-1)/2) - (n - 1); extra > 0; {
 		if g.add(rng.IntN(n), rng.IntN(n), ms2to20(rng)) {
 			extra--
 		}
@@ -173,6 +173,7 @@ func (g *graph) geometric(n int, deg float64, rng *rand.Rand) {
 // node to targets drawn by degree; 2–20 ms links.
 func (g *graph) scaleFree(n, m int, rng *rand.Rand) {
 	g.n = n
+	m = min(m, n-1)
 	var ends []int // every edge's two ends: a draw is by degree
 	for i := 0; i <= m && i < n; i++ {
 		for j := range i {
@@ -207,18 +208,18 @@ func (g *graph) grid(n int, _ *rand.Rand) {
 	}
 }
 
-// internet: a core of 5% of the nodes (at least 8), a random mesh of mean
-// degree 10 with 10–40 ms links; every other node is a stub homed on one
+// internet: a core of 5% of the nodes (at least 12), a random mesh of
+// mean degree 10 (at most complete) with 10–40 ms links; every other node is a stub homed on one
 // core node (half of them on a second one too, multi-homing), and 30% of
 // stubs also peer with an earlier stub (a local link, 1–5 ms).
 func (g *graph) internet(n int, rng *rand.Rand) {
 	g.n = n
-	core := max(8, n/20)
+	core := min(n, max(12, n/20))
 	coreLat := func() time.Duration { return time.Duration(10+rng.IntN(31)) * time.Millisecond }
 	for i := 1; i < core; i++ {
 		g.add(i, rng.IntN(i), coreLat())
 	}
-	for extra := core*10/2 - (core - 1); extra > 0; {
+	for extra := min(core*10/2, core*(core-1)/2) - (core - 1); extra > 0; {
 		if g.add(rng.IntN(core), rng.IntN(core), coreLat()) {
 			extra--
 		}

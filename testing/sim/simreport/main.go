@@ -153,8 +153,10 @@ also linked to another stub.
 
 Phases of a run: all links dial at time 0; *tree converged* when every
 node has the smallest address as root and coordinates consistent with its
-parent's; the run continues to the *horizon* (180 s: past the tree's
-30 s hold-down and its 60 s periodic re-evaluation, which turn the first,
-latency-shaped tree into a shallower one); then 100 lookups, the sampled
-walks (300 pairs), 5% churn and a root failure.
+parent's; the run continues to the *horizon* (` + "`-horizon`" + `, 180 s by
+default, 120 s in the runs below: past the tree's 30 s hold-down and its
+first 60 s periodic re-evaluation, which turn the first, latency-shaped
+tree into a shallower one); then 100 lookups (distinct sources and
+targets), the sampled walks (300 pairs), and, unless ` + "`-churn=false`" + `, 5%
+churn and a root failure.
 `
