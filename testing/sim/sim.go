@@ -98,6 +98,12 @@ type Result struct {
 	// Settled pairs, the shortest path that strictly decreases tree
 	// distance at every hop: no rule obeying that invariant does better.
 	Early, Settled, Bound Stretch
+	// EarlyWait and SettledWait are how long the run waited, before
+	// those walks, for every node's view of its peers' coordinates to
+	// match the peers' own (the tree re-evaluates every 60 s; a walk
+	// across nodes that disagree about the tree can bounce, with either
+	// rule: docs/routing.md). -1: not within 60 s (walked anyway).
+	EarlyWait, SettledWait time.Duration
 
 	Lookup LookupStats
 
@@ -246,6 +252,7 @@ func Run(cfg Config) (*Result, error) {
 	res.DepthMax, res.DepthMean = s.depth()
 	progress("tree converged in %v (depth max %d mean %.2f)", res.TreeTime, res.DepthMax, res.DepthMean)
 
+	res.EarlyWait = s.waitViews()
 	res.Early = s.walks(cfg.Pairs, 1, false)
 	progress("early walks: mean stretch %.3f, failed %d, loops %d", res.Early.Mean, res.Early.Failed, res.Early.Loops)
 
@@ -294,6 +301,7 @@ func Run(cfg Config) (*Result, error) {
 	res.Lookup = s.lookups(cfg.Lookups)
 	progress("lookups: %d/%d found, p50 %v, failures %v", res.Lookup.Found, res.Lookup.Tried, res.Lookup.P50, res.Lookup.Failures)
 
+	res.SettledWait = s.waitViews()
 	res.Settled = s.walks(cfg.Pairs, 2, false)
 	res.StretchSamples = s.lastStretches
 	res.Bound = s.walks(cfg.Pairs, 2, true)
@@ -429,6 +437,42 @@ func (s *state) treeConverged() (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// viewsCurrent: every alive node's view of every alive peer's
+// coordinates is that peer's own coordinates.
+func (s *state) viewsCurrent() bool {
+	for i, nd := range s.nodes {
+		if !s.alive[i] {
+			continue
+		}
+		tr := nd.Core.Tree()
+		for _, j := range s.adj[i] {
+			if !s.alive[j] {
+				continue
+			}
+			pc, ok := tr.PeerCoordsView(s.nodes[j].ID.NodeAddr())
+			if !ok || !slices.Equal(pc, s.nodes[j].Core.Tree().CoordsView()) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitViews runs until the tree is converged and every view is current,
+// at most 60 s; -1 when it gave up.
+func (s *state) waitViews() time.Duration {
+	took, ok := s.runUntil(func() bool {
+		if ok, _ := s.treeConverged(); !ok {
+			return false
+		}
+		return s.viewsCurrent()
+	}, 60*time.Second, nil)
+	if !ok {
+		return -1
+	}
+	return took
 }
 
 // deadLinksGone: no alive node still holds a crashed node as a peer.
@@ -843,6 +887,7 @@ func (s *state) recover(victims []int, pairs int) Recovery {
 		return s.deadLinksGone()
 	}, 5*time.Minute, nil)
 	s.net.Run(30 * time.Second)
+	s.waitViews()
 	rec.Walks = s.walks(pairs, 5, false)
 	return rec
 }
