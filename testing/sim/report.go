@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,6 +225,19 @@ func WritePlots(dir string, recs []*Record) (map[string][]string, error) {
 			}
 			if kind == "coverage" {
 				p.Y.Min, p.Y.Max = 0, 1.02
+				// Zoom on convergence when every run converged early.
+				last := 0.0
+				for _, rt := range routings(g) {
+					r := g.runs[rt].Result
+					if !r.BloomConverged {
+						last = math.Inf(1)
+						break
+					}
+					last = max(last, r.BloomTime.Seconds())
+				}
+				if !math.IsInf(last, 1) {
+					p.X.Min, p.X.Max = 0, max(30, 2*last)
+				}
 			}
 			p.Add(plotter.NewGrid())
 			name := fmt.Sprintf("%s-%s.png", kind, key)
@@ -308,15 +322,19 @@ func sizeTables(b *strings.Builder, recs []*Record, n int) {
 			strings.Join(fails, ", "), wait(r.EarlyWait), wait(r.SettledWait))
 	}
 	b.WriteString("\n### Convergence and cost\n\nTimes are simulated seconds from the start (all links dialled at once). Filters converged: every node's filter from every peer covers what is reachable through that peer (checked against 500 targets). Bytes: everything the nodes sent per node per second (only control traffic flows): until the tree converged / from then until the filters converged (or the steady window) / in the steady window (the 30 s before the horizon). Memory: live heap per node, the harness included.\n\n")
-	b.WriteString("| topology | routing | links | mean degree | tree converged | filters converged | coverage at horizon | filters refused (FPR cap) | depth max / mean | bytes/node/s converging / filters / steady | filters/node/s filter phase / steady | memory KB/node |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| topology | routing | links | mean degree | tree converged | filters converged | coverage at horizon | filters refused (FPR cap) | depth max / mean | bytes/node/s converging / filters / steady | KB/node sent until filters converged | filters/node/s filter phase / steady | memory KB/node |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		bloom := "no"
 		if r.BloomConverged {
 			bloom = secs(r.BloomTime)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.2f | %s | %s | %.4f | %d | %d / %.2f | %.0f / %.0f / %.0f | %.3f / %.4f | %.0f |\n",
+		total := "–"
+		if r.BloomConverged {
+			total = fmt.Sprintf("%.1f", (r.BytesConverging*r.TreeTime.Seconds()+r.BytesBloomPhase*(r.BloomTime-r.TreeTime).Seconds())/1024)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %.2f | %s | %s | %.4f | %d | %d / %.2f | %.0f / %.0f / %.0f | %s | %.3f / %.4f | %.0f |\n",
 			r.Topology, r.Routing, r.Links, r.MeanDegree, secs(r.TreeTime), bloom, r.BloomCoverage, r.FiltersRejected,
-			r.DepthMax, r.DepthMean, r.BytesConverging, r.BytesBloomPhase, r.BytesSteady, r.FiltersBloomPhase, r.FiltersSteady, r.MemPerNode/1024)
+			r.DepthMax, r.DepthMean, r.BytesConverging, r.BytesBloomPhase, r.BytesSteady, total, r.FiltersBloomPhase, r.FiltersSteady, r.MemPerNode/1024)
 	}
 	b.WriteString("\n### Recovery\n\nChurn: 5% of the nodes (never the root) crash at once; root failure: then the root crashes. Recovered: the survivors' tree converged and every link to a crashed node was declared dead (link dead timeout 30 s); the walks follow 30 s later, within the largest surviving component.\n\n")
 	b.WriteString("| topology | routing | crashed | churn recovered in | walks failed / loops | stretch after | root failure recovered in | walks failed / loops | stretch after |\n|---|---|---|---|---|---|---|---|---|\n")
