@@ -134,7 +134,11 @@ type Result struct {
 // Stretch summarises walks: hops of the next-hop walk over the BFS
 // shortest path, over the walks that arrived.
 type Stretch struct {
-	Walks, Failed, Loops     int
+	Walks, Failed, Loops int
+	// OverTTL counts walks that arrived in more than 64 hops, the
+	// default datagram TTL (node.session.default_ttl): those datagrams
+	// would be dropped on the way.
+	OverTTL                  int
 	Mean, P50, P90, P99, Max float64
 	MeanHops                 float64
 	FirstFailure             string
@@ -671,13 +675,15 @@ func (s *state) bfs(src int) []int {
 
 // walk follows next hops from src to dst as a packet would, every node
 // on the way holding dst's coordinates (as a SessionSetup or a CP-flagged
-// header leaves them). It fails on a loop, a missing hop or 64 hops.
+// header leaves them). It fails on a loop, a missing hop or 255 hops
+// (the largest TTL; walks over node.session.default_ttl, 64, are
+// counted apart by walks).
 func (s *state) walk(src, dst int) (int, string) {
 	coords := s.nodes[dst].Core.Tree().Coords()
 	dstAddr := s.nodes[dst].ID.NodeAddr()
 	seen := map[int]bool{}
 	cur := src
-	for hops := 0; hops <= 64; hops++ {
+	for hops := 0; hops <= 255; hops++ {
 		if cur == dst {
 			return hops, ""
 		}
@@ -698,7 +704,7 @@ func (s *state) walk(src, dst int) (int, string) {
 		}
 		cur = ni
 	}
-	return 64, "too many hops"
+	return 255, "too many hops"
 }
 
 // boundHops is the shortest path from src to dst along which every hop
@@ -766,6 +772,9 @@ func (s *state) walks(pairs int, seed uint64, bound bool) Stretch {
 			continue
 		}
 		hops += h
+		if h > 64 {
+			st.OverTTL++
+		}
 		stretches = append(stretches, float64(h)/float64(sp))
 	}
 	s.lastStretches = slices.Clone(stretches)
