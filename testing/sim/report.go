@@ -32,6 +32,16 @@ func (r *Record) key() string {
 	return fmt.Sprintf("%06d/%s/%s", r.Result.N, r.Result.Topology, r.Result.Routing)
 }
 
+// sizeClass is n to one significant digit: the grid's 961 nodes are
+// reported with the 1,000-node runs.
+func sizeClass(n int) int {
+	p := 1
+	for n >= 10*p {
+		p *= 10
+	}
+	return (n + p/2) / p * p
+}
+
 // LoadRecords reads the stored runs (none when the file is absent).
 func LoadRecords(path string) ([]*Record, error) {
 	b, err := os.ReadFile(path)
@@ -95,10 +105,10 @@ func groups(recs []*Record) []*group {
 	var out []*group
 	idx := map[string]*group{}
 	for _, r := range recs {
-		k := fmt.Sprintf("%06d/%s", r.Result.N, r.Result.Topology)
+		k := fmt.Sprintf("%06d/%s", sizeClass(r.Result.N), r.Result.Topology)
 		g := idx[k]
 		if g == nil {
-			g = &group{n: r.Result.N, topo: r.Result.Topology, runs: map[string]*Record{}}
+			g = &group{n: sizeClass(r.Result.N), topo: r.Result.Topology, runs: map[string]*Record{}}
 			idx[k] = g
 			out = append(out, g)
 		}
@@ -309,7 +319,7 @@ func sizeTables(b *strings.Builder, recs []*Record, n int) {
 			rows = append(rows, g.runs[rt].Result)
 		}
 	}
-	b.WriteString("\n### Paths\n\nStretch = hops of the next-hop walk / BFS shortest path, over the sampled pairs that arrived. Walks are taken once every node's view of its peers' coordinates is current (the wait is in the last column). *Early*: as soon as the tree converged; *horizon*: at the horizon (120–180 s, see the run's command), after the tree's hold-down and periodic re-evaluation. *Bound*: the shortest path that strictly decreases tree distance at every hop, on the same tree — no rule keeping that invariant does better.\n\n")
+	b.WriteString("\n### Paths\n\n(The grid is the largest square not above the size: 31×31 = 961 nodes for 1,000, 100×100 for 10,000.)\n\nStretch = hops of the next-hop walk / BFS shortest path, over the sampled pairs that arrived. Walks are taken once every node's view of its peers' coordinates is current (the wait is in the last column). *Early*: as soon as the tree converged; *horizon*: at the horizon (120–180 s, see the run's command), after the tree's hold-down and periodic re-evaluation. *Bound*: the shortest path that strictly decreases tree distance at every hop, on the same tree — no rule keeping that invariant does better.\n\n")
 	b.WriteString("| topology | routing | early mean | horizon mean | p50 | p90 | p99 | max | bound mean | mean hops | walks failed / loops / over TTL 64 | lookups found | lookup p50 / p90 | lookup failures | view wait early / horizon (s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fails := []string{}
@@ -336,9 +346,12 @@ func sizeTables(b *strings.Builder, recs []*Record, n int) {
 			r.Topology, r.Routing, r.Links, r.MeanDegree, secs(r.TreeTime), bloom, r.BloomCoverage, r.FiltersRejected,
 			r.DepthMax, r.DepthMean, r.BytesConverging, r.BytesBloomPhase, r.BytesSteady, total, r.FiltersBloomPhase, r.FiltersSteady, r.MemPerNode/1024)
 	}
-	b.WriteString("\n### Recovery\n\nChurn: 5% of the nodes (never the root) crash at once; root failure: then the root crashes. Recovered: the survivors' tree converged and every link to a crashed node was declared dead (link dead timeout 30 s); the walks follow 30 s later, within the largest surviving component.\n\n")
+	b.WriteString("\n### Recovery\n\nRuns with `-churn=false` are left out. Churn: 5% of the nodes (never the root) crash at once; root failure: then the root crashes. Recovered: the survivors' tree converged and every link to a crashed node was declared dead (link dead timeout 30 s); the walks follow 30 s later, within the largest surviving component.\n\n")
 	b.WriteString("| topology | routing | crashed | churn recovered in | walks failed / loops | stretch after | root failure recovered in | walks failed / loops | stretch after |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
+		if r.Churn.Crashed == 0 {
+			continue // run with -churn=false
+		}
 		rec := func(x Recovery) string {
 			if !x.Converged {
 				return "not in 5 min"
