@@ -76,13 +76,22 @@ func MergeRecords(old, add []*Record) []*Record {
 	return out
 }
 
-// SaveRecords writes the runs as indented JSON.
+// SaveRecords writes the runs as a JSON array, one run per line.
 func SaveRecords(path string, recs []*Record) error {
-	b, err := json.MarshalIndent(recs, "", " ")
-	if err != nil {
-		return fmt.Errorf("sim: %w", err)
+	b := []byte("[\n")
+	for i, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		b = append(b, line...)
+		if i < len(recs)-1 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	b = append(b, "]\n"...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	return nil
