@@ -80,6 +80,22 @@ generate:
 clean:
 	rm -rf $(BIN)
 
+## sim: the scale simulation (testing/sim, docs/scale.md): N nodes on
+## TOPO (all, or a comma list of random, geometric, scalefree, grid,
+## internet), each routing choice in ROUTING side by side. Results merge
+## into docs/scale.json (other sizes are kept); docs/scale.md and the
+## plots in docs/scale/ are rewritten. SIM_FLAGS passes more simreport
+## flags (-horizon 120s, -churn=false, -pairs 300, -docs DIR). CPU-heavy,
+## so it runs niced; the small mixed-rule sibling runs in make test.
+N         ?= 1000
+TOPO      ?= all
+ROUTING   ?= upstream,fips-go,mixed
+SIM_FLAGS ?=
+.PHONY: sim
+sim:
+	SIM_COMMAND="make sim N=$(N) TOPO=$(TOPO) ROUTING=$(ROUTING)$(if $(SIM_FLAGS), SIM_FLAGS='$(SIM_FLAGS)')" \
+	  nice -n 15 $(GO) run ./testing/sim/simreport -n $(N) -topo $(TOPO) -routing $(ROUTING) $(SIM_FLAGS)
+
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo bench

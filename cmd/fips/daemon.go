@@ -139,7 +139,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Version: Version, ControlSocket: controlPath, LeafOnly: cfg.Node.LeafOnly, Log: log,
 		ECNLoss: ecnLoss, ECNETX: ecnETX,
 		Tree: tree.Config(cfg.Node.Tree), Bloom: bloom.Config{UpdateDebounce: ms(cfg.Node.Bloom.UpdateDebounceMs),
-			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR},
+			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR, SendOnChange: cfg.Node.Routing.FilterSchedule == config.FilterScheduleChange},
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
@@ -342,6 +342,10 @@ func routeConfig(cfg *config.Config) route.Config {
 	c := route.DefaultConfig()
 	n := cfg.Node
 	c.CoordCacheSize, c.CoordCacheTTL = int(n.Cache.CoordSize), secs(n.Cache.CoordTTLSecs)
+	c.NextHop = route.NextHopDistance
+	if n.Routing.NextHop == config.NextHopUpstream {
+		c.NextHop = route.NextHopUpstream
+	}
 	c.SessionTTL = n.Session.DefaultTTL
 	c.LookupTTL = n.Lookup.TTL
 	c.LookupAttemptTimeouts = nil

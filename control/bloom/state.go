@@ -20,11 +20,20 @@ type Config struct {
 	// MaxInboundFPR is the anti-poison cap: an inbound filter whose FPR
 	// exceeds it is dropped (max_inbound_fpr). It also bounds estimates.
 	MaxInboundFPR float64
+	// SendOnChange is node.routing.filter_schedule "change" (a fips-go
+	// addition; the node reads it): the node calls Tick after every
+	// packet it handles as well as on its tick, so a changed filter
+	// leaves as soon as the peer's debounce allows instead of at the next
+	// tick. Upstream ("tick") sends only on the tick: filters then cross
+	// one hop per tick interval. The debounce still bounds announces to
+	// one per peer per UpdateDebounce either way.
+	SendOnChange bool
 }
 
-// DefaultConfig is upstream's default: 500 ms debounce, FPR cap 0.20.
+// DefaultConfig is upstream's default (500 ms debounce, FPR cap 0.20)
+// with fips-go's send-on-change schedule.
 func DefaultConfig() Config {
-	return Config{UpdateDebounce: 500 * time.Millisecond, MaxInboundFPR: 0.20}
+	return Config{UpdateDebounce: 500 * time.Millisecond, MaxInboundFPR: 0.20, SendOnChange: true}
 }
 
 // SelfWarnInterval is how often, at most, Tick warns that our own
@@ -282,6 +291,27 @@ func (s *State) Tick(now time.Time) {
 		ps.lastSent = ps.out
 	}
 	s.ready = ready[:0]
+}
+
+// NextSend is when Tick next has an announce to send: the earliest
+// moment a pending peer's debounce passes (now, for a pending peer never
+// sent one). False when no peer is pending.
+func (s *State) NextSend() (time.Time, bool) {
+	var at time.Time
+	found := false
+	for _, ps := range s.order {
+		if !ps.pending {
+			continue
+		}
+		t := ps.lastSentAt.Add(s.cfg.UpdateDebounce)
+		if !ps.sent {
+			t = time.Time{}
+		}
+		if !found || t.Before(at) {
+			at, found = t, true
+		}
+	}
+	return at, found
 }
 
 // computeOutgoing sets ps.out, for every peer with ps.target set, to the

@@ -679,3 +679,40 @@ type countingEnv struct {
 
 func (e *countingEnv) SendFilterAnnounce(identity.NodeAddr, []byte) error { e.sends++; return nil }
 func (e *countingEnv) IsTreePeer(p identity.NodeAddr) bool                { return e.tree[p] }
+
+// NextSend says when Tick next has something to send: now for a pending
+// peer never sent one, the end of the debounce for one that was, nothing
+// when no peer is pending.
+func TestNextSend(t *testing.T) {
+	p, q := addr(1), addr(2)
+	env := newFakeEnv(p, q)
+	s := newState(env)
+	if _, ok := s.NextSend(); ok {
+		t.Fatal("due with no peers")
+	}
+	s.PeerUp(t0, p)
+	if at, ok := s.NextSend(); !ok || at.After(t0) {
+		t.Fatalf("never-sent pending peer: %v %v, want due at once", at, ok)
+	}
+	s.Tick(t0)
+	env.take()
+	if at, ok := s.NextSend(); ok {
+		t.Fatalf("due at %v with nothing pending", at)
+	}
+	s.PeerUp(t0.Add(100*ms), q)
+	s.Tick(t0.Add(100 * ms))
+	env.take()
+	mustAccept(t, s, q, announce(t, 1, filterOf(addr(20)))) // p owed a new filter
+	at, ok := s.NextSend()
+	if !ok || !at.Equal(t0.Add(500*ms)) {
+		t.Fatalf("next send %v %v, want the end of p's debounce %v", at, ok, t0.Add(500*ms))
+	}
+	s.Tick(at.Add(-time.Millisecond))
+	if got := env.take(); len(got) != 0 {
+		t.Fatalf("sent %d before the debounce passed", len(got))
+	}
+	s.Tick(at)
+	if got := env.take(); len(got) != 1 || got[0].to != p {
+		t.Fatalf("at the end of the debounce: %+v", got)
+	}
+}

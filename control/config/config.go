@@ -60,14 +60,17 @@ type NodeConfig struct {
 	Rendezvous       RendezvousConfig `yaml:"rendezvous"`
 	Tree             TreeConfig       `yaml:"tree"`
 	Bloom            BloomConfig      `yaml:"bloom"`
-	Session          SessionConfig    `yaml:"session"`
-	Buffers          BuffersConfig    `yaml:"buffers"`
-	Control          ControlConfig    `yaml:"control"`
-	NativeAPI        NativeAPIConfig  `yaml:"native_api"`
-	MMP              MMPConfig        `yaml:"mmp"`
-	SessionMMP       MMPConfig        `yaml:"session_mmp"`
-	ECN              ECNConfig        `yaml:"ecn"`
-	Rekey            RekeyConfig      `yaml:"rekey"`
+	// Routing is node.routing.* (fips-go addition): local routing
+	// choices that leave the wire unchanged.
+	Routing    RoutingConfig   `yaml:"routing" fips:"optional"`
+	Session    SessionConfig   `yaml:"session"`
+	Buffers    BuffersConfig   `yaml:"buffers"`
+	Control    ControlConfig   `yaml:"control"`
+	NativeAPI  NativeAPIConfig `yaml:"native_api"`
+	MMP        MMPConfig       `yaml:"mmp"`
+	SessionMMP MMPConfig       `yaml:"session_mmp"`
+	ECN        ECNConfig       `yaml:"ecn"`
+	Rekey      RekeyConfig     `yaml:"rekey"`
 	// LogLevel is node.log_level as written; "" when absent. Use
 	// SlogLevel (or ParseLogLevel) for its meaning.
 	LogLevel string `yaml:"log_level" fips:"optional"`
@@ -92,6 +95,7 @@ func defaultNodeConfig() NodeConfig {
 		Rendezvous:            defaultRendezvousConfig(),
 		Tree:                  defaultTreeConfig(),
 		Bloom:                 defaultBloomConfig(),
+		Routing:               defaultRoutingConfig(),
 		Session:               defaultSessionConfig(),
 		Buffers:               defaultBuffersConfig(),
 		Control:               defaultControlConfig(),
@@ -429,6 +433,41 @@ type BloomConfig struct {
 }
 
 func defaultBloomConfig() BloomConfig { return BloomConfig{UpdateDebounceMs: 500, MaxInboundFPR: 0.20} }
+
+// node.routing.next_hop values.
+const (
+	// NextHopDistance: among peers strictly closer to the destination in
+	// the tree, the closest (then a bloom hit, link cost, address).
+	NextHopDistance = "distance"
+	// NextHopUpstream: upstream's order, bloom candidates by link cost
+	// first, then greedy tree routing.
+	NextHopUpstream = "upstream"
+)
+
+// node.routing.filter_schedule values.
+const (
+	// FilterScheduleChange: a changed filter is sent as soon as the
+	// peer's debounce (node.bloom.update_debounce_ms) allows.
+	FilterScheduleChange = "change"
+	// FilterScheduleTick: upstream's, filters are sent on the node tick
+	// only, so they cross one hop per tick.
+	FilterScheduleTick = "tick"
+)
+
+// RoutingConfig is node.routing.* (fips-go addition). Both choices are
+// local: a mesh mixing either value with upstream nodes stays loop-free
+// (docs/routing.md), and nothing on the wire changes. The defaults are
+// the ones testing/sim measured better (docs/scale.md).
+type RoutingConfig struct {
+	// NextHop is distance or upstream.
+	NextHop string `yaml:"next_hop" fips:"optional"`
+	// FilterSchedule is change or tick.
+	FilterSchedule string `yaml:"filter_schedule" fips:"optional"`
+}
+
+func defaultRoutingConfig() RoutingConfig {
+	return RoutingConfig{NextHop: NextHopDistance, FilterSchedule: FilterScheduleChange}
+}
 
 // SessionConfig is node.session.*.
 type SessionConfig struct {

@@ -87,6 +87,8 @@ var upstreamDefaults = []struct {
 	{"node.tree.flap_dampening_secs", uint64(120)},
 	{"node.bloom.update_debounce_ms", uint64(500)},
 	{"node.bloom.max_inbound_fpr", 0.20},
+	{"node.routing.next_hop", "distance"},
+	{"node.routing.filter_schedule", "change"},
 	{"node.session.default_ttl", uint8(64)},
 	{"node.session.pending_packets_per_dest", uint(16)},
 	{"node.session.pending_max_destinations", uint(256)},

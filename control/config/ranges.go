@@ -207,6 +207,7 @@ func (c *Config) checkRanges() []*Error {
 
 	r.uint("node.bloom.update_debounce_ms", n.Bloom.UpdateDebounceMs, 0, 60_000, ms)
 	r.float("node.bloom.max_inbound_fpr", n.Bloom.MaxInboundFPR, 0, 1, true)
+	r.routing(&n.Routing)
 
 	se := &n.Session
 	r.uint("node.session.default_ttl", uint64(se.DefaultTTL), 1, math.MaxUint8, "")
@@ -382,6 +383,20 @@ func (c *Config) checkPeers(r *rangeChecker) {
 				r.hostPort(akey+".addr", a.Addr, false, false)
 			}
 		}
+	}
+}
+
+// routing checks node.routing.next_hop and node.routing.filter_schedule.
+func (r *rangeChecker) routing(rt *RoutingConfig) {
+	switch rt.NextHop {
+	case NextHopDistance, NextHopUpstream:
+	default:
+		r.errs = append(r.errs, r.c.invalid("node.routing.next_hop", "`node.routing.next_hop` is %s, but must be distance or upstream", strconv.Quote(rt.NextHop)))
+	}
+	switch rt.FilterSchedule {
+	case FilterScheduleChange, FilterScheduleTick:
+	default:
+		r.errs = append(r.errs, r.c.invalid("node.routing.filter_schedule", "`node.routing.filter_schedule` is %s, but must be change or tick", strconv.Quote(rt.FilterSchedule)))
 	}
 }
 

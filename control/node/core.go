@@ -254,6 +254,16 @@ func (c *Core) HandlePacket(now time.Time, t transport.ID, from transport.Addr, 
 func (c *Core) HandlePacketECN(now time.Time, t transport.ID, from transport.Addr, pkt []byte, ce bool) {
 	c.now = now
 	c.peers.HandlePacketECN(now, t, from, pkt, ce)
+	c.filtersOnChange(now)
+}
+
+// filtersOnChange sends, with the send-on-change filter schedule, the
+// filters owed because of what was just handled (debounce permitting),
+// not at the next tick.
+func (c *Core) filtersOnChange(now time.Time) {
+	if c.opts.Bloom.SendOnChange {
+		c.bloom.Tick(now)
+	}
 }
 
 // HandleOpenedFSP finishes an end-to-end message a dataplane worker
@@ -268,6 +278,34 @@ func (c *Core) HandleOpenedFSP(now time.Time, src identity.NodeAddr, counter uin
 func (c *Core) HandleOpened(now time.Time, l *peer.FastLink, flags uint8, in wire.FMPInner) {
 	c.now = now
 	c.peers.HandleOpened(now, l, flags, in)
+	c.filtersOnChange(now)
+}
+
+// NextWake is when the core wants Wake called before its next tick: with
+// the send-on-change filter schedule (bloom.Config.SendOnChange), the
+// moment a pending filter's debounce passes. False: nothing before the
+// tick. The driver (the node loop, the mesh harness) sets a timer.
+func (c *Core) NextWake() (time.Time, bool) {
+	if !c.opts.Bloom.SendOnChange {
+		return time.Time{}, false
+	}
+	at, ok := c.bloom.NextSend()
+	// A send that failed leaves its peer due at once: retry no sooner
+	// than minWake, so a persistent failure cannot spin the loop.
+	if floor := c.now.Add(minWake); at.Before(floor) {
+		at = floor
+	}
+	return at, ok
+}
+
+// minWake is the shortest delay NextWake asks for.
+const minWake = 10 * time.Millisecond
+
+// Wake sends the filters whose debounce has passed, and nothing else:
+// the other subsystems keep to the tick.
+func (c *Core) Wake(now time.Time) {
+	c.now = now
+	c.bloom.Tick(now)
 }
 
 // Tick runs every subsystem's timers, in upstream's order.

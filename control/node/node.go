@@ -402,10 +402,19 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) loop(ctx context.Context) {
 	tick := time.NewTicker(n.opts.TickInterval)
 	defer tick.Stop()
+	// wake fires when the core asked for it between ticks (a filter
+	// whose debounce passes); wakeAt is its deadline, zero when unset.
+	wake := time.NewTimer(time.Hour)
+	wake.Stop()
+	defer wake.Stop()
+	var wakeAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case now := <-wake.C:
+			wakeAt = time.Time{}
+			n.core.Wake(now)
 		case it := <-n.rx:
 			now := time.Now()
 			n.receive(now, it)
@@ -456,6 +465,10 @@ func (n *Node) loop(ctx context.Context) {
 			n.tunFlush()
 		}
 		n.releaseFences()
+		if at, ok := n.core.NextWake(); ok && (wakeAt.IsZero() || at.Before(wakeAt)) {
+			wakeAt = at
+			wake.Reset(max(time.Until(at), 0))
+		}
 	}
 }
 

@@ -5,6 +5,11 @@ import "time"
 // Config holds the routing and lookup settings. The zero value is not
 // useful; start from DefaultConfig.
 type Config struct {
+	// NextHop is the transit next-hop rule (node.routing.next_hop, a
+	// fips-go addition): NextHopDistance by default, NextHopUpstream for
+	// upstream's order. See FindNextHop.
+	NextHop NextHopRule
+
 	// Coordinate cache: node.cache.coord_size and coord_ttl_secs.
 	CoordCacheSize int
 	CoordCacheTTL  time.Duration
@@ -36,9 +41,38 @@ type Config struct {
 	MaxBackoffEntries        int // targets with a recorded lookup failure
 }
 
-// DefaultConfig returns upstream's defaults.
+// NextHopRule selects how FindNextHop ranks the peers strictly closer
+// to the destination in the tree.
+type NextHopRule uint8
+
+// Next-hop rules.
+const (
+	// NextHopDistance: least tree distance first (then bloom hit, link
+	// cost, address). Measured with testing/sim at 1,000 nodes: mean
+	// stretch 1.30 where upstream's order gives 1.49 (internet-like),
+	// 1.75 against 1.93 (random); docs/scale.md.
+	NextHopDistance NextHopRule = iota
+	// NextHopUpstream: upstream's find_next_hop — bloom candidates by
+	// link cost first, then greedy tree routing.
+	NextHopUpstream
+)
+
+// String is the node.routing.next_hop value.
+func (h NextHopRule) String() string {
+	switch h {
+	case NextHopDistance:
+		return "distance"
+	case NextHopUpstream:
+		return "upstream"
+	}
+	return "unknown"
+}
+
+// DefaultConfig returns upstream's defaults, with fips-go's next-hop
+// rule (NextHopDistance).
 func DefaultConfig() Config {
 	return Config{
+		NextHop:        NextHopDistance,
 		CoordCacheSize: 50_000,
 		CoordCacheTTL:  300 * time.Second,
 		SessionTTL:     64,

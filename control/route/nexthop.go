@@ -6,13 +6,16 @@ import (
 	"github.com/fips-go/fips/control/identity"
 )
 
-// FindNextHop chooses the peer to send a datagram for dest through, in
-// upstream's find_next_hop priority order:
+// FindNextHop chooses the peer to send a datagram for dest through. Steps
+// 1–3 are common to both rules (Config.NextHop):
 //
 //  1. dest is us: no next hop (local delivery);
 //  2. dest is a sendable peer: that peer;
 //  3. dest's coordinates from the cache, refreshing their TTL; a miss is
 //     no route (bloom filters are not consulted without coordinates);
+//
+// With NextHopUpstream, upstream's find_next_hop priority order follows:
+//
 //  4. among sendable peers whose filter may reach dest and whose tree
 //     distance to dest is strictly less than ours, the least
 //     (link cost, distance, address);
@@ -21,7 +24,15 @@ import (
 //     us and sendable;
 //  6. no route.
 //
-// Route reports the step and upstream's route class of the choice.
+// With NextHopDistance (the default), one step replaces 4 and 5: among
+// sendable peers whose tree distance to dest is strictly less than ours,
+// the least (distance, no bloom hit, link cost, address); else no route.
+// Both rules only ever name a peer strictly closer to dest in the tree
+// than we are, so a mesh mixing them stays loop-free (docs/routing.md).
+//
+// Route reports the step (for NextHopDistance: StepBloom when the chosen
+// peer's filter holds dest, else StepTree) and upstream's route class of
+// the choice.
 func (r *Router) FindNextHop(now time.Time, dest identity.NodeAddr) (identity.NodeAddr, Route, bool) {
 	n := ms(now)
 	p, step, ok := r.findNextHop(n, dest)
@@ -45,6 +56,9 @@ func (r *Router) findNextHop(now int64, dest identity.NodeAddr) (identity.NodeAd
 	}
 	mine := r.topo.Coords()
 	peers := r.links.Peers()
+	if r.cfg.NextHop == NextHopDistance {
+		return r.closestInTree(peers, dest, destCoords, mine)
+	}
 	if p, ok := r.bestBloomCandidate(peers, dest, destCoords, mine); ok {
 		return p, StepBloom, true
 	}
@@ -80,6 +94,50 @@ func (r *Router) bestBloomCandidate(peers []identity.NodeAddr, dest identity.Nod
 		}
 	}
 	return best, found
+}
+
+// closestInTree is the NextHopDistance rule: the sendable peer with the
+// least tree distance to dest, strictly less than ours; ties go to a
+// bloom hit, then the cheaper link, then the smaller address.
+func (r *Router) closestInTree(peers []identity.NodeAddr, dest identity.NodeAddr, destCoords, mine []identity.NodeAddr) (identity.NodeAddr, Step, bool) {
+	myDist := Distance(mine, destCoords)
+	var (
+		best     identity.NodeAddr
+		bestDist int
+		bestHit  bool
+		bestCost float64
+		found    bool
+	)
+	for _, p := range peers {
+		pc, ok := r.topo.PeerCoords(p)
+		if !ok {
+			continue
+		}
+		dist := Distance(pc, destCoords) // MaxInt on another root
+		if dist >= myDist || (found && dist > bestDist) || !r.links.CanSend(p) {
+			continue
+		}
+		hit := r.flt.MayReach(p, dest)
+		cost := r.links.LinkCost(p)
+		if found && dist == bestDist {
+			if bestHit && !hit {
+				continue
+			}
+			// Peers come in ascending address order: on a full tie the
+			// smaller address, seen first, stays.
+			if hit == bestHit && cost >= bestCost {
+				continue
+			}
+		}
+		best, bestDist, bestHit, bestCost, found = p, dist, hit, cost, true
+	}
+	if !found {
+		return identity.NodeAddr{}, 0, false
+	}
+	if bestHit {
+		return best, StepBloom, true
+	}
+	return best, StepTree, true
 }
 
 // greedyTree is upstream's TreeState::find_next_hop followed by the

@@ -98,12 +98,20 @@ func TestRoutingBloomMultipleHitsDistanceFilter(t *testing.T) {
 	}
 }
 
-// Link cost is the primary key, then distance, then address.
+// upstreamConfig is DefaultConfig with upstream's next-hop order.
+func upstreamConfig() Config {
+	c := DefaultConfig()
+	c.NextHop = NextHopUpstream
+	return c
+}
+
+// Upstream's order: link cost is the primary key, then distance, then
+// address.
 func TestRoutingBloomRankingCostDistanceAddress(t *testing.T) {
 	// We are the root; dest sits under m under a.
 	a, m, dest := addr(0x40), addr(0x70), addr(0x99)
 	setup := func() *fixture {
-		f := newFixture(t, DefaultConfig())
+		f := newFixture(t, upstreamConfig())
 		f.r.Cache().Insert(t0, dest, path(dest, m, a, f.self), 0) // our distance 3
 		return f
 	}
@@ -205,7 +213,7 @@ func TestRoutingTreeFallback(t *testing.T) {
 }
 
 func TestRoutingTreeFallbackTieSmallerAddress(t *testing.T) {
-	f := newFixture(t, DefaultConfig())
+	f := newFixture(t, upstreamConfig())
 	root, parent, dest := addr(0x01), addr(0x05), addr(0x99)
 	a, b := addr(0x30), addr(0x20)
 	f.topo.coords = path(f.self, parent, root)
@@ -305,6 +313,99 @@ func TestClassify(t *testing.T) {
 		}
 		if tc.want.String() != tc.name && tc.name != "no_dest_coords" {
 			t.Errorf("%s: String() = %q", tc.name, tc.want.String())
+		}
+	}
+}
+
+// The distance rule: tree distance is the primary key, then a bloom hit,
+// then link cost, then address; an unsendable winner yields the
+// runner-up.
+func TestRoutingDistanceRanking(t *testing.T) {
+	// We are the root; dest sits under m under a: our distance 3.
+	a, m, dest := addr(0x40), addr(0x70), addr(0x99)
+	f := newFixture(t, DefaultConfig())
+	f.r.Cache().Insert(t0, dest, path(dest, m, a, f.self), 0)
+	peer := func(p identity.NodeAddr, cost float64, hit bool, coords ...identity.NodeAddr) {
+		f.links.add(p).cost = cost
+		f.topo.peerCoords[p] = append(path(p), coords...)
+		if hit {
+			f.flt.add(p, dest)
+		}
+	}
+	far, near, x, y := addr(0x10), addr(0x20), addr(0x60), addr(0x50)
+	peer(far, 1.0, true, f.self)               // distance 4: not closer
+	peer(a, 1.0, true, f.self)                 // distance 2
+	peer(near, 2.5, false, dest, m, a, f.self) // distance 1, dear, no bloom hit
+	got, rt, ok := f.r.FindNextHop(t0, dest)
+	if !ok || got != near || rt.Step != StepTree {
+		t.Fatalf("closest peer not preferred: got %v %v %v", got, rt, ok)
+	}
+	f.links.peers[near].blocked = true
+	if got, rt, _ := f.r.FindNextHop(t0, dest); got != a || rt.Step != StepBloom {
+		t.Fatalf("unsendable winner: got %v %v, want the runner-up %v", got, rt, a)
+	}
+	delete(f.links.peers, near)
+	delete(f.topo.peerCoords, near)
+
+	// Equal distance 2: a bloom hit beats a cheaper link without one.
+	peer(x, 0.5, false, m, a, f.self)
+	if got, _, _ := f.r.FindNextHop(t0, dest); got != a {
+		t.Fatalf("bloom hit not preferred on a distance tie: got %v", got)
+	}
+	f.flt.add(x, dest) // now both hit: the cheaper link wins
+	if got, _, _ := f.r.FindNextHop(t0, dest); got != x {
+		t.Fatalf("cheaper link not preferred: got %v", got)
+	}
+	peer(y, 0.5, true, m, a, f.self) // full tie with x: the smaller address
+	if got, _, _ := f.r.FindNextHop(t0, dest); got != y {
+		t.Fatalf("full tie: got %v, want the smaller %v", got, y)
+	}
+}
+
+// Both rules only ever name a peer strictly closer to the destination in
+// the tree than we are: random coordinates, peers, filters and costs.
+func TestRoutingBothRulesStrictlyDecreaseDistance(t *testing.T) {
+	rnd := newSeeded(77)
+	b := make([]byte, 8)
+	next := func(n int) int { rnd.Read(b); return int(b[0]) % n }
+	for _, rule := range []NextHopRule{NextHopDistance, NextHopUpstream} {
+		chosen := 0
+		for trial := range 2000 {
+			cfg := DefaultConfig()
+			cfg.NextHop = rule
+			f := newFixture(t, cfg)
+			// A small universe of addresses; the root is the smallest.
+			root := addr(0x01)
+			chain := func() []identity.NodeAddr {
+				c := []identity.NodeAddr{root}
+				for range next(4) {
+					c = append([]identity.NodeAddr{addr(byte(0x02 + next(12)))}, c...)
+				}
+				return c
+			}
+			f.topo.coords = append([]identity.NodeAddr{f.self}, chain()...)
+			dest := addr(0xf0)
+			destCoords := append([]identity.NodeAddr{dest}, chain()...)
+			f.r.Cache().Insert(t0, dest, destCoords, 0)
+			for i := range 1 + next(5) {
+				p := addr(byte(0x20 + i))
+				f.links.add(p).cost = 1 + float64(next(3))
+				f.topo.peerCoords[p] = append([]identity.NodeAddr{p}, chain()...)
+				if next(2) == 0 {
+					f.flt.add(p, dest)
+				}
+			}
+			got, _, ok := f.r.FindNextHop(t0, dest)
+			if !ok {
+				continue
+			}
+			chosen++
+			if d, mine := Distance(f.topo.peerCoords[got], destCoords), Distance(f.topo.coords, destCoords); d >= mine {
+				t.Fatalf("%v, trial %d: chose %v at distance %d, ours %d", rule, trial, got, d, mine)
+			}
+		}
+		if chosen < 500 {
+			t.Fatalf("%v: only %d of 2000 trials routed; the test does not exercise the rule", rule, chosen)
 		}
 	}
 }

@@ -43,6 +43,10 @@ type Options struct {
 	MaxQueued int // default 1,000,000
 	// Start is the simulated wall-clock start (default 2026-01-01 UTC).
 	Start time.Time
+	// Core, when set, adjusts each node's options before its Core is
+	// built (per-node routing rules, bloom schedules); index is the
+	// node's Index.
+	Core func(index int, o *node.CoreOptions)
 }
 
 // Net is a simulated network of nodes.
@@ -58,6 +62,9 @@ type Net struct {
 
 	// Counters.
 	Sent, Delivered, Dropped, Overflow uint64
+	// SentBytes is the size of every packet handed to a link (lost
+	// ones included).
+	SentBytes uint64
 
 	trace hash.Hash64 // every delivery, in order: replays must match
 }
@@ -77,10 +84,14 @@ type Node struct {
 	// (bounded by MaxReceived; the overflow is counted).
 	Received        []Datagram
 	ReceivedDropped uint64
+	// SentPackets and SentBytes count what this node handed to its links.
+	SentPackets, SentBytes uint64
 	// Capture, when set, takes every packet this node sends instead of
 	// the simulated links (allocation tests and benchmarks hand packets
 	// from Core to Core themselves). pkt is valid only during the call.
 	Capture func(to transport.Addr, pkt []byte)
+	// wakeAt is the pending evWake's time, zero when none.
+	wakeAt time.Time
 }
 
 // Datagram is one delivered DataPacket.
@@ -171,8 +182,12 @@ func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	i := len(n.nodes)
 	ip := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 	nd := &Node{Index: i, Addr: transport.AddrFromIP(netip.AddrPortFrom(ip, 2121)), ID: id, net: n, MTU: 1280}
-	core, err := node.NewCore(n.now, node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
-		Route: n.opts.Route, Session: n.opts.Session, Rand: rngReader{n.rng}, Deliver: nd.deliver, TransportMTU: func() int { return nd.MTU }}, nd)
+	co := node.CoreOptions{Identity: id, Peer: n.opts.Peer, Log: n.opts.Log.With("node", i),
+		Route: n.opts.Route, Session: n.opts.Session, Rand: rngReader{n.rng}, Deliver: nd.deliver, TransportMTU: func() int { return nd.MTU }}
+	if n.opts.Core != nil {
+		n.opts.Core(i, &co)
+	}
+	core, err := node.NewCore(n.now, co, nd)
 	if err != nil {
 		panic(err)
 	}
@@ -245,6 +260,9 @@ func (nd *Node) Send(_ transport.ID, to transport.Addr, pkt []byte) error {
 		return fmt.Errorf("mesh: no link %d-%d", nd.Index, dst.Index)
 	}
 	n.Sent++
+	n.SentBytes += uint64(len(pkt))
+	nd.SentPackets++
+	nd.SentBytes += uint64(len(pkt))
 	if !l.up || (l.Loss > 0 && n.rng.Float64() < l.Loss) {
 		n.Dropped++
 		return nil
@@ -300,6 +318,16 @@ func (n *Net) step() {
 			e.to.Core.Tick(n.now)
 		}
 		n.schedule(event{at: n.now.Add(n.opts.TickInterval), kind: evTick, to: e.to})
+		n.scheduleWake(e.to)
+	case evWake:
+		if !e.at.Equal(e.to.wakeAt) {
+			return // superseded by an earlier one
+		}
+		e.to.wakeAt = time.Time{}
+		if !e.to.down {
+			e.to.Core.Wake(n.now)
+		}
+		n.scheduleWake(e.to)
 	case evPacket:
 		if e.to.down {
 			n.Dropped++
@@ -319,12 +347,31 @@ func (n *Net) step() {
 		for i := range e.pkt {
 			e.pkt[i] = 0xA5
 		}
+		n.scheduleWake(e.to)
 	}
+}
+
+// scheduleWake queues an evWake for the moment nd's core asked for,
+// unless one at or before it is queued.
+func (n *Net) scheduleWake(nd *Node) {
+	at, ok := nd.Core.NextWake()
+	if !ok || nd.down {
+		return
+	}
+	if at.Before(n.now) {
+		at = n.now
+	}
+	if !nd.wakeAt.IsZero() && !at.Before(nd.wakeAt) {
+		return
+	}
+	nd.wakeAt = at
+	n.schedule(event{at: at, kind: evWake, to: nd})
 }
 
 const (
 	evTick = iota
 	evPacket
+	evWake
 )
 
 type event struct {

@@ -57,9 +57,10 @@ func walkAll(t *testing.T, net *Net, nodes, dests []*Node) (walks, totalHops int
 
 // TestMesh1000RoutesAndReroutes is issue 4's scale acceptance: a
 // 1,000-node random mesh converges to one root with consistent
-// coordinates; from every node a next-hop walk reaches 1,000 sampled
+// coordinates; from every node a next-hop walk reaches 200 sampled
 // destinations without loops; after 5% of the links fail it reconverges
-// and the walks succeed again.
+// and the walks succeed again. (Stretch, lookups, churn and 10,000 nodes
+// are testing/sim's, under make sim.)
 func TestMesh1000RoutesAndReroutes(t *testing.T) {
 	wall := time.Now()
 	net := New(Options{Seed: 1000})
@@ -74,7 +75,7 @@ func TestMesh1000RoutesAndReroutes(t *testing.T) {
 	t.Logf("1000 nodes, %d links: tree converged in %v simulated (%v wall)", len(net.Links()), took, time.Since(wall).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(9, 9))
-	dests := make([]*Node, 1000)
+	dests := make([]*Node, 200)
 	for i := range dests {
 		dests[i] = nodes[rng.IntN(len(nodes))]
 	}
