@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/control/identity"
 )
 
 type treeView struct {
@@ -16,6 +18,31 @@ type treeView struct {
 	MyCoords []string `json:"my_coords"`
 }
 
+// minNodeAddr is the root a converged mesh of ids elects: the smallest
+// NodeAddr.
+func minNodeAddr(ids []*identity.Identity) string {
+	minAddr := ""
+	for _, id := range ids {
+		if a := id.NodeAddr().String(); minAddr == "" || a < minAddr {
+			minAddr = a
+		}
+	}
+	return minAddr
+}
+
+// treeAgrees reports whether every daemon's show_tree names root and holds
+// coordinates that start at its own address and are as long as its depth.
+func treeAgrees(ds []*Daemon, ids []*identity.Identity, root string) bool {
+	for i, d := range ds {
+		var tv treeView
+		if err := d.Call("show_tree", nil, &tv); err != nil || tv.Root != root || len(tv.MyCoords) != tv.Depth+1 ||
+			tv.MyCoords[0] != ids[i].NodeAddr().String() {
+			return false
+		}
+	}
+	return true
+}
+
 // TestFiveDaemonsInALineAgreeOnTheRoot is issue 4's daemon acceptance:
 // five fips processes in a line agree on the root (the smallest NodeAddr)
 // in show_tree, and the tree re-forms when the middle one is killed and
@@ -23,22 +50,8 @@ type treeView struct {
 func TestFiveDaemonsInALineAgreeOnTheRoot(t *testing.T) {
 	const n = 5
 	ds, ids := Line(t, bins, "n", n)
-	minAddr := ""
-	for _, id := range ids {
-		if a := id.NodeAddr().String(); minAddr == "" || a < minAddr {
-			minAddr = a
-		}
-	}
-	agree := func() bool {
-		for i, d := range ds {
-			var tv treeView
-			if err := d.Call("show_tree", nil, &tv); err != nil || tv.Root != minAddr || len(tv.MyCoords) != tv.Depth+1 ||
-				tv.MyCoords[0] != ids[i].NodeAddr().String() {
-				return false
-			}
-		}
-		return true
-	}
+	minAddr := minNodeAddr(ids)
+	agree := func() bool { return treeAgrees(ds, ids, minAddr) }
 	took, ok := WaitFor(20*time.Second, agree)
 	if !ok {
 		t.Fatalf("the line did not agree on root %s\n%s", minAddr, ds[2].Logs())

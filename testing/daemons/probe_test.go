@@ -95,8 +95,16 @@ func TestProbeAcrossALine(t *testing.T) {
 	a, target := ds[0], ids[n-1]
 	cAddr := target.NodeAddr().String()
 
-	// Wait until the filter A holds from B covers the rest of the line
-	// (B, C, D): tree and filters have converged.
+	// Wait until the line agrees on its root and the filter A holds from B
+	// covers the rest of the line (B, C, D): tree and filters have
+	// converged. Filters travel on change and may settle before the tree
+	// does; a probe between the two finds the target's coordinates in
+	// another tree (disjoint_trees), which is right but not what this
+	// test is about.
+	root := minNodeAddr(ids)
+	if _, ok := WaitFor(30*time.Second, func() bool { return treeAgrees(ds, ids, root) }); !ok {
+		t.Fatalf("the line did not agree on root %s\n%s", root, a.Logs())
+	}
 	if _, ok := WaitFor(30*time.Second, func() bool {
 		var b struct {
 			PeerFilters []struct {
