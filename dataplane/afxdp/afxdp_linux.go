@@ -27,6 +27,16 @@ type Socket struct {
 	received atomic.Uint64
 	wakeups  atomic.Uint64
 
+	// The transmit half (Options.TxFrames > 0): TX ring, completion
+	// ring and the pool of TX frames, guarded by txMu; taken once per
+	// TxQueue refill and once per TxQueue flush, never per frame.
+	txMu     sync.Mutex
+	tx       ring
+	txPool   []uint64 // free TX frame addresses
+	txFrames int
+	txBase   uint64 // first TX frame's address (after the fill frames)
+	txCounts txCounts
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 	mu        sync.Mutex // guards fd against Close while Statistics reads
@@ -108,7 +118,8 @@ func Open(o Options) (*Socket, error) {
 		return fail(errorf("eventfd: %w", err))
 	}
 	n := uint32(o.Frames)
-	s.umem, err = unix.Mmap(-1, 0, o.Frames*o.FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	s.txFrames, s.txBase = o.TxFrames, uint64(o.Frames)*uint64(o.FrameSize)
+	s.umem, err = unix.Mmap(-1, 0, (o.Frames+o.TxFrames)*o.FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return fail(errorf("UMEM mmap: %w", err))
 	}
@@ -116,9 +127,16 @@ func Open(o Options) (*Socket, error) {
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		return fail(errorf("XDP_UMEM_REG: %w", err))
 	}
-	for _, opt := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING} {
-		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, opt, o.Frames); err != nil {
-			return fail(errorf("ring size option %d: %w", opt, err))
+	// The completion ring holds every TX frame at once; the kernel wants
+	// one even without a TX ring.
+	comp := max(o.Frames, o.TxFrames)
+	for _, r := range []struct{ opt, n int }{{unix.XDP_UMEM_FILL_RING, o.Frames},
+		{unix.XDP_UMEM_COMPLETION_RING, comp}, {unix.XDP_RX_RING, o.Frames}, {unix.XDP_TX_RING, o.TxFrames}} {
+		if r.n == 0 {
+			continue
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_XDP, r.opt, r.n); err != nil {
+			return fail(errorf("ring size option %d: %w", r.opt, err))
 		}
 	}
 	var off unix.XDPMmapOffsets
@@ -128,13 +146,27 @@ func Open(o Options) (*Socket, error) {
 	if s.fill, err = mapRing(fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, n, 8); err != nil {
 		return fail(errorf("map fill ring: %w", err))
 	}
-	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, n, 8); err != nil {
+	if s.comp, err = mapRing(fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, uint32(comp), 8); err != nil {
 		return fail(errorf("map completion ring: %w", err))
 	}
 	if s.rx, err = mapRing(fd, off.Rx, unix.XDP_PGOFF_RX_RING, n, unsafe.Sizeof(unix.XDPDesc{})); err != nil {
 		return fail(errorf("map RX ring: %w", err))
 	}
-	// Every frame goes to the kernel: the fill ring is as large as the UMEM.
+	if o.TxFrames > 0 {
+		if s.tx, err = mapRing(fd, off.Tx, unix.XDP_PGOFF_TX_RING, uint32(o.TxFrames), unsafe.Sizeof(unix.XDPDesc{})); err != nil {
+			return fail(errorf("map TX ring: %w", err))
+		}
+		s.txPool = make([]uint64, 0, o.TxFrames)
+		for i := o.TxFrames - 1; i >= 0; i-- {
+			s.txPool = append(s.txPool, s.txBase+uint64(i)*s.frameSize)
+		}
+		// Copy mode sends at most a budget of frames per sendto (32 by
+		// default); a larger one, where the kernel has the option
+		// (6.17+), saves syscalls. Refused: the default stands.
+		_ = unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, maxTxBudget)
+	}
+	// Every fill frame goes to the kernel: the fill ring is as large as
+	// the receive part of the UMEM.
 	for i := uint32(0); i < n; i++ {
 		*s.fill.addr(i) = uint64(i) * s.frameSize
 	}
@@ -215,13 +247,20 @@ func (s *Socket) Statistics() (Statistics, error) {
 	if s.closed.Load() {
 		return Statistics{}, ErrClosed
 	}
+	if s.txFrames > 0 {
+		s.txMu.Lock()
+		s.reapLocked()
+		s.txMu.Unlock()
+	}
 	var k unix.XDPStatistics
 	if _, err := getsockopt(s.fd, unix.XDP_STATISTICS, unsafe.Pointer(&k), unsafe.Sizeof(k)); err != nil {
 		return Statistics{}, errorf("XDP_STATISTICS: %w", err)
 	}
 	return Statistics{RxDropped: k.Rx_dropped, RxInvalidDescs: k.Rx_invalid_descs, TxInvalidDescs: k.Tx_invalid_descs,
 		RxRingFull: k.Rx_ring_full, RxFillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs,
-		Received: s.received.Load(), Wakeups: s.wakeups.Load(), ZeroCopy: s.zeroCopy, NeedWakeup: s.wakeup}, nil
+		Received: s.received.Load(), Wakeups: s.wakeups.Load(), ZeroCopy: s.zeroCopy, NeedWakeup: s.wakeup,
+		Transmitted: s.txCounts.sent.Load(), TxPoolEmpty: s.txCounts.poolEmpty.Load(), TxKicks: s.txCounts.kicks.Load(),
+		TxKickErrors: s.txCounts.kickErrors.Load()}, nil
 }
 
 // Close wakes a blocked Receive (which returns ErrClosed). The socket and
@@ -244,12 +283,14 @@ func (s *Socket) Release() error {
 	s.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
 	return s.release()
 }
 
 func (s *Socket) release() error {
 	var errs []error
-	for _, r := range []*ring{&s.rx, &s.comp, &s.fill} {
+	for _, r := range []*ring{&s.rx, &s.tx, &s.comp, &s.fill} {
 		if r.mem != nil {
 			errs = append(errs, unix.Munmap(r.mem))
 			r.mem = nil

@@ -22,3 +22,21 @@ func (*Socket) Close() error { return nil }
 
 // Release does nothing.
 func (*Socket) Release() error { return nil }
+
+// TxQueue is a transmit queue; on this OS it cannot exist.
+type TxQueue struct{}
+
+// NewTxQueue returns nil.
+func (*Socket) NewTxQueue() *TxQueue { return nil }
+
+// Frame reports no frame.
+func (*TxQueue) Frame() (uint64, []byte, bool) { return 0, nil, false }
+
+// Submit does nothing.
+func (*TxQueue) Submit(uint64, int) {}
+
+// Unused does nothing.
+func (*TxQueue) Unused(uint64) {}
+
+// Flush does nothing.
+func (*TxQueue) Flush() int { return 0 }

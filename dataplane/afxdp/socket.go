@@ -9,6 +9,10 @@ type Options struct {
 	// 0: 4096).
 	Frames    int
 	FrameSize int
+	// TxFrames adds a TX ring of that many frames (a power of two, at
+	// 0: receive only) and as many UMEM frames for it,
+	// apart from the fill ring's.
+	TxFrames int
 	// ZeroCopy asks for zero-copy mode first; copy mode is used when the
 	// driver has none (veth) or when false.
 	ZeroCopy bool
@@ -23,16 +27,21 @@ type Statistics struct {
 	RxRingFull      uint64 `json:"rx_ring_full"`          // frames dropped because the RX ring was full
 	RxFillRingEmpty uint64 `json:"fill_ring_empty_descs"` // times the fill ring had no frame for the kernel
 	TxRingEmpty     uint64 `json:"tx_ring_empty_descs"`
-	Received        uint64 `json:"received"`    // frames read from the RX ring
-	Wakeups         uint64 `json:"wakeups"`     // need_wakeup kicks of the fill ring
-	ZeroCopy        bool   `json:"zero_copy"`   // bound in zero-copy mode
-	NeedWakeup      bool   `json:"need_wakeup"` // bound with XDP_USE_NEED_WAKEUP
+	Received        uint64 `json:"received"`       // frames read from the RX ring
+	Wakeups         uint64 `json:"wakeups"`        // need_wakeup kicks of the fill ring
+	Transmitted     uint64 `json:"transmitted"`    // frames the kernel completed from the TX ring
+	TxPoolEmpty     uint64 `json:"tx_pool_empty"`  // TX frames asked for when none was free (the caller fell back)
+	TxKicks         uint64 `json:"tx_kicks"`       // sendto calls that drove the TX ring
+	TxKickErrors    uint64 `json:"tx_kick_errors"` // of which failed other than EAGAIN/ENOBUFS/EBUSY
+	ZeroCopy        bool   `json:"zero_copy"`      // bound in zero-copy mode
+	NeedWakeup      bool   `json:"need_wakeup"`    // bound with XDP_USE_NEED_WAKEUP
 }
 
 const (
 	defaultFrames    = 2048
 	defaultFrameSize = 4096
 	maxFrames        = 1 << 16
+	maxTxBudget      = 256
 )
 
 func (o *Options) defaults() error {
@@ -44,6 +53,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Frames < 16 || o.Frames > maxFrames || o.Frames&(o.Frames-1) != 0 {
 		return errorf("frames %d: want a power of two in [16, %d]", o.Frames, maxFrames)
+	}
+	if o.TxFrames != 0 && (o.TxFrames < 16 || o.TxFrames > maxFrames || o.TxFrames&(o.TxFrames-1) != 0) {
+		return errorf("TX frames %d: want 0 or a power of two in [16, %d]", o.TxFrames, maxFrames)
 	}
 	if o.FrameSize != 2048 && o.FrameSize != 4096 {
 		return errorf("frame size %d: want 2048 or 4096", o.FrameSize)

@@ -1,0 +1,139 @@
+package afxdp
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// TestTxQueueSendsFramesTheKernelAccepts: frames built by Header and
+// sent through a TX ring on b arrive at a UDP socket on a (the kernel
+// verifies their IP and UDP checksums), in order, across flushes that
+// recycle the TX frames; asking for more frames than the pool holds
+// without flushing is refused and counted.
+func TestTxQueueSendsFramesTheKernelAccepts(t *testing.T) {
+	a, b, _ := veth(t)
+	la, err := netlink.LinkByIndex(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := netlink.LinkByIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only a holds addresses: frames from b's (unassigned) 10.9.0.2 and
+	// fd09::2 would be martians were they local.
+	for _, c := range []struct {
+		l    netlink.Link
+		addr string
+	}{{la, "10.9.0.1/24"}, {la, "fd09::1/64"}} {
+		addr, err := netlink.ParseAddr(c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr.Flags = unix.IFA_F_NODAD
+		if err := netlink.AddrAdd(c.l, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(Options{Ifindex: b, Queue: 0, Frames: 16, TxFrames: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	q := s.NewTxQueue()
+	if q == nil {
+		t.Fatal("no TX queue on a socket with TxFrames")
+	}
+	for _, fam := range []struct{ src, dst string }{{"10.9.0.2:40000", "10.9.0.1:2121"}, {"[fd09::2]:40000", "[fd09::1]:2121"}} {
+		src, dst := netip.MustParseAddrPort(fam.src), netip.MustParseAddrPort(fam.dst)
+		uc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(dst))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := NewHeader(lb.Attrs().HardwareAddr, la.Attrs().HardwareAddr, src, dst, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const total, batch = 300, 40
+		buf := make([]byte, 2048)
+		for sent := 0; sent < total; {
+			for i := 0; i < batch && sent < total; i, sent = i+1, sent+1 {
+				addr, f, ok := q.Frame()
+				if !ok {
+					t.Fatalf("no TX frame for datagram %d", sent)
+				}
+				n := 100 + sent
+				p := f[h.Len() : h.Len()+n]
+				for j := range p {
+					p[j] = byte(sent + j)
+				}
+				h.Finish(f, n)
+				q.Submit(addr, h.Len()+n)
+			}
+			if got := q.Flush(); got == 0 {
+				t.Fatal("Flush queued nothing")
+			}
+			// Read this batch back before sending the next: the socket
+			// buffer is small.
+			for k := (sent - 1) / batch * batch; k < sent; k++ {
+				uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, from, err := uc.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					st, _ := s.Statistics()
+					snmp, _ := os.ReadFile("/proc/thread-self/net/snmp")
+					dev, _ := os.ReadFile("/proc/thread-self/net/dev")
+					t.Fatalf("%v datagram %d: %v; %+v\n%s\n%s", dst, k, err, st, snmp, dev)
+				}
+				want := make([]byte, 100+k)
+				for j := range want {
+					want[j] = byte(k + j)
+				}
+				if from.Addr().Unmap() != src.Addr() || from.Port() != src.Port() || !bytes.Equal(buf[:n], want) {
+					t.Fatalf("%v datagram %d: %d bytes from %v", dst, k, n, from)
+				}
+			}
+		}
+		uc.Close()
+	}
+	st, err := s.Statistics()
+	if err != nil || st.Transmitted != 600 || st.TxInvalidDescs != 0 || st.TxKickErrors != 0 {
+		t.Fatalf("statistics %+v, %v: want 600 transmitted", st, err)
+	}
+	// Every frame taken, none flushed: the 65th is refused and counted.
+	var held []uint64
+	for {
+		addr, _, ok := q.Frame()
+		if !ok {
+			break
+		}
+		held = append(held, addr)
+	}
+	if len(held) != 64 {
+		t.Fatalf("took %d frames, want the pool's 64", len(held))
+	}
+	for _, a := range held {
+		q.Unused(a)
+	}
+	if st, _ := s.Statistics(); st.TxPoolEmpty != 1 {
+		t.Fatalf("tx_pool_empty %d, want 1", st.TxPoolEmpty)
+	}
+	if _, _, ok := q.Frame(); !ok {
+		t.Fatal("a frame given back is not reusable")
+	}
+}
+
+// TestOpenRefusesBadTxFrames: TxFrames not a power of two in range.
+func TestOpenRefusesBadTxFrames(t *testing.T) {
+	for _, n := range []int{1, 15, 100, 1 << 17, -1} {
+		if _, err := Open(Options{Ifindex: 1, TxFrames: n}); err == nil {
+			t.Errorf("TxFrames %d accepted", n)
+		}
+	}
+}
