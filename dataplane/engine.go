@@ -404,6 +404,22 @@ func (w *Worker) Sender(id transport.ID) peer.Reserver {
 	return s
 }
 
+// UseSender makes s the worker's send queue on transport id (instead of
+// the one the transport would give it); call it before the worker
+// handles a packet. The worker flushes and closes it.
+func (w *Worker) UseSender(id transport.ID, s transport.Sender) {
+	for i := range w.senders {
+		if w.senders[i].id == id {
+			if w.senders[i].s != nil {
+				w.senders[i].s.Close()
+			}
+			w.senders[i].s = s
+			return
+		}
+	}
+	w.senders = append(w.senders, senderSlot{id: id, s: s})
+}
+
 // sender is the worker's send queue on transport id, made on first use;
 // nil when that transport has none.
 func (w *Worker) sender(id transport.ID) *senderSlot {

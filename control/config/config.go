@@ -683,7 +683,18 @@ type DataplaneConfig struct {
 	// sockets (one per RX queue) read by dataplane workers, wherever the
 	// XDP program runs. Default false.
 	AFXDP bool `yaml:"afxdp" fips:"optional"`
+	// AFXDPTransmit is how the AF_XDP workers send what they forward:
+	// "socket" (the UDP transports' sockets, the default) or "xsk" (the
+	// AF_XDP sockets' TX rings, headers built from the kernel's route and
+	// neighbour tables).
+	AFXDPTransmit string `yaml:"afxdp_transmit" fips:"optional"`
 }
+
+// dataplane.afxdp_transmit values.
+const (
+	AFXDPTransmitSocket = "socket"
+	AFXDPTransmitXSK    = "xsk"
+)
 
 // ECNEnabled is dataplane.ecn with its default (true).
 func (d DataplaneConfig) ECNEnabled() bool { return d.ECN == nil || *d.ECN }

@@ -407,6 +407,9 @@ func (r *rangeChecker) dataplane(d *DataplaneConfig) {
 	default:
 		r.errs = append(r.errs, r.c.invalid("dataplane.mode", "`dataplane.mode` is %s, but must be auto, xdp or userspace", strconv.Quote(d.Mode)))
 	}
+	if t := d.AFXDPTransmit; t != "" && t != AFXDPTransmitSocket && t != AFXDPTransmitXSK {
+		r.errs = append(r.errs, r.c.invalid("dataplane.afxdp_transmit", "`dataplane.afxdp_transmit` is %s, but must be socket or xsk", strconv.Quote(t)))
+	}
 	if d.Workers < 0 || d.Workers > MaxWorkers {
 		r.errs = append(r.errs, r.c.invalid("dataplane.workers", "`dataplane.workers` is %d, but must be 0 (one per core) to %d", d.Workers, MaxWorkers))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/fips-go/fips/bpf"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane"
 	"github.com/fips-go/fips/dataplane/afxdp"
 )
 
@@ -29,6 +30,13 @@ type xskPlane struct {
 	bufs  *transport.BufferPool
 	// ports maps a bound UDP port to its transport.
 	ports map[uint16]transport.ID
+	// transmit: the workers send through the sockets' TX rings
+	// (dataplane.afxdp_transmit: xsk); ecn is the codepoint their frames
+	// carry (ECT(0) where the tc programs mark the socket path's).
+	transmit bool
+	ecn      uint8
+	txMu     sync.Mutex // guards txCounts (appended by starting workers)
+	txCounts []*xskTxCounts
 }
 
 type xskSock struct {
@@ -81,7 +89,14 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 		return nil, errors.New("dataplane.afxdp needs the dataplane engine (dataplane.engine is false)")
 	}
 	x := &xskPlane{stop: make(chan struct{}), bufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
-		ports: map[uint16]transport.ID{}}
+		ports: map[uint16]transport.ID{}, transmit: n.opts.Dataplane.XSKTransmit}
+	if p.tc != nil {
+		x.ecn = 2
+	}
+	txFrames := 0
+	if x.transmit {
+		txFrames = xskTxFrames
+	}
 	for _, id := range n.order {
 		t := n.transports[id]
 		if t.Type() != "udp" || t.State() != transport.StateUp {
@@ -100,7 +115,7 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 				n.stopXSK(p, x)
 				return nil, fmt.Errorf("more than %d RX queues", bpf.MaxSlots)
 			}
-			s, err := afxdp.Open(afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true})
+			s, err := afxdp.Open(afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true, TxFrames: txFrames})
 			if err != nil {
 				n.stopXSK(p, x)
 				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
@@ -114,20 +129,77 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 			slot++
 		}
 	}
-	for _, xs := range x.socks {
+	for i, xs := range x.socks {
 		x.wg.Add(1)
-		go n.xskRead(x, xs)
+		go n.xskRead(x, xs, i)
 	}
 	return x, nil
+}
+
+// xskTxFrames is each socket's TX ring and TX part of its UMEM.
+const xskTxFrames = 2048
+
+// xskSenders gives worker k a sender per UDP transport that transmits
+// through the TX rings: on each interface, through socket k of that
+// interface's (its own TX queue on it).
+func (n *Node) xskSenders(x *xskPlane, w *dataplane.Worker, k int) {
+	byIf := map[int][]*xskSock{}
+	for _, xs := range x.socks {
+		byIf[xs.ifindex] = append(byIf[xs.ifindex], xs)
+	}
+	for port, id := range x.ports {
+		ws, ok := n.transports[id].(transport.WorkerSenders)
+		if !ok {
+			continue
+		}
+		fb, err := ws.NewSender()
+		if err != nil {
+			continue
+		}
+		c := &xskTxCounts{}
+		s := &xskSender{fallback: fb, port: port, ecn: x.ecn, queues: map[int]*afxdp.TxQueue{}, resolve: resolveL2,
+			dests: map[netip.AddrPort]*xskDest{}, counts: c}
+		if ap, err := netip.ParseAddrPort(n.transports[id].LocalAddr()); err == nil {
+			s.bind = ap.Addr().Unmap()
+		}
+		for ifindex, socks := range byIf {
+			if q := socks[k%len(socks)].s.NewTxQueue(); q != nil {
+				s.queues[ifindex] = q
+			}
+		}
+		x.txMu.Lock()
+		x.txCounts = append(x.txCounts, c)
+		x.txMu.Unlock()
+		w.UseSender(id, s)
+	}
+}
+
+// txView is show_bpf.xsk_tx.
+func (x *xskPlane) txView() XSKTxView {
+	v := XSKTxView{Reason: "dataplane.afxdp_transmit is socket: the workers send through the UDP sockets"}
+	if !x.transmit {
+		return v
+	}
+	v.Enabled = true
+	v.Reason = "the AF_XDP workers seal into TX frames of the destination interface's socket"
+	x.txMu.Lock()
+	defer x.txMu.Unlock()
+	for _, c := range x.txCounts {
+		c.addTo(&v)
+	}
+	return v
 }
 
 // xskRead is one socket's worker: each redirected frame's datagram is
 // offered to the engine worker as a UDP reader would, the batch's sends
 // flushed after every ring drain.
-func (n *Node) xskRead(x *xskPlane, xs *xskSock) {
+func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
 	defer x.wg.Done()
-	w := n.eng.NewWorker()
+	w := n.eng.NewLocalWorker()
 	defer w.Close()
+	if x.transmit {
+		n.xskSenders(x, w, k)
+	}
 	for {
 		_, err := xs.s.Receive(func(f []byte) {
 			d, err := afxdp.ParseUDP(f)

@@ -43,6 +43,10 @@ type DataplaneOptions struct {
 	// AFXDP redirects established frames of known links into AF_XDP
 	// sockets read by dataplane workers (dataplane.afxdp), in xdp mode.
 	AFXDP bool
+	// XSKTransmit sends what the AF_XDP workers forward or seal through
+	// the sockets' TX rings (dataplane.afxdp_transmit: xsk) instead of
+	// the UDP sockets.
+	XSKTransmit bool
 }
 
 // DataplaneView is show_status's dataplane field (fips-go addition).
@@ -411,6 +415,8 @@ type BPFView struct {
 	TCCounters []TCCounter `json:"tc_counters"`
 	// XSKs are the AF_XDP sockets with their ring statistics.
 	XSKs []XSKView `json:"xsks"`
+	// XSKTx is what the AF_XDP workers sent through TX rings.
+	XSKTx XSKTxView `json:"xsk_tx"`
 }
 
 // TCCounter is one (direction, reason) pair's packets and bytes.
@@ -469,6 +475,7 @@ func (n *Node) BPF() (BPFView, error) {
 	}
 	if p.xsk != nil {
 		v.XSKs = p.xsk.views()
+		v.XSKTx = p.xsk.txView()
 	}
 	if p.tc != nil {
 		ts, err := p.tc.Stats()

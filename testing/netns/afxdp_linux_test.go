@@ -15,12 +15,21 @@ import (
 // XDP program's link_xsk redirects and the sockets' received counts
 // move, the relay's engine forwards them) and its UDP sockets see almost
 // none of them.
-func TestAFXDPTransitChain(t *testing.T) {
+func TestAFXDPTransitChain(t *testing.T) { afxdpTransit(t, "socket") }
+
+// TestAFXDPTransmitTransitChain is TestAFXDPTransitChain with
+// dataplane.afxdp_transmit: xsk — what B forwards leaves through its
+// AF_XDP sockets' TX rings (the receivers' kernels check every checksum):
+// nearly every forwarded frame is counted as sealed into a TX frame, and
+// B's UDP sockets send almost nothing.
+func TestAFXDPTransmitTransitChain(t *testing.T) { afxdpTransit(t, "xsk") }
+
+func afxdpTransit(t *testing.T, transmit string) {
 	m := New(t, Options{IPv6: true})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
 	m.Link(a, b)
 	m.Link(b, c)
-	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true }\n"
+	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: " + transmit + " }\n"
 	m.Start()
 	m.WaitConverged(30 * time.Second)
 
@@ -39,14 +48,17 @@ func TestAFXDPTransitChain(t *testing.T) {
 		t.Fatalf("ping6 A→C through B: %v\n%s", err, out)
 	}
 	s0 := bpfStats(t, m, b)
-	recv0 := udpRecv(t, b)
+	recv0, sent0 := udpPackets(t, b)
+	fwd0 := dataplaneOf(t, b).Engine.Forwarded
 	defer m.Background("c", "iperf3", "-s", "-B", addr)()
 	if !m.WaitListening("c", 5201, 10*time.Second) {
 		t.Fatal("iperf3 server not listening")
 	}
 	bps := iperf(t, m, "a", addr, 4)
 	s1 := bpfStats(t, m, b)
-	recvDelta := udpRecv(t, b) - recv0
+	recv1, sent1 := udpPackets(t, b)
+	recvDelta, sentDelta := recv1-recv0, sent1-sent0
+	fwdDelta := dataplaneOf(t, b).Engine.Forwarded - fwd0
 	var rx0, rx1, loop1 uint64
 	for _, x := range s0.XSKs {
 		rx0 += x.Received
@@ -76,8 +88,33 @@ func TestAFXDPTransitChain(t *testing.T) {
 	if recvDelta > (rx1-rx0)/10 {
 		t.Errorf("b's UDP sockets received %d packets while the XSKs received %d", recvDelta, rx1-rx0)
 	}
-	if dataplaneOf(t, b).Engine.Forwarded == 0 {
+	if fwdDelta == 0 {
 		t.Error("b's engine forwarded nothing")
+	}
+	tx := s1.XSKTx
+	t.Logf("b forwarded %d frames: xsk_tx %+v; its UDP sockets sent +%d", fwdDelta, tx, sentDelta)
+	if transmit == "xsk" {
+		if !tx.Enabled {
+			t.Errorf("xsk_tx not enabled: %+v", tx)
+		}
+		if got := tx.Frames - s0.XSKTx.Frames; got < fwdDelta*9/10 {
+			t.Errorf("%d frames through TX rings of %d forwarded", got, fwdDelta)
+		}
+		if sentDelta > fwdDelta/10 {
+			t.Errorf("b's UDP sockets sent %d packets while it forwarded %d", sentDelta, fwdDelta)
+		}
+		var sent uint64
+		for _, x := range s1.XSKs {
+			sent += x.Transmitted
+			if x.TxInvalidDescs != 0 || x.TxKickErrors != 0 {
+				t.Errorf("xsk %s/%d: %+v", x.Interface, x.Queue, x.Statistics)
+			}
+		}
+		if sent < fwdDelta*9/10 {
+			t.Errorf("the kernel completed %d TX frames of %d forwarded", sent, fwdDelta)
+		}
+	} else if tx.Enabled || tx.Frames != 0 {
+		t.Errorf("xsk_tx with afxdp_transmit socket: %+v", tx)
 	}
 	out, err = m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", addr)
 	if err != nil || !strings.Contains(string(out), "3 received") {

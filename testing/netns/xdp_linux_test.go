@@ -48,11 +48,20 @@ func bpfStats(t *testing.T, m *Mesh, n *Node) bpfView {
 // udpRecv is n's UDP transport packets_recv (show_transports).
 func udpRecv(t *testing.T, n *Node) uint64 {
 	t.Helper()
+	r, _ := udpPackets(t, n)
+	return r
+}
+
+// udpPackets is n's UDP transport packets_recv and packets_sent
+// (show_transports).
+func udpPackets(t *testing.T, n *Node) (recv, sent uint64) {
+	t.Helper()
 	var st struct {
 		Transports []struct {
 			Type  string `json:"type"`
 			Stats struct {
 				PacketsRecv uint64 `json:"packets_recv"`
+				PacketsSent uint64 `json:"packets_sent"`
 			} `json:"stats"`
 		} `json:"transports"`
 	}
@@ -61,11 +70,11 @@ func udpRecv(t *testing.T, n *Node) uint64 {
 	}
 	for _, tr := range st.Transports {
 		if tr.Type == "udp" {
-			return tr.Stats.PacketsRecv
+			return tr.Stats.PacketsRecv, tr.Stats.PacketsSent
 		}
 	}
 	t.Fatalf("%s has no UDP transport", n.Name)
-	return 0
+	return 0, 0
 }
 
 // dataplaneOf is n's show_status dataplane field.
