@@ -272,6 +272,16 @@ func BuildFipsAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// BuildFipsAFXDPXSK is BuildFipsAFXDP with dataplane.afxdp_transmit: xsk:
+// what the AF_XDP workers forward is sealed into TX frames and sent
+// through the sockets' TX rings instead of the UDP sockets.
+func BuildFipsAFXDPXSK(tb netns.TB, t Topology, o BuildOptions) *Path {
+	o.FipsConfig += "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: xsk }\n"
+	p := BuildFips(tb, t, o)
+	p.System = SystemFipsAFXDPXSK
+	return p
+}
+
 // BuildWireGuard runs wireguard-go along the line: tunnel k joins node k
 // and k+1 (fd00:77:k::1 and ::2, /64), each end its own device with one
 // peer (allowed ::/0), so a relay has two devices and the kernel

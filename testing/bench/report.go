@@ -22,6 +22,9 @@ const (
 	// SystemFipsAFXDP adds dataplane.afxdp: established frames reach the
 	// workers through AF_XDP sockets instead of the UDP sockets.
 	SystemFipsAFXDP = "fips-go afxdp"
+	// SystemFipsAFXDPXSK adds dataplane.afxdp_transmit: xsk: what the
+	// AF_XDP workers forward leaves through the sockets' TX rings.
+	SystemFipsAFXDPXSK = "fips-go afxdp xsk"
 )
 
 // Metric describes one figure of a path.

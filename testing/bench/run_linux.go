@@ -75,6 +75,7 @@ var builders = []struct {
 	{SystemFips, BuildFips},
 	{SystemFipsXDP, BuildFipsXDP},
 	{SystemFipsAFXDP, BuildFipsAFXDP},
+	{SystemFipsAFXDPXSK, BuildFipsAFXDPXSK},
 }
 
 func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {
@@ -93,7 +94,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		if err := p.CheckRoute(); err != nil {
 			return nil, err
 		}
-		cfg.Log(fmt.Sprintf("   %-13s up in %4.1f s, route %s→%s via %v checked", b.system, time.Since(start).Seconds(), p.Src, p.Dst, p.Hops()))
+		cfg.Log(fmt.Sprintf("   %-17s up in %4.1f s, route %s→%s via %v checked", b.system, time.Since(start).Seconds(), p.Src, p.Dst, p.Hops()))
 	}
 	samples := make([]map[string][]float64, len(paths))
 	notes := make([][]string, len(paths))
@@ -103,7 +104,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 	record := func(i int, rep int, what string, vals map[string]float64, ns []string, err error) {
 		if err != nil {
 			notes[i] = append(notes[i], fmt.Sprintf("repetition %d, %s: %v", rep+1, what, firstLine(err.Error())))
-			cfg.Log(fmt.Sprintf("   %-13s %s failed: %v", paths[i].System, what, err))
+			cfg.Log(fmt.Sprintf("   %-17s %s failed: %v", paths[i].System, what, err))
 			return
 		}
 		notes[i] = append(notes[i], ns...)
@@ -117,7 +118,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		for _, k := range keys {
 			fmt.Fprintf(&line, " %s=%s", k, fmtNum(vals[k]))
 		}
-		cfg.Log(fmt.Sprintf("   %-13s %s:%s", paths[i].System, what, line.String()))
+		cfg.Log(fmt.Sprintf("   %-17s %s:%s", paths[i].System, what, line.String()))
 	}
 	type step struct {
 		what string
