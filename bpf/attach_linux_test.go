@@ -175,3 +175,40 @@ func TestAttachReplacesStale(t *testing.T) {
 		t.Errorf("foreign program replaced: ifindex %d runs %d, want %d", b, got, fid)
 	}
 }
+
+// TestFragsAttachesToJumboMTU: on a veth pair with a 9000-byte MTU, the
+// program without Frags cannot attach natively (veth: ERANGE above about
+// a page), with Frags it can.
+func TestFragsAttachesToJumboMTU(t *testing.T) {
+	a, b := inNetns(t)
+	for _, i := range []int{a, b} {
+		l, err := netlink.LinkByIndex(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := netlink.LinkSetMTU(l, 9000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, err := Load(Options{NoAttach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if m, err := plain.Attach(a, AttachNative); err == nil {
+		t.Fatalf("without Frags attached %s to a 9000-byte MTU veth", m)
+	} else {
+		t.Logf("without Frags: %v", err)
+	}
+	frags, err := Load(Options{NoAttach: true, Frags: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer frags.Close()
+	if m, err := frags.Attach(a, AttachNative); err != nil || m != AttachNative {
+		t.Fatalf("with Frags: %s, %v", m, err)
+	}
+	if id, mode := xdpOn(t, a); id == 0 || mode != nl.XDP_ATTACHED_DRV {
+		t.Fatalf("on the interface: program %d mode %d", id, mode)
+	}
+}

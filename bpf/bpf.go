@@ -71,6 +71,7 @@ const (
 	ReasonHandshake                    // pass: msg1/msg2 within the token bucket
 	ReasonRateLimited                  // drop: msg1/msg2 over the token bucket
 	ReasonRateLimitError               // pass: the bucket could not be stored
+	ReasonMultiBuffer                  // pass: a multi-buffer frame (Options.Frags: a jumbo frame)
 	reasonMax
 )
 
@@ -78,14 +79,14 @@ var reasonNames = [...]string{
 	"disabled", "not_ip", "short", "malformed", "ip_fragment", "ipv6_ext",
 	"not_udp", "other_port", "fmp_short", "bad_version", "bad_phase",
 	"bad_length", "bad_flags", "unknown_index", "link_kernel", "link_xsk",
-	"handshake", "rate_limited", "ratelimit_error",
+	"handshake", "rate_limited", "ratelimit_error", "multi_buffer",
 }
 
 var reasonVerdicts = [...]Verdict{
 	VerdictPass, VerdictPass, VerdictPass, VerdictPass, VerdictPass, VerdictPass,
 	VerdictPass, VerdictPass, VerdictDrop, VerdictDrop, VerdictDrop,
 	VerdictDrop, VerdictDrop, VerdictDrop, VerdictPass, VerdictRedirect,
-	VerdictPass, VerdictDrop, VerdictPass,
+	VerdictPass, VerdictDrop, VerdictPass, VerdictPass,
 }
 
 // Reasons lists every reason.
@@ -166,6 +167,14 @@ type Options struct {
 	// than the default means the default.
 	MaxLinks   uint32
 	MaxSources uint32
+	// Frags loads the program with BPF_F_XDP_HAS_FRAGS (xdp.frags): it
+	// then also sees frames in several buffers, so it attaches natively
+	// to a device whose MTU exceeds a page (veth refuses a program
+	// without it above about 3.5 KB: ERANGE). Multi-buffer frames to a
+	// FIPS port pass to the kernel as ReasonMultiBuffer, never to an
+	// XSK: leave it false where AF_XDP sockets receive. (It does not
+	// keep a veth peer's GSO: veth turns that off for any XDP program.)
+	Frags bool
 }
 
 // Attachment is the program on one interface.

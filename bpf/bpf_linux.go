@@ -45,6 +45,9 @@ func Load(o Options) (*Objects, error) {
 	}
 	spec.Maps["links"].MaxEntries = obj.maxLinks
 	spec.Maps["ratelimit"].MaxEntries = obj.maxSources
+	if o.Frags {
+		spec.Programs[ProgramName].Flags |= unix.BPF_F_XDP_HAS_FRAGS
+	}
 	if err := spec.LoadAndAssign(&obj.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -207,9 +207,9 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, r := range Reasons() {
 		switch r {
-		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError:
-			// TestDisabled, TestTokenBucket and TestRedirectToXSK (it needs
-			// a bound AF_XDP socket); RateLimitError needs the kernel to
+		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError, ReasonMultiBuffer:
+			// TestDisabled, TestTokenBucket, TestRedirectToXSK (it needs
+			// a bound AF_XDP socket) and TestFragsMultiBuffer; RateLimitError needs the kernel to
 			// refuse an LRU insert, which a test cannot provoke.
 		default:
 			if !seen[r] {
@@ -450,5 +450,43 @@ func TestEnumsMatchC(t *testing.T) {
 	}
 	if got := spec.Maps["xsks"].MaxEntries; got != MaxSlots {
 		t.Errorf("xsks max_entries %d, Go says %d", got, MaxSlots)
+	}
+}
+
+// TestFragsMultiBuffer: loaded with Frags, the program takes frames
+// larger than one buffer (BPF_PROG_TEST_RUN puts what does not fit the
+// first page in frags, as a jumbo-MTU driver does): one to the FIPS port
+// passes as multi_buffer, counted with every byte, whatever its first
+// datagram is; one to another port is other_port; single-buffer frames
+// are judged as without Frags.
+func TestFragsMultiBuffer(t *testing.T) {
+	obj := load(t, Options{Frags: true})
+	configure(t, obj, 10, 10)
+	if err := obj.AddLink(knownV, 0); err != nil {
+		t.Fatal(err)
+	}
+	v4 := func(l4 []byte) []byte { return ethernet(etherIPv4, ipv4(srcV4, protoUDP, nil, l4)) }
+	v6 := func(l4 []byte) []byte { return ethernet(etherIPv6, ipv6(srcV6, protoUDP, l4)) }
+	// A 5.6 KB jumbo datagram holding four FMP frames' worth of bytes.
+	run4 := func(idx uint32) []byte {
+		var p []byte
+		for i := 0; i < 4; i++ {
+			p = append(p, established(t, 0, idx, 1400-32)...)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		want  Reason
+	}{
+		{"ipv4 jumbo known", v4(udp(portA, run4(knownV))), ReasonMultiBuffer},
+		{"ipv6 jumbo unknown index", v6(udp(portB, run4(knownV+1))), ReasonMultiBuffer},
+		{"ipv4 jumbo other port", v4(udp(53, run4(knownV))), ReasonOtherPort},
+		{"single buffer known", v4(udp(portA, established(t, 0, knownV, 40))), ReasonLinkKernel},
+		{"single buffer unknown", v4(udp(portA, established(t, 0, knownV+1, 40))), ReasonUnknownIndex},
+		{"single buffer msg1", v6(udp(portA, msg1(t))), ReasonHandshake},
+	} {
+		t.Run(c.name, func(t *testing.T) { run(t, obj, c.frame, c.want) })
 	}
 }

@@ -68,7 +68,8 @@ const (
 	xdpFipsReasonREASON_HANDSHAKE       xdpFipsReason = 16
 	xdpFipsReasonREASON_RATE_LIMITED    xdpFipsReason = 17
 	xdpFipsReasonREASON_RATELIMIT_ERROR xdpFipsReason = 18
-	xdpFipsReasonREASON_MAX             xdpFipsReason = 19
+	xdpFipsReasonREASON_MULTI_BUFFER    xdpFipsReason = 19
+	xdpFipsReasonREASON_MAX             xdpFipsReason = 20
 )
 
 type xdpFipsVerdict uint32

@@ -47,6 +47,7 @@ enum fips_reason {
 	REASON_HANDSHAKE,       /* pass: msg1/msg2 within the source's token bucket */
 	REASON_RATE_LIMITED,    /* drop: msg1/msg2 over the source's token bucket */
 	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
+	REASON_MULTI_BUFFER,    /* pass: FIPS port, a frame in several buffers (loaded with xdp.frags: a jumbo frame) */
 	REASON_MAX,
 };
 
@@ -146,7 +147,7 @@ static __always_inline void count(struct xdp_md *ctx, enum fips_verdict v, enum 
 
 	if (c) {
 		c->packets++;
-		c->bytes += ctx->data_end - ctx->data;
+		c->bytes += bpf_xdp_get_buff_len(ctx); /* every buffer of a multi-buffer frame */
 	}
 }
 
@@ -298,6 +299,13 @@ int xdp_fips(struct xdp_md *ctx)
 		return pass(ctx, REASON_SHORT);
 	if (!fips_port(cfg, bpf_ntohs(udp->dest)))
 		return pass(ctx, REASON_OTHER_PORT);
+	/* Loaded with BPF_F_XDP_HAS_FRAGS, the program also sees frames in
+	 * several buffers (a jumbo frame on a device whose MTU exceeds a
+	 * page). Only the first buffer is in [data, end), so the kernel's UDP
+	 * socket judges them; an XSK without XDP_USE_SG could not take them
+	 * anyway. */
+	if (bpf_xdp_get_buff_len(ctx) > (__u64)(end - data))
+		return pass(ctx, REASON_MULTI_BUFFER);
 	/* The UDP length, not the frame, bounds the payload: Ethernet pads. */
 	ulen = bpf_ntohs(udp->len);
 	if (ulen < sizeof(*udp) || (void *)udp + ulen > end)

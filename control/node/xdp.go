@@ -208,7 +208,11 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := bpf.Load(bpf.Options{NoAttach: true})
+	// Without AF_XDP, load with xdp.frags: the program then attaches
+	// natively to jumbo-MTU interfaces too (their large frames pass to
+	// the socket as multi_buffer). AF_XDP sockets here take single
+	// buffers only, so with them every frame must fit one.
+	obj, err := bpf.Load(bpf.Options{NoAttach: true, Frags: !o.AFXDP})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot load %s: %w", bpf.ProgramName, err)
 	}
