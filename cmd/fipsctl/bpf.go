@@ -85,6 +85,17 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		}
 		tw.Flush()
 	}
+	if s.XSKTx.Enabled {
+		t := s.XSKTx
+		fmt.Fprintf(&b, "\nxsk transmit: %d frames through TX rings; through the UDP sockets instead: no route %d, too big %d, no frame %d, cache full %d (%d route lookups)\n",
+			t.Frames, t.FallbackNoRoute, t.FallbackTooBig, t.FallbackNoFrame, t.FallbackCacheFull, t.Resolves)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "XSK INTERFACE\tQUEUE\tTRANSMITTED\tTX_KICKS\tTX_POOL_EMPTY\tTX_RING_EMPTY\tTX_KICK_ERRORS")
+		for _, x := range s.XSKs {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", x.Interface, x.Queue, x.Transmitted, x.TxKicks, x.TxPoolEmpty, x.TxRingEmpty, x.TxKickErrors)
+		}
+		tw.Flush()
+	}
 	if s.Mode == node.DataplaneXDP {
 		fmt.Fprintf(&b, "\necn: %s\n", s.TC.Reason)
 	}

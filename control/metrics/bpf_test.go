@@ -29,7 +29,8 @@ func TestXDPMetrics(t *testing.T) {
 		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900}}}}
 	src.v.TC = node.TCView{Attached: true, Interfaces: []node.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
 	s.Dataplane.OuterCE = 9
-	src.v.XSKs = []node.XSKView{{Interface: "veth0", Queue: 0, Statistics: afxdp.Statistics{Received: 4096, RxRingFull: 2}, ToLoop: 12}}
+	src.v.XSKs = []node.XSKView{{Interface: "veth0", Queue: 0, Statistics: afxdp.Statistics{Received: 4096, RxRingFull: 2, Transmitted: 4000}, ToLoop: 12}}
+	src.v.XSKTx = node.XSKTxView{Enabled: true, Frames: 4001, FallbackNoRoute: 3, FallbackNoFrame: 5}
 	src.s.Store(s)
 	reg, _, err := NewRegistry(src, Options{Info: Info{Version: "test"}})
 	if err != nil {
@@ -58,6 +59,10 @@ func TestXDPMetrics(t *testing.T) {
 		{"fips_afxdp_frames_total", map[string]string{"interface": "veth0", "queue": "0"}, 4096},
 		{"fips_afxdp_to_loop_total", map[string]string{"interface": "veth0", "queue": "0"}, 12},
 		{"fips_afxdp_ring_events_total", map[string]string{"interface": "veth0", "queue": "0", "kind": "rx_ring_full"}, 2},
+		{"fips_afxdp_tx_frames_total", map[string]string{"interface": "veth0", "queue": "0"}, 4000},
+		{"fips_afxdp_tx_fallback_total", map[string]string{"reason": "no_route"}, 3},
+		{"fips_afxdp_tx_fallback_total", map[string]string{"reason": "no_frame"}, 5},
+		{"fips_afxdp_tx_fallback_total", map[string]string{"reason": "too_big"}, 0},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -219,6 +219,8 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_tc_bytes_total", "counter", "bytes", "Bytes of the packets the tc programs saw, by direction and reason, summed over CPUs.", "show_bpf tc_counters[].bytes", []string{"direction", "reason"}},
 		{"fips_afxdp_frames_total", "counter", "frames", "Frames AF_XDP sockets received from the XDP program's redirects, per interface and queue.", "show_bpf xsks[].received", []string{"interface", "queue"}},
 		{"fips_afxdp_to_loop_total", "counter", "frames", "Redirected frames the AF_XDP worker left to the event loop (copied, as a socket read).", "show_bpf xsks[].to_loop", []string{"interface", "queue"}},
+		{"fips_afxdp_tx_frames_total", "counter", "frames", "Frames the AF_XDP sockets' TX rings sent (completed by the kernel), per interface and queue (dataplane.afxdp_transmit: xsk).", "show_bpf xsks[].transmitted", []string{"interface", "queue"}},
+		{"fips_afxdp_tx_fallback_total", "counter", "datagrams", "Datagrams the AF_XDP workers sent through the UDP sockets instead of a TX ring, by reason: no_route (no resolved Ethernet neighbour on an AF_XDP interface), too_big (over the interface MTU), no_frame (every TX frame in flight), cache_full.", "show_bpf xsk_tx", []string{"reason"}},
 		{"fips_afxdp_ring_events_total", "counter", "events", "XDP_STATISTICS of each AF_XDP socket by kind: rx_dropped, rx_ring_full, fill_ring_empty, rx_invalid, tx_invalid, tx_ring_empty.", "show_bpf xsks[]", []string{"interface", "queue", "kind"}},
 		{"fips_outer_ce_frames_total", "counter", "frames", "Established frames whose outer IP header carried ECN CE, handled as FMP CE (workers and event loop).", "show_status dataplane.outer_ce_frames", nil},
 		{"fips_stats_history_tracked_peers", "gauge", "peers", "Peers the stats history keeps rings for (active and departed within the 24 h retention).", "show_stats_list recorder.tracked_peers", nil},
@@ -422,12 +424,23 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 		q := strconv.Itoa(x.Queue)
 		counter("fips_afxdp_frames_total", float64(x.Received), x.Interface, q)
 		counter("fips_afxdp_to_loop_total", float64(x.ToLoop), x.Interface, q)
+		if v.XSKTx.Enabled {
+			counter("fips_afxdp_tx_frames_total", float64(x.Transmitted), x.Interface, q)
+		}
 		for _, k := range []struct {
 			kind string
 			n    uint64
 		}{{"rx_dropped", x.RxDropped}, {"rx_ring_full", x.RxRingFull}, {"fill_ring_empty", x.RxFillRingEmpty},
 			{"rx_invalid", x.RxInvalidDescs}, {"tx_invalid", x.TxInvalidDescs}, {"tx_ring_empty", x.TxRingEmpty}} {
 			counter("fips_afxdp_ring_events_total", float64(k.n), x.Interface, q, k.kind)
+		}
+	}
+	if t := v.XSKTx; t.Enabled {
+		for _, k := range []struct {
+			reason string
+			n      uint64
+		}{{"no_route", t.FallbackNoRoute}, {"too_big", t.FallbackTooBig}, {"no_frame", t.FallbackNoFrame}, {"cache_full", t.FallbackCacheFull}} {
+			counter("fips_afxdp_tx_fallback_total", float64(k.n), k.reason)
 		}
 	}
 	for _, i := range v.TC.Interfaces {

@@ -125,6 +125,9 @@ func afxdpTransit(t *testing.T, transmit string) {
 		t.Fatal(err)
 	}
 	t.Logf("fipsctl bpf stats on b:\n%s", table)
+	if got := strings.Contains(string(table), "xsk transmit:"); got != (transmit == "xsk") {
+		t.Errorf("fipsctl bpf stats shows the xsk transmit line: %v, want %v", got, transmit == "xsk")
+	}
 }
 
 // TestAFXDPOuterCE: frames that reach the relay's workers through its
