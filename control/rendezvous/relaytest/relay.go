@@ -96,6 +96,10 @@ func (r *Relay) Stored(kind int) []*nostr.Event {
 	return out
 }
 
+// Inject takes ev as if a client had sent it (no checks): stored or
+// relayed to matching subscriptions.
+func (r *Relay) Inject(ev *nostr.Event) { r.accept(ev) }
+
 // Relayed returns the last ephemeral events of kind the relay passed on
 // (at most 256 of all kinds are kept).
 func (r *Relay) Relayed(kind int) []*nostr.Event {
