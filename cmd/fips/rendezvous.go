@@ -124,9 +124,23 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 	natUDP := adoptUDPConfig(cfg)
 	return node.RendezvousOptions{Service: svc, Policy: string(ns.Policy), Peers: peers, Advertised: adv,
 		OpenMaxPending: int(ns.OpenDiscoveryMaxPending), AdvertRefresh: secs(ns.AdvertRefreshSecs),
+		Configured: configuredKeys(cfg), StartupSweepDelay: secs(ns.StartupSweepDelaySecs),
+		StartupSweepMaxAge: secs(ns.StartupSweepMaxAgeSecs), AdvertTTL: secs(ns.AdvertTTLSecs),
 		Adopt: func(tid transport.ID, conn *net.UDPConn) (transport.Transport, error) {
 			return udp.Adopt(tid, rendezvous.TransportNameNAT, conn, natUDP, log)
 		}}, nil
+}
+
+// configuredKeys are every configured peer's keys, whatever its connect
+// policy (upstream's configured-npub set for open discovery).
+func configuredKeys(cfg *config.Config) []identity.PublicKey {
+	var out []identity.PublicKey
+	for _, p := range cfg.Peers {
+		if pk, err := identity.DecodeNpub(p.Npub); err == nil {
+			out = append(out, pk)
+		}
+	}
+	return out
 }
 
 func policyText(p string) string {
