@@ -89,6 +89,19 @@ type RendezvousView struct {
 	// AdoptRefused counts punched paths refused because
 	// MaxBootstrapTransports were adopted and waiting.
 	AdoptRefused uint64 `json:"adopt_refused"`
+	// failures is every linked peer's failure state, by npub, for
+	// show_peers' nostr_traversal (upstream reads it for every peer, not
+	// only those with a traversal entry: an open-discovery retry is gone
+	// once it links).
+	failures map[string]rendezvous.PeerFailure
+}
+
+// Failure is the Nostr failure state show_peers reports for npub.
+func (v *RendezvousView) Failure(npub string) rendezvous.PeerFailure {
+	if v == nil {
+		return rendezvous.PeerFailure{}
+	}
+	return v.failures[npub]
 }
 
 type nostrPeerState struct {
@@ -619,6 +632,13 @@ func (n *Node) rdvView(now time.Time) *RendezvousView {
 	for id, bt := range rs.bootstrap {
 		v.Adopted[fmt.Sprint(uint32(id))] = bt.npub
 	}
+	v.failures = map[string]rendezvous.PeerFailure{}
+	n.peers.Peers(func(p *peer.Peer) {
+		npub := p.PublicKey.Npub()
+		if f, ok := rs.svc.Failures().Get(npub, nowMs); ok {
+			v.failures[npub] = f
+		}
+	})
 	return v
 }
 

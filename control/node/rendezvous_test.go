@@ -242,4 +242,18 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 			t.Fatalf("open retry kept after linking: %+v", a.Snapshot().Rendezvous.Peers)
 		}
 	}
+	// show_peers still reports b's traversal state (the clock skew a's
+	// initiator measured), as upstream reports it for every peer.
+	var found bool
+	for _, p := range a.showPeers().Peers {
+		if p.Npub == idb.Npub() {
+			found = true
+			if p.NostrTraversal.LastObservedSkewMs == nil || p.NostrTraversal.InCooldown {
+				t.Errorf("b's nostr_traversal %+v", p.NostrTraversal)
+			}
+		}
+	}
+	if !found {
+		t.Error("b not in show_peers")
+	}
 }
