@@ -776,6 +776,8 @@ func (s *Service) respond(sender identity.PublicKey, o Offer) error {
 			conn.Close()
 		}
 	}()
+	s.log.Debug("traversal: responder STUN observed", "peer", senderNpub, "session", o.SessionID,
+		"accepted", refl != nil || len(local) > 0, "reflexive", addrOrDash(refl), "local", len(local))
 	issued := s.nowMs()
 	recv := now
 	a := Answer{Type: msgTypeAnswer, SessionID: o.SessionID, IssuedAt: issued,
@@ -922,6 +924,11 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 			conn.Close()
 		}
 	}()
+	srvName := "-"
+	if server != nil {
+		srvName = *server
+	}
+	s.log.Debug("traversal: initiator STUN observed", "peer", npub, "reflexive", addrOrDash(refl), "local", len(local), "stun", srvName)
 	now := s.nowMs()
 	nonce := Nonce(now)
 	o := Offer{Type: msgTypeOffer, SessionID: nonce, IssuedAt: now, ExpiresAt: now + uint64(s.cfg.SignalTTL.Milliseconds()),
@@ -986,4 +993,11 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+func addrOrDash(a *TraversalAddress) string {
+	if a == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s:%d", a.IP, a.Port) // upstream's form: no brackets
 }
