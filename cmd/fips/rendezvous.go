@@ -45,17 +45,12 @@ func nostrPeers(cfg *config.Config) []node.NostrPeer {
 	return out
 }
 
-// rendezvousOptions builds Nostr discovery from node.rendezvous.nostr and
-// logs, once, what the node will do with it.
-func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string]transport.ID, log *slog.Logger) (node.RendezvousOptions, error) {
-	ns := &cfg.Node.Rendezvous.Nostr
-	peers := nostrPeers(cfg)
-	if !ns.Enabled {
-		return node.RendezvousOptions{}, nil
-	}
+// rendezvousConfig is the rendezvous service's configuration from
+// node.rendezvous.nostr.
+func rendezvousConfig(ns *config.NostrConfig, id *identity.Identity, log *slog.Logger) rendezvous.Config {
 	secs := func(v uint64) time.Duration { return time.Duration(v) * time.Second }
 	msd := func(v uint64) time.Duration { return time.Duration(v) * time.Millisecond }
-	svc, err := rendezvous.New(rendezvous.Config{
+	return rendezvous.Config{
 		Identity: id, Advertise: ns.Advertise, AdvertRelays: ns.AdvertRelays, DMRelays: ns.DMRelays,
 		STUNServers: ns.StunServers, ShareLocalCandidates: ns.ShareLocalCandidates, App: ns.App,
 		SignalTTL: secs(ns.SignalTTLSecs), ReplayWindow: secs(ns.ReplayWindowSecs), AttemptTimeout: secs(ns.AttemptTimeoutSecs),
@@ -67,7 +62,19 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 			WarnIntervalMs: ns.WarnLogIntervalSecs * 1000, MaxEntries: int(ns.FailureStateMaxEntries),
 			MismatchCooldownMs: ns.ProtocolMismatchCooldownSecs * 1000},
 		Log: log,
-	})
+	}
+}
+
+// rendezvousOptions builds Nostr discovery from node.rendezvous.nostr and
+// logs, once, what the node will do with it.
+func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string]transport.ID, log *slog.Logger) (node.RendezvousOptions, error) {
+	ns := &cfg.Node.Rendezvous.Nostr
+	peers := nostrPeers(cfg)
+	if !ns.Enabled {
+		return node.RendezvousOptions{}, nil
+	}
+	secs := func(v uint64) time.Duration { return time.Duration(v) * time.Second }
+	svc, err := rendezvous.New(rendezvousConfig(ns, id, log))
 	if err != nil {
 		return node.RendezvousOptions{}, fmt.Errorf("node.rendezvous.nostr: %w", err)
 	}
@@ -124,9 +131,23 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 	natUDP := adoptUDPConfig(cfg)
 	return node.RendezvousOptions{Service: svc, Policy: string(ns.Policy), Peers: peers, Advertised: adv,
 		OpenMaxPending: int(ns.OpenDiscoveryMaxPending), AdvertRefresh: secs(ns.AdvertRefreshSecs),
+		Configured: configuredKeys(cfg), StartupSweepDelay: secs(ns.StartupSweepDelaySecs),
+		StartupSweepMaxAge: secs(ns.StartupSweepMaxAgeSecs), AdvertTTL: secs(ns.AdvertTTLSecs),
 		Adopt: func(tid transport.ID, conn *net.UDPConn) (transport.Transport, error) {
 			return udp.Adopt(tid, rendezvous.TransportNameNAT, conn, natUDP, log)
 		}}, nil
+}
+
+// configuredKeys are every configured peer's keys, whatever its connect
+// policy (upstream's configured-npub set for open discovery).
+func configuredKeys(cfg *config.Config) []identity.PublicKey {
+	var out []identity.PublicKey
+	for _, p := range cfg.Peers {
+		if pk, err := identity.DecodeNpub(p.Npub); err == nil {
+			out = append(out, pk)
+		}
+	}
+	return out
 }
 
 func policyText(p string) string {

@@ -145,13 +145,7 @@ func (n *Node) showPeers() ctl.ShowPeers {
 			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
 			MMP: peerMMP(p.MMP),
 		}
-		if s.Rendezvous != nil {
-			for _, tv := range s.Rendezvous.Peers {
-				if tv.Npub == p.Npub {
-					info.NostrTraversal = nostrTraversal(tv.PeerFailure)
-				}
-			}
-		}
+		info.NostrTraversal = nostrTraversal(s.Rendezvous.Failure(p.Npub))
 		if p.TreeView.HasTreePosition {
 			d := uint64(p.TreeView.Depth)
 			info.TreeDepth = &d

@@ -29,8 +29,21 @@ type RendezvousOptions struct {
 	// Adopt wraps a punched socket as a UDP transport with the given id
 	// (cmd builds it from the operator's UDP settings).
 	Adopt func(id transport.ID, conn *net.UDPConn) (transport.Transport, error)
-	// OpenMaxPending bounds open-discovery dials in flight.
+	// OpenMaxPending is open_discovery_max_pending: at most this many
+	// open-discovery retries are queued (in flight or waiting) at once.
 	OpenMaxPending int
+	// Configured are every configured peer's keys (connect policy
+	// aside): open discovery leaves them to their own retries.
+	Configured []identity.PublicKey
+	// StartupSweepDelay and StartupSweepMaxAge are
+	// startup_sweep_delay_secs and startup_sweep_max_age_secs: under
+	// policy open, one sweep that long after start skips adverts older
+	// than the bound.
+	StartupSweepDelay  time.Duration
+	StartupSweepMaxAge time.Duration
+	// AdvertTTL is advert_ttl_secs: an open-discovery retry is dropped
+	// after twice this (0: an hour).
+	AdvertTTL time.Duration
 	// AdvertRefresh is advert_refresh_secs (the STUN public-address
 	// cache lifetime too).
 	AdvertRefresh time.Duration
@@ -76,6 +89,19 @@ type RendezvousView struct {
 	// AdoptRefused counts punched paths refused because
 	// MaxBootstrapTransports were adopted and waiting.
 	AdoptRefused uint64 `json:"adopt_refused"`
+	// failures is every linked peer's failure state, by npub, for
+	// show_peers' nostr_traversal (upstream reads it for every peer, not
+	// only those with a traversal entry: an open-discovery retry is gone
+	// once it links).
+	failures map[string]rendezvous.PeerFailure
+}
+
+// Failure is the Nostr failure state show_peers reports for npub.
+func (v *RendezvousView) Failure(npub string) rendezvous.PeerFailure {
+	if v == nil {
+		return rendezvous.PeerFailure{}
+	}
+	return v.failures[npub]
 }
 
 type nostrPeerState struct {
@@ -88,7 +114,8 @@ type nostrPeerState struct {
 	reason   string
 	lastAt   time.Time
 	failures int
-	open     bool // from open discovery, not configuration
+	open     bool      // from open discovery, not configuration
+	expires  time.Time // open: the retry is dropped after this
 	// directTried: the last attempt dialled the advert's direct
 	// endpoints; if the peer is still not linked the next one traverses
 	// (when the advert offers udp:nat too).
@@ -101,10 +128,11 @@ type rendezvousState struct {
 	peers map[identity.NodeAddr]*nostrPeerState
 	// bootstrap are adopted punch transports, by id, with their peer and
 	// when they were adopted (unused ones are closed after a grace).
-	bootstrap map[transport.ID]bootstrapTransport
-	nextID    transport.ID
-	tctx      context.Context
-	openBusy  int
+	bootstrap  map[transport.ID]bootstrapTransport
+	nextID     transport.ID
+	tctx       context.Context
+	startup    rendezvous.StartupSweep
+	configured map[identity.NodeAddr]identity.PublicKey // open discovery's "configured" set
 	// publicIP is what STUN last said our public address is, for public
 	// transports bound to a wildcard without external_addr; stunDue is
 	// when to ask again, stunBusy while a lookup runs.
@@ -147,6 +175,11 @@ func (n *Node) initRendezvous(tctx context.Context) {
 	for _, p := range o.Peers {
 		rs.peers[p.PublicKey.NodeAddr()] = &nostrPeerState{cfg: p}
 	}
+	rs.configured = map[identity.NodeAddr]identity.PublicKey{}
+	for _, pk := range o.Configured {
+		rs.configured[pk.NodeAddr()] = pk
+	}
+	rs.startup = rendezvous.StartupSweep{Started: time.Now(), Delay: o.StartupSweepDelay, MaxAge: o.StartupSweepMaxAge}
 	n.rdv = rs
 	n.rdvPublishEndpoints()
 	rs.svc.Start(n.runCtx)
@@ -234,8 +267,20 @@ func (n *Node) rdvTick(now time.Time) {
 	}
 	max := n.opts.Peer.MaxPeers
 	rs.svc.SetAcceptingPeers(max == 0 || n.peers.PeerCount() < max)
+	if rs.opts.Policy == "open" {
+		// Upstream's order: the one-shot startup sweep, then the per-tick
+		// one; both only queue, and the loop below dials what is due.
+		if maxAge, due := rs.startup.Due(now); due {
+			n.rdvOpenSweep(now, &maxAge)
+		}
+		n.rdvOpenSweep(now, nil)
+	}
 	if rs.opts.Policy != "disabled" {
 		for na, ps := range rs.peers {
+			if ps.open && !ps.inFlight && (n.peers.Peer(na) != nil || now.After(ps.expires)) {
+				delete(rs.peers, na) // satisfied or expired
+				continue
+			}
 			if ps.inFlight && n.peers.Peer(na) != nil {
 				ps.cancel() // linked another way (its own offer, crossing ours)
 			}
@@ -247,9 +292,6 @@ func (n *Node) rdvTick(now time.Time) {
 			}
 			n.rdvAttempt(now, na, ps)
 		}
-	}
-	if rs.opts.Policy == "open" {
-		n.rdvOpenSweep(now)
 	}
 	n.rdvPublicIP(now)
 	for id, bt := range rs.bootstrap {
@@ -263,31 +305,68 @@ func (n *Node) rdvTick(now time.Time) {
 	}
 }
 
-func (n *Node) rdvOpenSweep(now time.Time) {
+// rdvOpenSweep is one open-discovery sweep (maxAge set: the startup
+// one): candidates from the advert cache are queued as open retries, due
+// now, as rendezvous.PlanOpenSweep decides.
+func (n *Node) rdvOpenSweep(now time.Time, maxAge *uint64) {
 	rs := n.rdv
-	budget := rs.opts.OpenMaxPending - rs.openBusy
-	if budget <= 0 {
-		return
+	openPending := 0
+	for _, ps := range rs.peers {
+		if ps.open {
+			openPending++
+		}
 	}
-	for _, c := range rs.svc.OpenCandidates(64) {
-		if budget <= 0 {
-			return
+	slots := func(limit, used int) int {
+		if limit <= 0 {
+			return -1
 		}
-		pk, err := identity.ParsePublicKeyHex(c.AuthorHex)
-		if err != nil {
-			continue
-		}
-		na := pk.NodeAddr()
-		if _, configured := rs.peers[na]; configured || n.peers.Peer(na) != nil {
-			continue
-		}
-		if _, cool := rs.svc.Failures().InCooldown(pk.Npub(), uint64(now.UnixMilli())); cool {
-			continue
-		}
-		ps := &nostrPeerState{cfg: NostrPeer{PublicKey: pk, AutoReconnect: true}, open: true}
-		rs.peers[na] = ps
-		budget--
-		n.rdvAttempt(now, na, ps)
+		return max(limit-used, 0)
+	}
+	budget := rendezvous.OpenSweepBudget(rs.opts.OpenMaxPending, openPending,
+		slots(n.opts.Peer.MaxConnections, n.peers.ConnectionCount()), slots(n.opts.Peer.MaxPeers, n.peers.PeerCount()))
+	nowMs := uint64(now.UnixMilli())
+	connected := func(na identity.NodeAddr) bool { return n.peers.Peer(na) != nil }
+	view := rendezvous.SweepView{
+		Configured: func(pk identity.PublicKey) bool {
+			na := pk.NodeAddr()
+			if _, ok := rs.configured[na]; ok || n.peers.IsStatic(na) {
+				return true
+			}
+			ps := rs.peers[na]
+			return ps != nil && !ps.open
+		},
+		Connected: connected,
+		Pending:   func(na identity.NodeAddr) bool { return rs.peers[na] != nil },
+		InCooldown: func(npub string) bool {
+			_, cool := rs.svc.Failures().InCooldown(npub, nowMs)
+			return cool
+		},
+		Connecting: n.peers.Connecting,
+		Expedite: func(pk identity.PublicKey) {
+			na := pk.NodeAddr()
+			if connected(na) || n.peers.Connecting(na) {
+				return
+			}
+			if ps := rs.peers[na]; ps != nil && !ps.open && !ps.inFlight && ps.next.After(now) {
+				ps.next = now
+			}
+			n.peers.ExpediteRetry(now, na)
+		},
+	}
+	picks, tally := rendezvous.PlanOpenSweep(nowMs, maxAge, n.id.PublicKey().Hex(), rs.svc.OpenCandidates(rendezvous.OpenSweepPull), budget, view)
+	ttl := rs.opts.AdvertTTL
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	for _, p := range picks {
+		rs.peers[p.PublicKey.NodeAddr()] = &nostrPeerState{cfg: NostrPeer{PublicKey: p.PublicKey, AutoReconnect: true}, open: true,
+			next: now, expires: now.Add(rendezvous.OpenRetryLifetimeMultiplier * ttl)}
+	}
+	switch {
+	case tally.BudgetZero:
+		n.log.Debug("open-discovery sweep: enqueue budget is 0, skipping", "caller", tally.Caller())
+	case tally.ShouldLog():
+		n.log.Info("open-discovery sweep complete", tally.LogArgs()...)
 	}
 }
 
@@ -297,9 +376,6 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 	rs := n.rdv
 	ps.inFlight = true
 	ps.attempts++
-	if ps.open {
-		rs.openBusy++
-	}
 	pk := ps.cfg.PublicKey
 	ctx, cancel := context.WithCancel(n.runCtx)
 	ps.cancel = cancel
@@ -339,9 +415,6 @@ func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, 
 	rs := n.rdv
 	ps.inFlight, ps.cancel = false, nil
 	ps.lastAt = now
-	if ps.open {
-		rs.openBusy--
-	}
 	npub := ps.cfg.PublicKey.Npub()
 	if err == nil && len(direct) > 0 {
 		ps.outcome, ps.reason = "success", "direct endpoints from advert"
@@ -380,10 +453,7 @@ func (n *Node) rdvDone(now time.Time, na identity.NodeAddr, ps *nostrPeerState, 
 	if d.CrossedThreshold {
 		n.rdvRefetch(ps)
 	}
-	ps.next = now.Add(delay)
-	if ps.open && n.peers.Peer(na) == nil {
-		delete(rs.peers, na)
-	}
+	ps.next = now.Add(delay) // an open retry stays queued until it links or expires
 	args := []any{"peer", npub, "alias", ps.cfg.Alias, "reason", err.Error(), "consecutive_failures", d.ConsecutiveFailures,
 		"took", took.Round(time.Millisecond), "next_attempt_in", delay.Round(time.Second)}
 	if d.CooldownUntilMs != 0 {
@@ -562,6 +632,13 @@ func (n *Node) rdvView(now time.Time) *RendezvousView {
 	for id, bt := range rs.bootstrap {
 		v.Adopted[fmt.Sprint(uint32(id))] = bt.npub
 	}
+	v.failures = map[string]rendezvous.PeerFailure{}
+	n.peers.Peers(func(p *peer.Peer) {
+		npub := p.PublicKey.Npub()
+		if f, ok := rs.svc.Failures().Get(npub, nowMs); ok {
+			v.failures[npub] = f
+		}
+	})
 	return v
 }
 

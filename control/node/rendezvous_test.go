@@ -62,6 +62,43 @@ func docToLoopback(ap netip.AddrPort) netip.AddrPort {
 	return ap
 }
 
+// rdvTestNode is a node on loopback with Nostr rendezvous through relay
+// and stunSrv, advertising its UDP transport as "nat"; o's Policy, Peers
+// and open-discovery settings are kept, the rest filled in.
+func rdvTestNode(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions) *Node {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	uo := udp.Defaults()
+	uo.BindAddr = "127.0.0.1:0"
+	u, err := udp.New(1, "", uo, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := rendezvous.New(rendezvous.Config{Identity: id, Advertise: true, AdvertRelays: []string{relay},
+		DMRelays: []string{relay}, STUNServers: []string{stunSrv}, SignalTTL: 5 * time.Second,
+		ReplayWindow: 300 * time.Second, AttemptTimeout: 3 * time.Second, PunchStartDelay: 100 * time.Millisecond,
+		PunchInterval: 20 * time.Millisecond, PunchDuration: 2 * time.Second, AdvertTTL: time.Hour,
+		AdvertRefresh: 30 * time.Minute, MaxIncomingOffers: 4, MaxOffersPerNpub: 2, AdvertCacheMax: 16, SeenSessionsMax: 16,
+		Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16, MismatchCooldownMs: 86_400_000},
+		Log:     log, TestMapTarget: docToLoopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := peer.DefaultConfig()
+	pc.RetryBase = 200 * time.Millisecond
+	o.Service = svc
+	o.Advertised = []AdvertisedTransport{{Transport: 1, Kind: "udp"}}
+	o.Adopt = func(tid transport.ID, c *net.UDPConn) (transport.Transport, error) {
+		return udp.Adopt(tid, rendezvous.TransportNameNAT, c, udp.Defaults(), log)
+	}
+	n, err := New(Options{Identity: id, Log: log, Transports: []transport.Transport{u}, Peer: pc,
+		TickInterval: 100 * time.Millisecond, Rendezvous: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // Two nodes that know each other only by npub (via_nostr) traverse
 // through the in-process relay: the punched sockets become UDP
 // transports, the link handshake runs over them, and the unused
@@ -75,40 +112,11 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	defer relay.Close()
 	stunSrv, stopSTUN := stunOnLoopback(t)
 	defer stopSTUN()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ida, _ := identity.Generate(nil)
 	idb, _ := identity.Generate(nil)
-	mk := func(id *identity.Identity, other *identity.Identity) *Node {
-		uo := udp.Defaults()
-		uo.BindAddr = "127.0.0.1:0"
-		u, err := udp.New(1, "", uo, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc, err := rendezvous.New(rendezvous.Config{Identity: id, Advertise: true, AdvertRelays: []string{relay.URL},
-			DMRelays: []string{relay.URL}, STUNServers: []string{stunSrv}, SignalTTL: 5 * time.Second,
-			ReplayWindow: 300 * time.Second, AttemptTimeout: 3 * time.Second, PunchStartDelay: 100 * time.Millisecond,
-			PunchInterval: 20 * time.Millisecond, PunchDuration: 2 * time.Second, AdvertTTL: time.Hour,
-			AdvertRefresh: 30 * time.Minute, MaxIncomingOffers: 4, MaxOffersPerNpub: 2, AdvertCacheMax: 16, SeenSessionsMax: 16,
-			Failure: rendezvous.FailurePolicy{StreakThreshold: 5, CooldownMs: 60_000, WarnIntervalMs: 60_000, MaxEntries: 16, MismatchCooldownMs: 86_400_000},
-			Log:     log, TestMapTarget: docToLoopback})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pc := peer.DefaultConfig()
-		pc.RetryBase = 200 * time.Millisecond
-		n, err := New(Options{Identity: id, Log: log, Transports: []transport.Transport{u}, Peer: pc,
-			TickInterval: 100 * time.Millisecond,
-			Rendezvous: RendezvousOptions{Service: svc, Policy: "configured_only",
-				Peers:      []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}},
-				Advertised: []AdvertisedTransport{{Transport: 1, Kind: "udp"}},
-				Adopt: func(tid transport.ID, c *net.UDPConn) (transport.Transport, error) {
-					return udp.Adopt(tid, rendezvous.TransportNameNAT, c, udp.Defaults(), log)
-				}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+	mk := func(id, other *identity.Identity) *Node {
+		return rdvTestNode(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
+			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}})
 	}
 	a, b := mk(ida, idb), mk(idb, ida)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,5 +187,73 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no protocol-mismatch cooldown: %+v", v.Peers)
 		}
+	}
+}
+
+// Policy open: a node configured with no peer at all finds another one by
+// its advert in the open-discovery sweep, traverses and links; the peer
+// shows in its view as an open-discovery retry until it links.
+func TestRendezvousOpenDiscovery(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	relay, err := relaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	stunSrv, stopSTUN := stunOnLoopback(t)
+	defer stopSTUN()
+	ida, _ := identity.Generate(nil)
+	idb, _ := identity.Generate(nil)
+	a := rdvTestNode(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
+		StartupSweepDelay: 5 * time.Second, StartupSweepMaxAge: time.Hour, AdvertTTL: time.Hour})
+	b := rdvTestNode(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, n := range []*Node{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	linked := func(n *Node, other *identity.Identity) bool {
+		for _, p := range n.Snapshot().Peers {
+			if p.Npub == other.Npub() {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(20 * time.Second); !linked(a, idb) || !linked(b, ida); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("open discovery found no link: a %+v", a.Snapshot().Rendezvous)
+		}
+	}
+	// Linked: the open retry is dropped on a following tick, and B is not
+	// queued again while connected.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if v := a.Snapshot().Rendezvous; v != nil && len(v.Peers) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open retry kept after linking: %+v", a.Snapshot().Rendezvous.Peers)
+		}
+	}
+	// show_peers still reports b's traversal state (the clock skew a's
+	// initiator measured), as upstream reports it for every peer.
+	var found bool
+	for _, p := range a.showPeers().Peers {
+		if p.Npub == idb.Npub() {
+			found = true
+			if p.NostrTraversal.LastObservedSkewMs == nil || p.NostrTraversal.InCooldown {
+				t.Errorf("b's nostr_traversal %+v", p.NostrTraversal)
+			}
+		}
+	}
+	if !found {
+		t.Error("b not in show_peers")
 	}
 }

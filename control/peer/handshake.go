@@ -462,3 +462,6 @@ func (m *Manager) send(t transport.ID, to transport.Addr, pkt []byte) {
 		m.log.Debug("send failed", "transport", t, "to", to, "error", err)
 	}
 }
+
+// Connecting reports whether a handshake to na is in flight.
+func (m *Manager) Connecting(na identity.NodeAddr) bool { return m.hasLegTo(na) }

@@ -310,3 +310,18 @@ func (m *Manager) logMetrics(now time.Time, p *Peer) {
 	p.mmp.MarkLogged(now)
 	m.mmpLog.Debug("MMP link metrics", append([]any{"peer", m.name(p.NodeAddr)}, attrsAny(p.mmp.LinkLogAttrs())...)...)
 }
+
+// IsStatic reports whether na is a configured peer.
+func (m *Manager) IsStatic(na identity.NodeAddr) bool { return m.static[na] != nil }
+
+// ExpediteRetry pulls a configured peer's scheduled retry forward to now
+// (the open-discovery sweep does so when the peer's advert is seen). It
+// reports whether there was a later retry to pull forward.
+func (m *Manager) ExpediteRetry(now time.Time, na identity.NodeAddr) bool {
+	st := m.static[na]
+	if st == nil || !st.pending || !st.nextDial.After(now) {
+		return false
+	}
+	st.nextDial = now
+	return true
+}

@@ -3,6 +3,8 @@ package rendezvous
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -126,4 +128,52 @@ func FuzzRelayMessage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPlanTargets feeds a decoded answer's candidates (peer input) to the
+// planner: at most MaxPunchTargets distinct targets, none unpunchable,
+// every one of them among what the peer offered, and the tally adds up.
+func FuzzPlanTargets(f *testing.F) {
+	f.Add([]byte(`{"type":"answer","localAddresses":[{"protocol":"udp","ip":"192.168.1.20","port":1},{"protocol":"udp","ip":"::ffff:10.0.0.1","port":2}],"reflexiveAddress":{"protocol":"udp","ip":"198.51.100.1","port":3}}`), "192.168.1.10")
+	f.Add([]byte(`{"type":"answer","localAddresses":[{"protocol":"udp","ip":"127.0.0.1","port":0}],"reflexiveAddress":null}`), "fd00::1")
+	f.Fuzz(func(t *testing.T, b []byte, ours string) {
+		a, err := DecodeAnswer(b)
+		if err != nil {
+			return
+		}
+		ourLocal := []TraversalAddress{{Protocol: "udp", IP: ours, Port: 4000}}
+		got, tally := PlanTargets(ourLocal, &TraversalAddress{Protocol: "udp", IP: "203.0.113.9", Port: 4000}, a.LocalAddresses, a.ReflexiveAddress)
+		if len(got) > MaxPunchTargets || tally.Admitted > MaxPunchTargets || len(got) > tally.Admitted {
+			t.Fatalf("%d targets, tally %+v", len(got), tally)
+		}
+		offered := len(a.LocalAddresses)
+		if a.ReflexiveAddress != nil {
+			offered++
+		}
+		refused := tally.Unparsable + tally.ZeroPort + tally.Unroutable + tally.OffSubnet
+		if tally.Reflexive != "" {
+			refused++
+		}
+		if tally.Offered != offered || refused > offered {
+			t.Fatalf("tally %+v for %d offered", tally, offered)
+		}
+		seen := map[string]bool{}
+		for _, c := range append(slices.Clone(a.LocalAddresses), derefOr(a.ReflexiveAddress)...) {
+			if ip, err := netip.ParseAddr(c.IP); err == nil {
+				seen[netip.AddrPortFrom(ip.Unmap(), c.Port).String()] = true
+			}
+		}
+		for i, ap := range got {
+			if NeverPunchable(ap.Addr()) || ap.Port() == 0 || !seen[ap.String()] || slices.Contains(got[:i], ap) {
+				t.Fatalf("target %v planned from %+v", ap, a)
+			}
+		}
+	})
+}
+
+func derefOr(a *TraversalAddress) []TraversalAddress {
+	if a == nil {
+		return nil
+	}
+	return []TraversalAddress{*a}
 }

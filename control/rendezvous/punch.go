@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,101 +29,178 @@ func SessionHash(sessionID string) [16]byte {
 	return out
 }
 
-// Refusal tallies why candidate addresses were not planned.
+// Refusal tallies why candidate addresses were not planned (upstream's
+// PunchTargetTally).
 type Refusal struct {
+	// Offered counts the peer's candidates, its reflexive address included;
+	// Admitted the planned targets after the cap (pairs of ours and theirs,
+	// so one remote address may count more than once).
 	Offered, Admitted, Unparsable, ZeroPort, Unroutable, OffSubnet, Capped int
+	// Reflexive names the check that refused the peer's reflexive address
+	// ("unparsable", "zeroport", "never-routable"), empty when it was not
+	// refused. Sample is the first ip:port refused as never-routable or
+	// zero-port, kept to one so peer-supplied text cannot grow the record.
+	Reflexive, Sample string
 }
 
-// Suspicious is upstream's WARN condition for a plan's refusals.
-func (r Refusal) Suspicious(reflexiveRefused bool) bool {
+// Suspicious is upstream's WARN condition for a plan's refusals: shapes
+// no honest peer produces, an entirely refused offer, or a refused
+// reflexive address. Off-subnet refusals alone are routine.
+func (r Refusal) Suspicious() bool {
 	return r.Unparsable > 0 || r.ZeroPort > 0 || r.Unroutable > 0 || r.Capped > 0 ||
-		(r.Offered > 0 && r.Admitted == 0) || reflexiveRefused
+		(r.Offered > 0 && r.Admitted == 0) || r.Reflexive != ""
 }
 
-func parseCandidate(a TraversalAddress) (netip.AddrPort, error) {
+// Quiet is upstream's condition for logging nothing about a plan.
+func (r Refusal) Quiet() bool { return r.Offered <= r.Admitted && r.Capped == 0 }
+
+// Refusal classes (upstream's RejectClass labels).
+const (
+	refuseUnparsable = "unparsable"
+	refuseZeroPort   = "zeroport"
+	refuseUnroutable = "never-routable"
+	refuseOffSubnet  = "off-subnet"
+)
+
+func (r *Refusal) refuse(class string, a TraversalAddress, reflexive bool) {
+	switch {
+	case reflexive:
+		r.Reflexive = class
+	case class == refuseUnparsable:
+		r.Unparsable++
+	case class == refuseZeroPort:
+		r.ZeroPort++
+	case class == refuseUnroutable:
+		r.Unroutable++
+	case class == refuseOffSubnet:
+		r.OffSubnet++
+	}
+	if r.Sample == "" && (class == refuseUnroutable || class == refuseZeroPort) {
+		r.Sample = fmt.Sprintf("%s:%d", a.IP, a.Port)
+	}
+}
+
+// same24 is upstream's same_subnet_24: the address texts are both dotted
+// quads whose first three parts match. It compares text, as upstream
+// does, so an IPv4-mapped IPv6 candidate never matches a plain IPv4 one.
+func same24(a, b string) bool {
+	x, y := strings.Split(a, "."), strings.Split(b, ".")
+	return len(x) == 4 && len(y) == 4 && x[0] == y[0] && x[1] == y[1] && x[2] == y[2]
+}
+
+// admitRemote vets one peer-supplied candidate (upstream's admit_remote):
+// it must parse (IPv4-mapped canonicalised to IPv4), name a nonzero port
+// and a punchable address; a private one (RFC 1918, ULA) must also share
+// a /24 with lanRefs unless it is the peer's reflexive address (a STUN
+// server inside the private network reports a private one).
+func admitRemote(a TraversalAddress, lanRefs []TraversalAddress, privateGate bool) (netip.Addr, string) {
 	ip, err := netip.ParseAddr(a.IP)
 	if err != nil {
-		return netip.AddrPort{}, err
+		return netip.Addr{}, refuseUnparsable
 	}
-	return netip.AddrPortFrom(ip.Unmap(), a.Port), nil
+	ip = ip.Unmap()
+	if a.Port == 0 {
+		return netip.Addr{}, refuseZeroPort
+	}
+	if NeverPunchable(ip) {
+		return netip.Addr{}, refuseUnroutable
+	}
+	if privateGate && ip.IsPrivate() && !slices.ContainsFunc(lanRefs, func(r TraversalAddress) bool { return same24(r.IP, a.IP) }) {
+		return netip.Addr{}, refuseOffSubnet
+	}
+	return ip, ""
 }
 
-func same24(a, b netip.Addr) bool {
-	if !a.Is4() || !b.Is4() {
-		return false
-	}
-	x, y := a.As4(), b.As4()
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2]
+// plannedTarget is one (our candidate, their candidate) pairing; two are
+// the same when every field is.
+type plannedTarget struct {
+	strategy       byte // 'r' reflexive, 'l' LAN, 'm' mixed
+	ourReflexive   bool
+	ourCand        TraversalAddress
+	theirCand      TraversalAddress
+	theirReflexive bool
+	remote         netip.AddrPort
 }
 
-// PlanTargets orders the peer's candidates as upstream's
-// plan_punch_targets: reflexive, then local addresses in a /24 we share,
-// capped at MaxPunchTargets, duplicates removed. ourLocal and ourReflexive
-// are our own candidates; a peer's private local address is admitted only
-// on one of our /24s.
-func PlanTargets(theirReflexive *TraversalAddress, theirLocal []TraversalAddress, ourReflexive netip.AddrPort, ourLocal []netip.AddrPort) ([]netip.AddrPort, Refusal, bool) {
-	var tally Refusal
-	lanRefs := make([]netip.Addr, 0, len(ourLocal)+1)
-	for _, l := range ourLocal {
-		lanRefs = append(lanRefs, l.Addr())
-	}
-	if ourReflexive.IsValid() && ourReflexive.Addr().IsPrivate() {
-		lanRefs = append(lanRefs, ourReflexive.Addr())
-	}
-	admit := func(a TraversalAddress, local bool) (netip.AddrPort, bool) {
-		tally.Offered++
-		ap, err := parseCandidate(a)
-		switch {
-		case err != nil:
-			tally.Unparsable++
-		case ap.Port() == 0:
-			tally.ZeroPort++
-		case NeverPunchable(ap.Addr()):
-			tally.Unroutable++
-		case local && ap.Addr().IsPrivate() && !onSubnet(ap.Addr(), lanRefs):
-			tally.OffSubnet++
-		default:
-			tally.Admitted++
-			return ap, true
+// PlanTargets is upstream's planned_remote_endpoints: each side pairs its
+// own candidates (ourLocal, ourReflexive) with the peer's, in this order,
+// exact duplicate pairings removed:
+//  1. our reflexive address with theirs;
+//  2. each of our local candidates with each of theirs in the same /24;
+//  3. each of our local candidates with their reflexive address;
+//  4. our reflexive address with each of their local candidates.
+//
+// The pairings are capped at MaxPunchTargets, then their remote addresses
+// are returned in plan order without duplicates. A peer's private local
+// candidate is admitted only on a /24 of one of our local candidates, or
+// of our reflexive address when that is private (STUN on the LAN).
+func PlanTargets(ourLocal []TraversalAddress, ourReflexive *TraversalAddress, theirLocal []TraversalAddress, theirReflexive *TraversalAddress) ([]netip.AddrPort, Refusal) {
+	tally := Refusal{Offered: len(theirLocal)}
+	lanRefs := slices.Clone(ourLocal)
+	if ourReflexive != nil {
+		if ip, err := netip.ParseAddr(ourReflexive.IP); err == nil && ip.IsPrivate() {
+			lanRefs = append(lanRefs, *ourReflexive)
 		}
-		return netip.AddrPort{}, false
 	}
-	var out []netip.AddrPort
-	seen := map[netip.AddrPort]bool{}
-	add := func(ap netip.AddrPort) {
-		if seen[ap] {
-			return
-		}
-		if len(out) >= MaxPunchTargets {
-			tally.Capped++
-			return
-		}
-		seen[ap] = true
-		out = append(out, ap)
-	}
-	reflexiveRefused := false
+	var refl *plannedTarget
 	if theirReflexive != nil {
-		if ap, ok := admit(*theirReflexive, false); ok {
-			add(ap)
+		tally.Offered++
+		if ip, class := admitRemote(*theirReflexive, lanRefs, false); class != "" {
+			tally.refuse(class, *theirReflexive, true)
 		} else {
-			reflexiveRefused = true
+			refl = &plannedTarget{theirCand: *theirReflexive, theirReflexive: true, remote: netip.AddrPortFrom(ip, theirReflexive.Port)}
 		}
 	}
-	for _, l := range theirLocal {
-		if ap, ok := admit(l, true); ok {
-			add(ap)
+	var theirs []plannedTarget
+	for _, c := range theirLocal {
+		if ip, class := admitRemote(c, lanRefs, true); class != "" {
+			tally.refuse(class, c, false)
+		} else {
+			theirs = append(theirs, plannedTarget{theirCand: c, remote: netip.AddrPortFrom(ip, c.Port)})
 		}
 	}
-	return out, tally, reflexiveRefused
-}
-
-func onSubnet(ip netip.Addr, refs []netip.Addr) bool {
-	for _, r := range refs {
-		if same24(ip, r) {
-			return true
+	var plan []plannedTarget
+	push := func(t plannedTarget) {
+		if !slices.Contains(plan, t) {
+			plan = append(plan, t)
 		}
 	}
-	return false
+	pair := func(strategy byte, ours TraversalAddress, ourRefl bool, their plannedTarget) plannedTarget {
+		their.strategy, their.ourCand, their.ourReflexive = strategy, ours, ourRefl
+		return their
+	}
+	if ourReflexive != nil && refl != nil {
+		push(pair('r', *ourReflexive, true, *refl))
+	}
+	for _, l := range ourLocal {
+		for _, t := range theirs {
+			if same24(l.IP, t.theirCand.IP) {
+				push(pair('l', l, false, t))
+			}
+		}
+	}
+	if refl != nil {
+		for _, l := range ourLocal {
+			push(pair('m', l, false, *refl))
+		}
+	}
+	if ourReflexive != nil {
+		for _, t := range theirs {
+			push(pair('m', *ourReflexive, true, t))
+		}
+	}
+	if len(plan) > MaxPunchTargets {
+		tally.Capped = len(plan) - MaxPunchTargets
+		plan = plan[:MaxPunchTargets]
+	}
+	tally.Admitted = len(plan)
+	var out []netip.AddrPort
+	for _, t := range plan {
+		if !slices.Contains(out, t.remote) {
+			out = append(out, t.remote)
+		}
+	}
+	return out, tally
 }
 
 // PunchResult is a punched path.

@@ -160,6 +160,9 @@ type Service struct {
 	// on loopback set it, because a loopback reflexive address is never
 	// punchable and the production filter must not be weakened.
 	mapTarget func(netip.AddrPort) netip.AddrPort
+	// localCandidates finds the host candidates for a port
+	// (LocalCandidates); tests replace it.
+	localCandidates func(port uint16) []netip.AddrPort
 
 	wg      sync.WaitGroup
 	closed  bool // under mu: no new tracked work after Close
@@ -208,6 +211,7 @@ func New(cfg Config) (*Service, error) {
 		est:          make(chan Established, establishedQueue),
 	}
 	s.mapTarget = cfg.TestMapTarget
+	s.localCandidates = LocalCandidates
 	s.pool = norm(append(append([]string(nil), s.advertRelays...), s.dmRelays...))
 	s.relays = newRelaySet(s.log, s.pool)
 	s.canAccept.Store(true)
@@ -676,35 +680,34 @@ func (s *Service) punchHint() PunchHint {
 		IntervalMs: uint64(s.cfg.PunchInterval.Milliseconds()), DurationMs: uint64(s.cfg.PunchDuration.Milliseconds())}
 }
 
-// candidates binds the punch socket and learns its addresses.
-func (s *Service) candidates(ctx context.Context) (*net.UDPConn, *TraversalAddress, []TraversalAddress, *string, netip.AddrPort, []netip.AddrPort, error) {
+// candidates binds the punch socket and learns its addresses (upstream's
+// observe_traversal_addresses): the reflexive address by STUN on that
+// socket, and with share_local_candidates the host candidates on its
+// port; without, an empty (never null) list.
+func (s *Service) candidates(ctx context.Context) (*net.UDPConn, *TraversalAddress, []TraversalAddress, *string, error) {
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
-		return nil, nil, nil, nil, netip.AddrPort{}, nil, fmt.Errorf("bind punch socket: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("bind punch socket: %w", err)
 	}
 	var refl *TraversalAddress
 	var server *string
-	var reflAP netip.AddrPort
 	r, err := Discover(ctx, conn, s.cfg.STUNServers, TraversalSTUNTimeout)
 	if err != nil {
 		s.c.stunFailures.Add(1)
 		s.log.Debug("STUN found no reflexive address", "error", err)
 	} else {
-		reflAP = r.Reflexive
 		refl = &TraversalAddress{Protocol: "udp", IP: r.Reflexive.Addr().String(), Port: r.Reflexive.Port()}
 		srv := r.Server
 		server = &srv
 	}
 	local := []TraversalAddress{}
-	var localAP []netip.AddrPort
 	if s.cfg.ShareLocalCandidates {
 		port := uint16(conn.LocalAddr().(*net.UDPAddr).Port)
-		for _, ap := range LocalCandidates(port) {
-			localAP = append(localAP, ap)
+		for _, ap := range s.localCandidates(port) {
 			local = append(local, TraversalAddress{Protocol: "udp", IP: ap.Addr().String(), Port: ap.Port()})
 		}
 	}
-	return conn, refl, local, server, reflAP, localAP, nil
+	return conn, refl, local, server, nil
 }
 
 func (s *Service) sendSignal(ctx context.Context, relays []string, peerHex string, payload any) (string, error) {
@@ -763,7 +766,7 @@ func (s *Service) respond(sender identity.PublicKey, o Offer) error {
 	if len(relays) == 0 {
 		return fmt.Errorf("%w: %s", ErrMissingRelays, senderNpub)
 	}
-	conn, refl, local, server, reflAP, localAP, err := s.candidates(s.ctx)
+	conn, refl, local, server, err := s.candidates(s.ctx)
 	if err != nil {
 		return err
 	}
@@ -773,6 +776,8 @@ func (s *Service) respond(sender identity.PublicKey, o Offer) error {
 			conn.Close()
 		}
 	}()
+	s.log.Debug("traversal: responder STUN observed", "peer", senderNpub, "session", o.SessionID,
+		"accepted", refl != nil || len(local) > 0, "reflexive", addrOrDash(refl), "local", len(local))
 	issued := s.nowMs()
 	recv := now
 	a := Answer{Type: msgTypeAnswer, SessionID: o.SessionID, IssuedAt: issued,
@@ -797,8 +802,8 @@ func (s *Service) respond(sender identity.PublicKey, o Offer) error {
 	if !a.Accepted {
 		return fmt.Errorf("%w: %s", ErrNoReflexive, reasonNoAddresses)
 	}
-	targets, tally, reflRefused := PlanTargets(o.ReflexiveAddress, o.LocalAddresses, reflAP, localAP)
-	s.logTally(senderNpub, o.SessionID, tally, reflRefused)
+	targets, tally := PlanTargets(local, refl, o.LocalAddresses, o.ReflexiveAddress)
+	s.logTally(senderNpub, o.SessionID, tally)
 	targets = s.mapTargets(targets)
 	res, err := Punch(s.ctx, conn, o.SessionID, targets, hint, s.cfg.AttemptTimeout)
 	if err != nil {
@@ -829,17 +834,18 @@ func (s *Service) mapTargets(ts []netip.AddrPort) []netip.AddrPort {
 	return out
 }
 
-func (s *Service) logTally(peer, session string, t Refusal, reflRefused bool) {
-	if t.Offered == t.Admitted {
+func (s *Service) logTally(peer, session string, t Refusal) {
+	if t.Quiet() {
 		return
 	}
 	lvl := slog.LevelDebug
-	if t.Suspicious(reflRefused) {
+	if t.Suspicious() {
 		lvl = slog.LevelWarn
 	}
 	s.log.Log(context.Background(), lvl, "traversal: punch candidates refused", "peer", peer, "session", session,
 		"offered", t.Offered, "admitted", t.Admitted, "unparsable", t.Unparsable, "zeroport", t.ZeroPort,
-		"unroutable", t.Unroutable, "offsubnet", t.OffSubnet, "capped", t.Capped)
+		"unroutable", t.Unroutable, "offsubnet", t.OffSubnet, "capped", t.Capped,
+		"reflexive", orDash(t.Reflexive), "sample", orDash(t.Sample))
 }
 
 // Connect runs one initiator traversal to pk (upstream's connect_peer):
@@ -908,7 +914,7 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 	if len(relays) == 0 {
 		return Established{}, fmt.Errorf("%w: %s", ErrMissingRelays, npub)
 	}
-	conn, refl, local, server, reflAP, localAP, err := s.candidates(ctx)
+	conn, refl, local, server, err := s.candidates(ctx)
 	if err != nil {
 		return Established{}, err
 	}
@@ -918,6 +924,11 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 			conn.Close()
 		}
 	}()
+	srvName := "-"
+	if server != nil {
+		srvName = *server
+	}
+	s.log.Debug("traversal: initiator STUN observed", "peer", npub, "reflexive", addrOrDash(refl), "local", len(local), "stun", srvName)
 	now := s.nowMs()
 	nonce := Nonce(now)
 	o := Offer{Type: msgTypeOffer, SessionID: nonce, IssuedAt: now, ExpiresAt: now + uint64(s.cfg.SignalTTL.Milliseconds()),
@@ -960,8 +971,8 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 	if !am.answer.Accepted {
 		return Established{}, fmt.Errorf("%w: %s", ErrRejected, *am.answer.Reason)
 	}
-	targets, tally, reflRefused := PlanTargets(am.answer.ReflexiveAddress, am.answer.LocalAddresses, reflAP, localAP)
-	s.logTally(npub, nonce, tally, reflRefused)
+	targets, tally := PlanTargets(local, refl, am.answer.LocalAddresses, am.answer.ReflexiveAddress)
+	s.logTally(npub, nonce, tally)
 	targets = s.mapTargets(targets)
 	// Upstream's initiator punches on its own schedule, not answer.punch.
 	res, err := Punch(ctx, conn, nonce, targets, s.punchHint(), s.cfg.AttemptTimeout)
@@ -975,4 +986,18 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 	}()
 	keep = true
 	return Established{SessionID: nonce, Peer: pk, Remote: res.Remote, Conn: conn, Initiator: true}, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func addrOrDash(a *TraversalAddress) string {
+	if a == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s:%d", a.IP, a.Port) // upstream's form: no brackets
 }

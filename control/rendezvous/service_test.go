@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,12 +25,20 @@ func testConfig(t *testing.T, id *identity.Identity, relay, stunSrv string) Conf
 
 type pair struct {
 	relay *relaytest.Relay
+	stun  *stunResponder
 	a, b  *Service
 	ida   *identity.Identity
 	idb   *identity.Identity
 }
 
 func startPair(t *testing.T, mods ...func(b bool, c *Config)) *pair {
+	t.Helper()
+	return startPairWith(t, nil, mods...)
+}
+
+// startPairWith is startPair with setup run on each service before it
+// starts.
+func startPairWith(t *testing.T, setup func(*Service), mods ...func(b bool, c *Config)) *pair {
 	t.Helper()
 	relay, err := relaytest.Start()
 	if err != nil {
@@ -39,7 +49,7 @@ func startPair(t *testing.T, mods ...func(b bool, c *Config)) *pair {
 	srv.mu.Lock()
 	srv.mapped = loopbackToDoc
 	srv.mu.Unlock()
-	p := &pair{relay: relay, ida: newID(t), idb: newID(t)}
+	p := &pair{relay: relay, stun: srv, ida: newID(t), idb: newID(t)}
 	for _, x := range []struct {
 		id  *identity.Identity
 		dst **Service
@@ -53,6 +63,9 @@ func startPair(t *testing.T, mods ...func(b bool, c *Config)) *pair {
 			t.Fatal(err)
 		}
 		s.mapTarget = docToLoopback
+		if setup != nil {
+			setup(s)
+		}
 		s.Start(context.Background())
 		t.Cleanup(s.Close)
 		s.SetEndpoints([]Endpoint{{EndpointUDP, "nat"}})
@@ -213,4 +226,109 @@ func TestRefetchAdvert(t *testing.T) {
 	if _, ok := p.b.Failures().Get(gone.Npub(), uint64(time.Now().UnixMilli())); ok {
 		t.Error("streak kept after eviction")
 	}
+}
+
+// share_local_candidates: with it, offers and answers carry the host
+// candidates on the punch socket's port and the punch reaches the peer by
+// them alone (STUN answers nothing here); without it, localAddresses is
+// [] and, with no reflexive address either, the responder declines.
+func TestShareLocalCandidates(t *testing.T) {
+	// 192.0.2.1 stands for a host address both sides share a /24 with;
+	// the punch maps it back to loopback.
+	hostAddr := netip.MustParseAddr("192.0.2.1")
+	p := startPairWith(t, func(s *Service) {
+		s.localCandidates = func(port uint16) []netip.AddrPort { return []netip.AddrPort{netip.AddrPortFrom(hostAddr, port)} }
+	}, func(_ bool, c *Config) { c.ShareLocalCandidates = true })
+	stunOff(t, p)
+	waitFor(t, 5*time.Second, "relay connections and A's advert", func() bool {
+		_, ok := p.b.CachedAdvert(p.ida.PublicKey())
+		return ok && p.a.Stats().RelaysConnected == 1 && p.b.Stats().RelaysConnected == 1
+	})
+	est, err := p.b.Connect(context.Background(), p.ida.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer est.Conn.Close()
+	var resp Established
+	select {
+	case resp = <-p.a.Established():
+	case <-time.After(5 * time.Second):
+		t.Fatal("responder did not report the punched path")
+	}
+	defer resp.Conn.Close()
+	port := func(c *net.UDPConn) uint16 { return uint16(c.LocalAddr().(*net.UDPAddr).Port) }
+	if est.Remote.Port() != port(resp.Conn) || resp.Remote.Port() != port(est.Conn) {
+		t.Errorf("remotes %s %s", est.Remote, resp.Remote)
+	}
+	offer, answer := signalsSent(t, p)
+	if offer.ReflexiveAddress != nil || answer.ReflexiveAddress != nil {
+		t.Errorf("STUN was silent, yet reflexive %v %v", offer.ReflexiveAddress, answer.ReflexiveAddress)
+	}
+	if want := (TraversalAddress{"udp", "192.0.2.1", port(est.Conn)}); len(offer.LocalAddresses) != 1 || offer.LocalAddresses[0] != want {
+		t.Errorf("offer localAddresses %v, want [%v]", offer.LocalAddresses, want)
+	}
+	if want := (TraversalAddress{"udp", "192.0.2.1", port(resp.Conn)}); !answer.Accepted || len(answer.LocalAddresses) != 1 || answer.LocalAddresses[0] != want {
+		t.Errorf("answer %+v", answer)
+	}
+}
+
+func TestLocalCandidatesOffByDefault(t *testing.T) {
+	p := startPairWith(t, func(s *Service) {
+		s.localCandidates = func(uint16) []netip.AddrPort { t.Error("host candidates gathered while sharing is off"); return nil }
+	})
+	stunOff(t, p)
+	waitFor(t, 5*time.Second, "relay connections and A's advert", func() bool {
+		_, ok := p.b.CachedAdvert(p.ida.PublicKey())
+		return ok && p.a.Stats().RelaysConnected == 1 && p.b.Stats().RelaysConnected == 1
+	})
+	if _, err := p.b.Connect(context.Background(), p.ida.PublicKey()); !errors.Is(err, ErrRejected) {
+		t.Errorf("no addresses on either side: %v", err)
+	}
+	offer, answer := signalsSent(t, p)
+	if offer.LocalAddresses == nil || len(offer.LocalAddresses) != 0 || answer.Accepted || answer.Reason == nil || *answer.Reason != "no-usable-addresses" {
+		t.Errorf("offer %+v answer %+v", offer, answer)
+	}
+	for _, ev := range p.relay.Relayed(SignalKind) {
+		for _, k := range []Keys{keysOf(p.ida), keysOf(p.idb)} {
+			if u, err := UnwrapSignal(k, ev); err == nil && !strings.Contains(string(u.Content), `"localAddresses":[]`) {
+				t.Errorf("signal JSON %s", u.Content)
+			}
+		}
+	}
+}
+
+// stunOff makes the pair's STUN responder silent.
+func stunOff(t *testing.T, p *pair) {
+	t.Helper()
+	srv := p.stun
+	srv.mu.Lock()
+	srv.silent = true
+	srv.mu.Unlock()
+}
+
+// signalsSent opens the offer (to A) and the answer (to B) the relay
+// passed on.
+func signalsSent(t *testing.T, p *pair) (Offer, Answer) {
+	t.Helper()
+	var o Offer
+	var a Answer
+	var gotO, gotA bool
+	for _, ev := range p.relay.Relayed(SignalKind) {
+		if u, err := UnwrapSignal(keysOf(p.ida), ev); err == nil {
+			if o, err = DecodeOffer(u.Content); err != nil {
+				t.Fatalf("offer: %v", err)
+			}
+			gotO = true
+		}
+		if u, err := UnwrapSignal(keysOf(p.idb), ev); err == nil {
+			if a, err = DecodeAnswer(u.Content); err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			gotA = true
+		}
+	}
+	if !gotO || !gotA {
+		t.Fatalf("relay passed on offer %v answer %v", gotO, gotA)
+	}
+	return o, a
 }

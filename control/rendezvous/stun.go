@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,35 +179,103 @@ func exchange(ctx context.Context, conn *net.UDPConn, server string, v4 bool, ti
 	}
 }
 
-// LocalCandidates are upstream's host candidates for port: addresses of
-// up, non-loopback interfaces that are private (RFC 1918, ULA), at most 8.
+// MaxLocalCandidates bounds the host candidates one offer or answer
+// carries. Upstream sets no bound (its list is as long as the host's
+// private addresses); this one is far above any ordinary host's count.
+const MaxLocalCandidates = 64
+
+// Egress probe destinations: a UDP connect to them picks the source
+// address of the default route and sends nothing.
+const (
+	egressProbe4 = "8.8.8.8:80"
+	egressProbe6 = "[2001:4860:4860::8888]:80"
+)
+
+// LocalCandidates are upstream's host candidates for port
+// (local_addresses_from_port): the private (RFC 1918, ULA) addresses of
+// up, non-loopback interfaces, IPv4 ones first as Linux's getifaddrs lists
+// them, then the source address of the IPv4 and of the IPv6 default route
+// whatever its range; unspecified addresses skipped, duplicates removed,
+// at most MaxLocalCandidates. (Upstream also adds the bound address of
+// 0.0.0.0:port and [::]:port, which is always unspecified and so never
+// kept.)
 func LocalCandidates(port uint16) []netip.AddrPort {
+	var egress []netip.Addr
+	for _, p := range []struct{ network, to string }{{"udp4", egressProbe4}, {"udp6", egressProbe6}} {
+		if ip, ok := egressAddr(p.network, p.to); ok {
+			egress = append(egress, ip)
+		}
+	}
+	ips := hostCandidates(interfaceAddrs(), egress)
+	out := make([]netip.AddrPort, len(ips))
+	for i, ip := range ips {
+		out[i] = netip.AddrPortFrom(ip, port)
+	}
+	return out
+}
+
+// hostCandidates orders and filters candidate addresses: the private ones
+// of ifaceAddrs, then every one of egress, unspecified ones skipped,
+// duplicates removed, at most MaxLocalCandidates.
+func hostCandidates(ifaceAddrs, egress []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	add := func(ip netip.Addr) {
+		ip = ip.Unmap()
+		if ip.IsUnspecified() || !ip.IsValid() || slices.Contains(out, ip) || len(out) >= MaxLocalCandidates {
+			return
+		}
+		out = append(out, ip)
+	}
+	for _, v4 := range []bool{true, false} {
+		for _, ip := range ifaceAddrs {
+			if ip.Unmap().Is4() == v4 && ip.IsPrivate() {
+				add(ip)
+			}
+		}
+	}
+	for _, ip := range egress {
+		add(ip)
+	}
+	return out
+}
+
+// interfaceAddrs are the addresses of up, non-loopback interfaces, in
+// interface order.
+func interfaceAddrs() []netip.Addr {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return nil
 	}
-	var out []netip.AddrPort
-	seen := map[netip.Addr]bool{}
+	var out []netip.Addr
 	for _, ifc := range ifs {
 		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
 			continue
 		}
-		addrs, _ := ifc.Addrs()
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
 		for _, a := range addrs {
-			pfx, err := netip.ParsePrefix(a.String())
-			if err != nil {
-				continue
-			}
-			ip := pfx.Addr().Unmap()
-			if !ip.IsPrivate() || ip.IsUnspecified() || seen[ip] {
-				continue
-			}
-			seen[ip] = true
-			out = append(out, netip.AddrPortFrom(ip, port))
-			if len(out) == 8 {
-				return out
+			if pfx, err := netip.ParsePrefix(a.String()); err == nil {
+				out = append(out, pfx.Addr())
 			}
 		}
 	}
 	return out
+}
+
+// egressAddr is the source address the kernel picks toward to; connecting
+// a UDP socket sends nothing.
+func egressAddr(network, to string) (netip.Addr, bool) {
+	c, err := net.Dial(network, to)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer c.Close()
+	ua, ok := c.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ip, ok := netip.AddrFromSlice(ua.IP)
+	return ip.Unmap(), ok
 }

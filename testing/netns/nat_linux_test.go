@@ -42,6 +42,29 @@ func relayDir(t *testing.T) string {
 // coturn's STUN server in inet. Nothing routes to the LANs from inet.
 func natLab(t *testing.T, symmetric bool) (m *Mesh, a, b *Node) {
 	t.Helper()
+	natPrereqs(t)
+	m = New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b = m.AddNode("a"), m.AddNode("b")
+	natA, natB, inet := m.AddNode("nata"), m.AddNode("natb"), m.AddNode("inet")
+	wanA, wanB := m.Link(natA, inet), m.Link(natB, inet)
+	lanA, lanB := m.Link(a, natA), m.Link(b, natB)
+	mustRun(t, m, "inet", "ip", "addr", "add", inetAddr+"/32", "dev", "lo")
+	mustRun(t, m, "inet", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	for _, r := range []struct {
+		nat      string
+		wan, lan *Link
+		host     string
+	}{{"nata", wanA, lanA, "a"}, {"natb", wanB, lanB, "b"}} {
+		mustRun(t, m, r.host, "ip", "route", "add", "default", "via", r.lan.AddrB)
+		natRouter(t, m, r.nat, r.wan, symmetric)
+	}
+	startInternet(t, m)
+	return m, a, b
+}
+
+// natPrereqs fails t unless nft, coturn, node and the relay are installed.
+func natPrereqs(t *testing.T) {
+	t.Helper()
 	for _, bin := range []string{"nft", "turnserver", "node"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not found (.ci/run installs it): %v", bin, err)
@@ -51,54 +74,54 @@ func natLab(t *testing.T, symmetric bool) (m *Mesh, a, b *Node) {
 	if _, err := os.Stat(filepath.Join(rd, "node_modules", "@nostr-relay", "core")); err != nil {
 		t.Fatalf("the Nostr relay is not installed in %s (run: npm install --prefix %s): %v", rd, rd, err)
 	}
-	m = New(t, Options{IPv6: true, LogLevel: "debug"})
-	a, b = m.AddNode("a"), m.AddNode("b")
-	natA, natB, inet := m.AddNode("nata"), m.AddNode("natb"), m.AddNode("inet")
-	wanA, wanB := m.Link(natA, inet), m.Link(natB, inet)
-	lanA, lanB := m.Link(a, natA), m.Link(b, natB)
-	run := func(node string, args ...string) {
-		t.Helper()
-		if out, err := m.Exec(node, args...); err != nil {
-			t.Fatalf("%s: %s: %v\n%s", node, strings.Join(args, " "), err, out)
-		}
+}
+
+func mustRun(t *testing.T, m *Mesh, node string, args ...string) {
+	t.Helper()
+	if out, err := m.Exec(node, args...); err != nil {
+		t.Fatalf("%s: %s: %v\n%s", node, strings.Join(args, " "), err, out)
 	}
-	run("inet", "ip", "addr", "add", inetAddr+"/32", "dev", "lo")
-	run("inet", "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	for _, r := range []struct {
-		nat      string
-		wan, lan *Link
-		host     string
-	}{{"nata", wanA, lanA, "a"}, {"natb", wanB, lanB, "b"}} {
-		run(r.nat, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-		run(r.nat, "ip", "route", "add", "default", "via", r.wan.AddrB)
-		run(r.host, "ip", "route", "add", "default", "via", r.lan.AddrB)
-		masq := "masquerade"
-		if symmetric {
-			masq = "masquerade fully-random"
-		}
-		// New inbound flows on the WAN are dropped before conntrack
-		// confirms them, as a home router does, so an early probe
-		// from the peer cannot take the mapping's tuple.
-		ruleset := fmt.Sprintf(`table ip lab {
+}
+
+// natRouter makes nat a home router: forwarding, a default route out of
+// wan (nat is its A side), and nftables masquerade on it (symmetric:
+// fully-random ports). New inbound flows on the WAN are dropped before
+// conntrack confirms them, as a home router does, so an early probe from
+// a peer cannot take the mapping's tuple.
+func natRouter(t *testing.T, m *Mesh, nat string, wan *Link, symmetric bool) {
+	t.Helper()
+	mustRun(t, m, nat, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	mustRun(t, m, nat, "ip", "route", "add", "default", "via", wan.AddrB)
+	masq := "masquerade"
+	if symmetric {
+		masq = "masquerade fully-random"
+	}
+	ruleset := fmt.Sprintf(`table ip lab {
   chain postrouting { type nat hook postrouting priority srcnat; oifname "%s" %s; }
   chain inbound { type filter hook input priority filter; iifname "%s" ct state new drop; }
   chain forwarded { type filter hook forward priority filter; iifname "%s" ct state new drop; }
 }
-`, r.wan.IfA, masq, r.wan.IfA, r.wan.IfA)
-		f := filepath.Join(m.Dir, r.nat+".nft")
-		if err := os.WriteFile(f, []byte(ruleset), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		run(r.nat, "nft", "-f", f)
+`, wan.IfA, masq, wan.IfA, wan.IfA)
+	f := filepath.Join(m.Dir, nat+".nft")
+	if err := os.WriteFile(f, []byte(ruleset), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// The relay (not ours: @nostr-relay) and coturn, STUN only.
+	mustRun(t, m, nat, "nft", "-f", f)
+}
+
+// startInternet runs, in the node "inet" (inetAddr on its loopback), the
+// relay (not ours: @nostr-relay) and coturn, STUN only, and waits until
+// both listen.
+func startInternet(t *testing.T, m *Mesh) {
+	t.Helper()
+	inet := m.Node("inet")
 	relayLog := filepath.Join(m.Dir, "relay.log")
 	lf, err := os.Create(relayLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lf.Close() })
-	relay := exec.Command("ip", "netns", "exec", inet.NS, "node", filepath.Join(rd, "relay.js"), inetAddr, fmt.Sprint(relayPort), ":memory:")
+	relay := exec.Command("ip", "netns", "exec", inet.NS, "node", filepath.Join(relayDir(t), "relay.js"), inetAddr, fmt.Sprint(relayPort), ":memory:")
 	relay.Stdout, relay.Stderr = lf, lf
 	startProc(t, relay)
 	m.Spawn("inet", "turnserver", "-n", "--stun-only", "--no-cli", "--no-tls", "--no-dtls", "--no-auth",
@@ -109,7 +132,6 @@ func natLab(t *testing.T, symmetric bool) (m *Mesh, a, b *Node) {
 		t.Fatalf("the relay did not start listening on %s:%d:\n%s", inetAddr, relayPort, b)
 	}
 	waitUDP(t, m, "inet", stunPort, 10*time.Second)
-	return m, a, b
 }
 
 func waitUDP(t *testing.T, m *Mesh, node string, port int, timeout time.Duration) {
@@ -418,6 +440,17 @@ func TestNATOpenDiscovery(t *testing.T) {
 	if !strings.Contains(a.Logs(), "reach 0 peer(s) through their adverts, and dial every valid advert it sees (policy open)") {
 		t.Errorf("a's log does not say it dials every advert:\n%s", tail(a.Logs(), 30))
 	}
+	// A per-tick sweep queued b; the startup sweep, startup_sweep_delay_secs
+	// (5 s) after start, found it queued or linked and says so.
+	if !regexp.MustCompile(`INFO [^ ]+: open-discovery sweep complete caller=per-tick cached=1 queued=1 `).MatchString(a.Logs()) {
+		t.Errorf("a's log has no per-tick sweep that queued b:\n%s", tail(a.Logs(), 30))
+	}
+	startup := regexp.MustCompile(`INFO [^ ]+: open-discovery sweep complete caller=startup cached=1 queued=0 .*skipped_total=1`)
+	for deadline := start.Add(15 * time.Second); !startup.MatchString(a.Logs()); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no startup sweep line 15 s after start:\n%s", tail(a.Logs(), 30))
+		}
+	}
 }
 
 // TestNATPublicNodeDirect: a node with a public address on a wildcard
@@ -496,5 +529,78 @@ peers: []
 	}
 	if out, err := m.Exec("b", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", pub.Npub()+".fips"); err != nil || !strings.Contains(string(out), "3 received") {
 		t.Fatalf("ping -6 pub.fips from b: %v\n%s", err, out)
+	}
+}
+
+// TestNATSharedLANLocalCandidates: two nodes on one LAN segment behind
+// one NAT (no hairpinning, mDNS off), configured only with each other's
+// npub and via_nostr, and share_local_candidates on. Their reflexive
+// addresses are the NAT's WAN address, which does not loop back; the
+// host candidates in the offer and answer (their 10.99.0.0/24 addresses)
+// are what the punch reaches, and the link runs over them.
+func TestNATSharedLANLocalCandidates(t *testing.T) {
+	natPrereqs(t)
+	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b := m.AddNode("a"), m.AddNode("b")
+	nat, inet := m.AddNode("nat"), m.AddNode("inet")
+	wan := m.Link(nat, inet)
+	la, lb := m.Link(a, nat), m.Link(b, nat)
+	mustRun(t, m, "inet", "ip", "addr", "add", inetAddr+"/32", "dev", "lo")
+	mustRun(t, m, "inet", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	// One segment: the router bridges both hosts' links.
+	mustRun(t, m, "nat", "ip", "link", "add", "br0", "type", "bridge")
+	mustRun(t, m, "nat", "ip", "link", "set", "br0", "up")
+	for _, l := range []*Link{la, lb} {
+		mustRun(t, m, "nat", "ip", "addr", "flush", "dev", l.IfB)
+		mustRun(t, m, "nat", "ip", "link", "set", l.IfB, "master", "br0")
+	}
+	mustRun(t, m, "nat", "ip", "addr", "add", "10.99.0.1/24", "dev", "br0")
+	hosts := map[*Node]string{a: "10.99.0.10", b: "10.99.0.11"}
+	for _, h := range []struct {
+		n *Node
+		l *Link
+	}{{a, la}, {b, lb}} {
+		mustRun(t, m, h.n.Name, "ip", "addr", "flush", "dev", h.l.IfA)
+		mustRun(t, m, h.n.Name, "ip", "addr", "add", hosts[h.n]+"/24", "dev", h.l.IfA)
+		mustRun(t, m, h.n.Name, "ip", "route", "add", "default", "via", "10.99.0.1")
+	}
+	natRouter(t, m, "nat", wan, false)
+	startInternet(t, m)
+	// The segment works: a reaches b's LAN address.
+	if out, err := m.Exec("a", "ping", "-c", "1", "-W", "2", hosts[b]); err != nil {
+		t.Fatalf("a cannot reach b on the LAN: %v\n%s", err, out)
+	}
+
+	start := startNATNodes(t, a, b, natNodeConfig, "      share_local_candidates: true\n")
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var pa, pb struct {
+			Peers []struct{ Npub string } `json:"peers"`
+		}
+		if a.Call("show_peers", nil, &pa) == nil && b.Call("show_peers", nil, &pb) == nil &&
+			len(pa.Peers) == 1 && pa.Peers[0].Npub == b.Npub() && len(pb.Peers) == 1 && pb.Peers[0].Npub == a.Npub() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no link over the LAN after 90 s\nA:\n%s\nB:\n%s", tail(a.Logs(), 60), tail(b.Logs(), 60))
+		}
+	}
+	t.Logf("linked over shared local candidates %v after the daemons started", time.Since(start).Round(time.Millisecond))
+	for _, p := range [][2]*Node{{a, b}, {b, a}} {
+		var links struct {
+			Links []struct {
+				RemoteAddr string `json:"remote_addr"`
+			} `json:"links"`
+		}
+		if err := p[0].Call("show_links", nil, &links); err != nil || len(links.Links) != 1 ||
+			!strings.HasPrefix(links.Links[0].RemoteAddr, hosts[p[1]]+":") {
+			t.Errorf("%s's link: %v %+v (want %s's LAN address %s)", p[0].Name, err, links, p[1].Name, hosts[p[1]])
+		}
+		if !strings.Contains(p[0].Logs(), "traversal path adopted as a UDP transport") {
+			t.Errorf("%s's log has no adopted traversal path:\n%s", p[0].Name, tail(p[0].Logs(), 40))
+		}
+		out, err := m.Exec(p[0].Name, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", p[1].Npub()+".fips")
+		if err != nil || !strings.Contains(string(out), "3 received") {
+			t.Fatalf("ping -6 %s.fips from %s: %v\n%s", p[1].Name, p[0].Name, err, out)
+		}
 	}
 }

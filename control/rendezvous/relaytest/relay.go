@@ -34,7 +34,13 @@ type Relay struct {
 	received, refused int
 	// hold, when set, drops events of that kind instead of relaying them.
 	hold map[int]bool
+	// relayed keeps the last maxRelayed ephemeral events relayed, for
+	// tests to inspect what was sent (relays do not store them).
+	relayed []*nostr.Event
 }
+
+// maxRelayed bounds Relay.relayed.
+const maxRelayed = 256
 
 type client struct {
 	conn net.Conn
@@ -83,6 +89,24 @@ func (r *Relay) Stored(kind int) []*nostr.Event {
 	defer r.mu.Unlock()
 	var out []*nostr.Event
 	for _, e := range r.stored {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Inject takes ev as if a client had sent it (no checks): stored or
+// relayed to matching subscriptions.
+func (r *Relay) Inject(ev *nostr.Event) { r.accept(ev) }
+
+// Relayed returns the last ephemeral events of kind the relay passed on
+// (at most 256 of all kinds are kept).
+func (r *Relay) Relayed(kind int) []*nostr.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*nostr.Event
+	for _, e := range r.relayed {
 		if e.Kind == kind {
 			out = append(out, e)
 		}
@@ -205,6 +229,10 @@ func (r *Relay) accept(ev *nostr.Event) {
 	}
 	switch {
 	case ev.Kind >= 20000 && ev.Kind < 30000: // ephemeral
+		if len(r.relayed) == maxRelayed {
+			r.relayed = r.relayed[1:]
+		}
+		r.relayed = append(r.relayed, ev)
 	case ev.Kind == 0 || ev.Kind == 3 || (ev.Kind >= 10000 && ev.Kind < 20000) || (ev.Kind >= 30000 && ev.Kind < 40000):
 		d := ev.Tags.GetD()
 		kept := r.stored[:0]
