@@ -688,6 +688,10 @@ type DataplaneConfig struct {
 	// AF_XDP sockets' TX rings, headers built from the kernel's route and
 	// neighbour tables).
 	AFXDPTransmit string `yaml:"afxdp_transmit" fips:"optional"`
+	// XDPAttach is how the XDP program is attached: "auto" (native, else
+	// generic; the default), "native" (driver mode or fail) or "generic"
+	// (skb mode).
+	XDPAttach string `yaml:"xdp_attach" fips:"optional"`
 }
 
 // dataplane.afxdp_transmit values.

@@ -410,6 +410,11 @@ func (r *rangeChecker) dataplane(d *DataplaneConfig) {
 	if t := d.AFXDPTransmit; t != "" && t != AFXDPTransmitSocket && t != AFXDPTransmitXSK {
 		r.errs = append(r.errs, r.c.invalid("dataplane.afxdp_transmit", "`dataplane.afxdp_transmit` is %s, but must be socket or xsk", strconv.Quote(t)))
 	}
+	switch d.XDPAttach {
+	case "", "auto", "native", "generic":
+	default:
+		r.errs = append(r.errs, r.c.invalid("dataplane.xdp_attach", "`dataplane.xdp_attach` is %s, but must be auto, native or generic", strconv.Quote(d.XDPAttach)))
+	}
 	if d.Workers < 0 || d.Workers > MaxWorkers {
 		r.errs = append(r.errs, r.c.invalid("dataplane.workers", "`dataplane.workers` is %d, but must be 0 (one per core) to %d", d.Workers, MaxWorkers))
 	}

@@ -43,6 +43,9 @@ type DataplaneOptions struct {
 	// AFXDP redirects established frames of known links into AF_XDP
 	// sockets read by dataplane workers (dataplane.afxdp), in xdp mode.
 	AFXDP bool
+	// XDPAttach is dataplane.xdp_attach: "" or "auto" (native, else
+	// generic), "native" or "generic".
+	XDPAttach string
 	// XSKTransmit sends what the AF_XDP workers forward or seal through
 	// the sockets' TX rings (dataplane.afxdp_transmit: xsk) instead of
 	// the UDP sockets.
@@ -233,9 +236,16 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 	if err != nil {
 		return fail(err)
 	}
+	mode := bpf.AttachAuto
+	switch o.XDPAttach {
+	case "native":
+		mode = bpf.AttachNative
+	case "generic":
+		mode = bpf.AttachGeneric
+	}
 	var out []XDPInterface
 	for _, ifi := range ifaces {
-		m, err := obj.Attach(ifi.Index, bpf.AttachAuto)
+		m, err := obj.Attach(ifi.Index, mode)
 		if err != nil {
 			return fail(fmt.Errorf("interface %s: %w", ifi.Name, err))
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,15 +95,22 @@ func dataplaneOf(t *testing.T, n *Node) bpfView {
 // 114; half random bytes, half well-formed established frames with a
 // random receiver index, so each one is malformed or names no index) or
 // "msg1" (well-formed msg1-sized: version 0, phase 1, no flags,
-// payload_len 110, random rest). It prints how many it sent.
+// payload_len 110, random rest), at argv[5] datagrams a second if given
+// (else as fast as it can). It prints how many it sent.
 const floodScript = `
-import os, random, socket, sys
+import os, random, socket, sys, time
 host, port, count, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rate = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+start = time.monotonic()
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
 pool = os.urandom(1 << 16)
 sent = 0
 for i in range(count):
+    if rate and i % 200 == 0:
+        ahead = start + i / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
     if kind == "msg1":
         off = random.randrange(0, len(pool) - 110)
         d = b"\x01\x00\x6e\x00" + pool[off:off + 110]
@@ -251,39 +259,52 @@ func TestXDPTransitChain(t *testing.T) {
 	if !m.WaitListening("c", 5201, 10*time.Second) {
 		t.Fatal("iperf3 server not listening")
 	}
-	quiet := iperf(t, m, "a", addr, 4)
-	stop := make(chan struct{})
-	floodDone := make(chan int)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-stop:
-				floodDone <- n
-				return
-			default:
-			}
-			out, err := m.Exec("d", "python3", script, bd.AddrA, strconv.Itoa(port), "20000", "garbage")
-			if err != nil {
-				floodDone <- n
-				return
-			}
+	// The flood is paced (floodRate a second, floodSecs × floodRate
+	// datagrams, ≥ 100,000) so that what it costs is B's, not the
+	// flooder's: on this 2-core machine an unpaced python3 flooder takes a
+	// whole core from iperf3 and the daemons. Quiet runs before and
+	// after the flooded one; the flooded rate is held against their mean.
+	const floodRate, floodSecs = 40_000, 5
+	floodedRun := func() (bps float64, sent int, dropped uint64) {
+		t.Helper()
+		drop1 := bpfStats(t, m, b).packets("drop", "")
+		floodDone := make(chan int, 1)
+		go func() {
+			out, err := m.Exec("d", "python3", script, bd.AddrA, strconv.Itoa(port), strconv.Itoa(floodRate*floodSecs), "garbage", strconv.Itoa(floodRate))
 			k, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-			n += k
+			if err != nil {
+				k = -1
+			}
+			floodDone <- k
+		}()
+		bps = iperf(t, m, "a", addr, floodSecs)
+		sent = <-floodDone
+		if sent < 0 {
+			t.Fatal("the concurrent flood failed")
 		}
-	}()
-	drop1 := bpfStats(t, m, b).packets("drop", "")
-	flooded := iperf(t, m, "a", addr, 4)
-	close(stop)
-	duringSent := <-floodDone
-	drop2 := bpfStats(t, m, b).packets("drop", "")
-	t.Logf("iperf3 A→C through B: %.1f Mbit/s without flood, %.1f Mbit/s during a flood of %d datagrams (%d dropped in XDP meanwhile)",
-		quiet/1e6, flooded/1e6, duringSent, drop2-drop1)
-	if flooded <= 0 {
-		t.Errorf("iperf3 stopped flowing during the flood")
+		return bps, sent, bpfStats(t, m, b).packets("drop", "") - drop1
 	}
-	if drop2 <= drop1 {
-		t.Errorf("no XDP drops during the concurrent flood")
+	// Quiet and flooded runs alternate (q f q f q) so that other load on
+	// the machine falls on both alike; the medians are compared.
+	var quiets, floods []float64
+	for k := 0; k < 5; k++ {
+		if k%2 == 0 {
+			quiets = append(quiets, iperf(t, m, "a", addr, floodSecs))
+			continue
+		}
+		bps, sent, dropped := floodedRun()
+		floods = append(floods, bps)
+		t.Logf("flooded run: %.1f Mbit/s while %d datagrams were sent at %d/s, %d dropped in XDP meanwhile", bps/1e6, sent, floodRate, dropped)
+		if dropped < 100_000 {
+			t.Errorf("%d datagrams dropped in XDP during a flooded iperf3, want ≥ 100,000", dropped)
+		}
+	}
+	slices.Sort(quiets)
+	quiet, flooded := quiets[1], (floods[0]+floods[1])/2
+	t.Logf("iperf3 A→C through B: %.1f Mbit/s without flood (median of %.0f, %.0f, %.0f), %.1f Mbit/s during the floods: %.0f%%",
+		quiet/1e6, quiets[0]/1e6, quiets[1]/1e6, quiets[2]/1e6, flooded/1e6, 100*flooded/quiet)
+	if flooded < 0.8*quiet {
+		t.Errorf("iperf3 kept %.0f%% of its unflooded rate during the flood, want ≥ 80%%", 100*flooded/quiet)
 	}
 
 	// Handshake flood from one source: limited in XDP.
@@ -446,4 +467,54 @@ func TestXDPModesWithoutXDP(t *testing.T) {
 		t.Errorf("xdp-mode failure does not name the mode and interface:\n%s", out)
 	}
 	t.Logf("xdp mode on a missing interface: %v\n%s", err, tail(string(out), 3))
+}
+
+// TestXDPGenericKeepsGSO: with dataplane.xdp_attach: generic the relay's
+// veths keep their peers' UDP GSO (native XDP on veth turns it off), so
+// A's GSO runs reach B whole: they pass XDP as multi_buffer, the program
+// still judging every single datagram; iperf3 A→C through B carries, and
+// the attach mode shows as generic. (Kept whole, a run is copied before
+// the program sees it: on this machine generic carried about 0.9 Gbit/s
+// where native carried 1.4 — reported, not asserted.)
+func TestXDPGenericKeepsGSO(t *testing.T) {
+	m := New(t, Options{IPv6: true})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	m.Link(a, b)
+	m.Link(b, c)
+	b.ExtraConfig = "dataplane: { mode: xdp, xdp_attach: generic }\n"
+	m.Start()
+	m.WaitConverged(30 * time.Second)
+	dp := dataplaneOf(t, b)
+	if dp.Mode != "xdp" || len(dp.Interfaces) != 2 {
+		t.Fatalf("b's dataplane: %+v", dp)
+	}
+	for _, i := range dp.Interfaces {
+		if i.AttachMode != "generic" {
+			t.Errorf("b interface %+v: want generic", i)
+		}
+	}
+	addr := resolve(t, m, a, c)
+	defer m.Background("c", "iperf3", "-s", "-B", addr)()
+	if !m.WaitListening("c", 5201, 10*time.Second) {
+		t.Fatal("iperf3 server not listening")
+	}
+	s0 := bpfStats(t, m, b)
+	bps := iperf(t, m, "a", addr, 4)
+	s1 := bpfStats(t, m, b)
+	multi := s1.packets("pass", "multi_buffer") - s0.packets("pass", "multi_buffer")
+	single := s1.packets("pass", "link_kernel") - s0.packets("pass", "link_kernel")
+	var multiBytes uint64
+	for _, c := range s1.Counters {
+		if c.Reason == "multi_buffer" {
+			multiBytes += c.Bytes
+		}
+	}
+	t.Logf("iperf3 A→C through B (generic XDP): %.1f Mbit/s; B's XDP passed %d multi-buffer frames (%d bytes) and %d single established frames",
+		bps/1e6, multi, multiBytes, single)
+	if bps <= 0 {
+		t.Fatal("iperf3 carried nothing")
+	}
+	if multi == 0 {
+		t.Errorf("no GSO run reached B's XDP whole")
+	}
 }
