@@ -35,6 +35,9 @@ type xskPlane struct {
 	// carry (ECT(0) where the tc programs mark the socket path's).
 	transmit bool
 	ecn      uint8
+	// umem is the memory every socket shares (nil: each has its own,
+	// the kernel having refused the sharing).
+	umem     *afxdp.UMEM
 	txMu     sync.Mutex // guards txCounts (appended by starting workers)
 	txCounts []*xskTxCounts
 }
@@ -108,6 +111,21 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 			}
 		}
 	}
+	// One UMEM for all the sockets (XDP_SHARED_UMEM), each taking its
+	// share of frames; a socket the kernel will not let share gets one
+	// of its own.
+	nsock := 0
+	for _, ifi := range p.ifaces {
+		nsock += rxQueues(ifi.Name)
+	}
+	if nsock > 0 && nsock <= bpf.MaxSlots {
+		u, err := afxdp.NewUMEM(nsock*(xskRxFrames+txFrames), xskFrameSize)
+		if err != nil {
+			n.log.Warn("dataplane: no shared AF_XDP UMEM, one per socket", "error", err)
+		} else {
+			x.umem = u
+		}
+	}
 	var slot uint32
 	for _, ifi := range p.ifaces {
 		for q := range rxQueues(ifi.Name) {
@@ -115,7 +133,14 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 				n.stopXSK(p, x)
 				return nil, fmt.Errorf("more than %d RX queues", bpf.MaxSlots)
 			}
-			s, err := afxdp.Open(afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true, TxFrames: txFrames})
+			o := afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true, Frames: xskRxFrames, FrameSize: xskFrameSize,
+				TxFrames: txFrames, UMEM: x.umem}
+			s, err := afxdp.Open(o)
+			if err != nil && x.umem != nil {
+				n.log.Warn("dataplane: AF_XDP socket cannot share the UMEM, opening its own", "interface", ifi.Name, "queue", q, "error", err)
+				o.UMEM = nil
+				s, err = afxdp.Open(o)
+			}
 			if err != nil {
 				n.stopXSK(p, x)
 				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
@@ -136,8 +161,13 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 	return x, nil
 }
 
-// xskTxFrames is each socket's TX ring and TX part of its UMEM.
-const xskTxFrames = 2048
+// Each socket's share of the UMEM: its fill ring's frames and, with
+// dataplane.afxdp_transmit: xsk, its TX ring's; frames of 4 KiB.
+const (
+	xskRxFrames  = 2048
+	xskTxFrames  = 2048
+	xskFrameSize = 4096
+)
 
 // xskSenders gives worker k a sender per UDP transport that transmits
 // through the TX rings: on each interface, through socket k of that
@@ -261,6 +291,19 @@ func (n *Node) stopXSK(p *xdpPlane, x *xskPlane) {
 			n.log.Warn("dataplane: closing AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
 		}
 	}
+	if x.umem != nil {
+		if err := x.umem.Close(); err != nil {
+			n.log.Warn("dataplane: unmapping the AF_XDP UMEM", "error", err)
+		}
+	}
+}
+
+// sharing is how many sockets share the UMEM and its size in MiB.
+func (x *xskPlane) sharing() (int, int) {
+	if x.umem == nil {
+		return 0, 0
+	}
+	return x.umem.Sockets(), x.umem.Frames() * xskFrameSize >> 20
 }
 
 // views is show_bpf's xsks.

@@ -75,9 +75,11 @@ type DataplaneView struct {
 
 // AFXDPView is show_status.dataplane.afxdp (fips-go addition).
 type AFXDPView struct {
-	Enabled bool   `json:"enabled"`
-	Sockets int    `json:"sockets"`
-	Reason  string `json:"reason"`
+	Enabled bool `json:"enabled"`
+	Sockets int  `json:"sockets"`
+	// SharedUMEM is how many of the sockets share one UMEM.
+	SharedUMEM int    `json:"shared_umem_sockets"`
+	Reason     string `json:"reason"`
 }
 
 // TCView says whether tc_fips_egress (outgoing FIPS UDP marked ECT(0))
@@ -172,6 +174,13 @@ func (n *Node) startDataplane() error {
 		} else {
 			p.xsk = x
 			v.AFXDP = AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
+			if k, mib := x.sharing(); k > 0 {
+				v.AFXDP.SharedUMEM = k
+				v.AFXDP.Reason += fmt.Sprintf("; %d of them share one %d MiB UMEM", k, mib)
+			}
+			if x.transmit {
+				v.AFXDP.Reason += "; forwards leave through their TX rings"
+			}
 			n.log.Info("dataplane: AF_XDP", "reason", v.AFXDP.Reason)
 		}
 	}

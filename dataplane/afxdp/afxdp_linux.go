@@ -19,6 +19,7 @@ var ErrClosed = errors.New("afxdp: socket closed")
 type Socket struct {
 	fd, efd        int
 	umem           []byte
+	shared         *UMEM // nil: umem is the socket's own
 	frameSize      uint64
 	fill, comp, rx ring
 	zeroCopy       bool
@@ -118,14 +119,33 @@ func Open(o Options) (*Socket, error) {
 		return fail(errorf("eventfd: %w", err))
 	}
 	n := uint32(o.Frames)
-	s.txFrames, s.txBase = o.TxFrames, uint64(o.Frames)*uint64(o.FrameSize)
-	s.umem, err = unix.Mmap(-1, 0, (o.Frames+o.TxFrames)*o.FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-	if err != nil {
-		return fail(errorf("UMEM mmap: %w", err))
+	// base is the first of this socket's frames in the UMEM: 0 in its
+	// own, its share's start in a shared one.
+	var base uint64
+	var owner *Socket
+	if u := o.UMEM; u != nil {
+		if u.frameSize != s.frameSize {
+			return fail(errorf("shared UMEM of %d-byte frames, socket wants %d", u.frameSize, s.frameSize))
+		}
+		if base, err = u.take(o.Frames + o.TxFrames); err != nil {
+			return fail(err)
+		}
+		s.umem, s.shared, owner = u.mem, u, u.owner
+	} else {
+		s.umem, err = unix.Mmap(-1, 0, (o.Frames+o.TxFrames)*o.FrameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		if err != nil {
+			return fail(errorf("UMEM mmap: %w", err))
+		}
 	}
-	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&s.umem[0]))), Len: uint64(len(s.umem)), Size: uint32(o.FrameSize)}
-	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
-		return fail(errorf("XDP_UMEM_REG: %w", err))
+	s.txFrames, s.txBase = o.TxFrames, base+uint64(o.Frames)*uint64(o.FrameSize)
+	if owner == nil {
+		// The UMEM is registered once, on its first socket; the others
+		// bind with XDP_SHARED_UMEM naming that socket, each with fill
+		// and completion rings of its own (another device or queue).
+		reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&s.umem[0]))), Len: uint64(len(s.umem)), Size: uint32(o.FrameSize)}
+		if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+			return fail(errorf("XDP_UMEM_REG: %w", err))
+		}
 	}
 	// The completion ring holds every TX frame at once; the kernel wants
 	// one even without a TX ring.
@@ -168,10 +188,22 @@ func Open(o Options) (*Socket, error) {
 	// Every fill frame goes to the kernel: the fill ring is as large as
 	// the receive part of the UMEM.
 	for i := uint32(0); i < n; i++ {
-		*s.fill.addr(i) = uint64(i) * s.frameSize
+		*s.fill.addr(i) = base + uint64(i)*s.frameSize
 	}
 	atomic.StoreUint32(s.fill.producer, n)
 
+	if owner != nil {
+		// A sharing socket inherits the owner's mode and need_wakeup
+		// (the kernel refuses flags beside XDP_SHARED_UMEM).
+		sa := &unix.SockaddrXDP{Flags: unix.XDP_SHARED_UMEM, Ifindex: uint32(o.Ifindex), QueueID: uint32(o.Queue), SharedUmemFD: uint32(owner.fd)}
+		if err := unix.Bind(fd, sa); err != nil {
+			return fail(errorf("bind to ifindex %d queue %d sharing the UMEM of socket %d: %w", o.Ifindex, o.Queue, owner.fd, err))
+		}
+		s.zeroCopy, s.wakeup = owner.zeroCopy, owner.wakeup
+		s.pfds = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
+		o.UMEM.sockets++
+		return s, nil
+	}
 	var modes []uint16
 	if o.ZeroCopy {
 		modes = append(modes, unix.XDP_ZEROCOPY)
@@ -186,6 +218,10 @@ func Open(o Options) (*Socket, error) {
 		}
 		s.zeroCopy, s.wakeup = m == unix.XDP_ZEROCOPY, true
 		s.pfds = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
+		if o.UMEM != nil {
+			o.UMEM.owner = s
+			o.UMEM.sockets++
+		}
 		return s, nil
 	}
 	return fail(errorf("bind to ifindex %d queue %d: %w", o.Ifindex, o.Queue, errors.Join(errs...)))
@@ -300,10 +336,10 @@ func (s *Socket) release() error {
 		errs = append(errs, unix.Close(s.fd))
 		s.fd = -1
 	}
-	if s.umem != nil {
+	if s.umem != nil && s.shared == nil {
 		errs = append(errs, unix.Munmap(s.umem))
-		s.umem = nil
 	}
+	s.umem = nil
 	if s.efd >= 0 {
 		errs = append(errs, unix.Close(s.efd))
 		s.efd = -1

@@ -40,3 +40,18 @@ func (*TxQueue) Unused(uint64) {}
 
 // Flush does nothing.
 func (*TxQueue) Flush() int { return 0 }
+
+// UMEM is shared packet memory; on this OS it cannot exist.
+type UMEM struct{}
+
+// NewUMEM returns ErrNotSupported.
+func NewUMEM(int, int) (*UMEM, error) { return nil, ErrNotSupported }
+
+// Frames returns 0.
+func (*UMEM) Frames() int { return 0 }
+
+// Sockets returns 0.
+func (*UMEM) Sockets() int { return 0 }
+
+// Close does nothing.
+func (*UMEM) Close() error { return nil }

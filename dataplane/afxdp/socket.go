@@ -13,6 +13,10 @@ type Options struct {
 	// 0: receive only) and as many UMEM frames for it,
 	// apart from the fill ring's.
 	TxFrames int
+	// UMEM, when set, is shared with the other sockets opened with it
+	// (XDP_SHARED_UMEM): this socket takes Frames+TxFrames of its frames
+	// and inherits the first socket's mode. nil: a UMEM of its own.
+	UMEM *UMEM
 	// ZeroCopy asks for zero-copy mode first; copy mode is used when the
 	// driver has none (veth) or when false.
 	ZeroCopy bool

@@ -14,7 +14,7 @@ import (
 // through B, whose established frames arrive on its AF_XDP sockets (the
 // XDP program's link_xsk redirects and the sockets' received counts
 // move, the relay's engine forwards them) and its UDP sockets see almost
-// none of them.
+// none of them. B's two sockets share one UMEM.
 func TestAFXDPTransitChain(t *testing.T) { afxdpTransit(t, "socket") }
 
 // TestAFXDPTransmitTransitChain is TestAFXDPTransitChain with
@@ -34,7 +34,7 @@ func afxdpTransit(t *testing.T, transmit string) {
 	m.WaitConverged(30 * time.Second)
 
 	dp := dataplaneOf(t, b)
-	if dp.Mode != "xdp" || !dp.AFXDP.Enabled || dp.AFXDP.Sockets != 2 {
+	if dp.Mode != "xdp" || !dp.AFXDP.Enabled || dp.AFXDP.Sockets != 2 || dp.AFXDP.SharedUMEM != 2 {
 		t.Fatalf("b's dataplane: %+v\n%s", dp, tail(b.Logs(), 30))
 	}
 	t.Logf("b: %s; %s", dp.Reason, dp.AFXDP.Reason)
