@@ -3,6 +3,8 @@
 package netns
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +29,7 @@ func TestAFXDPTransmitTransitChain(t *testing.T) { afxdpTransit(t, "xsk") }
 func afxdpTransit(t *testing.T, transmit string) {
 	m := New(t, Options{IPv6: true})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
-	m.Link(a, b)
+	ab := m.Link(a, b)
 	m.Link(b, c)
 	b.ExtraConfig = "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: " + transmit + " }\n"
 	m.Start()
@@ -120,11 +122,33 @@ func afxdpTransit(t *testing.T, transmit string) {
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Errorf("ping6 after iperf3: %v\n%s", err, out)
 	}
+	// A garbage flood from A at B's port: dropped in XDP. The human
+	// table then shows redirects and drops, both non-zero.
+	script := filepath.Join(m.Dir, "flood.py")
+	if err := os.WriteFile(script, []byte(floodScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := m.opts.Port
+	if port == 0 {
+		port = 2121
+	}
+	sent := flood(t, m, "a", script, ab.AddrB, port, 20_000, "garbage")
 	table, err := m.Fipsctl("b", "bpf", "stats")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("fipsctl bpf stats on b:\n%s", table)
+	t.Logf("fipsctl bpf stats on b after %d garbage datagrams:\n%s", sent, table)
+	rows := map[string]uint64{}
+	for _, line := range strings.Split(string(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && (f[0] == "pass" || f[0] == "drop" || f[0] == "redirect") {
+			n, _ := strconv.ParseUint(f[2], 10, 64)
+			rows[f[0]] += n
+		}
+	}
+	if rows["redirect"] == 0 || rows["drop"] < uint64(sent)*9/10 {
+		t.Errorf("fipsctl bpf stats: redirect %d, drop %d after %d garbage datagrams", rows["redirect"], rows["drop"], sent)
+	}
 	if got := strings.Contains(string(table), "xsk transmit:"); got != (transmit == "xsk") {
 		t.Errorf("fipsctl bpf stats shows the xsk transmit line: %v, want %v", got, transmit == "xsk")
 	}
