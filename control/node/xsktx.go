@@ -116,7 +116,7 @@ func (s *xskSender) Reserve(to transport.Addr, n int) ([]byte, error) {
 	ap := to.IP
 	d := s.dests[ap]
 	if d == nil || s.now >= d.until {
-		if d == nil && len(s.dests) >= maxXSKDests {
+		if d == nil && len(s.dests) >= maxXSKDests && !s.evict() {
 			s.counts.cacheFull.Add(1)
 			return s.fallback.Reserve(to, n)
 		}
@@ -140,6 +140,17 @@ func (s *xskSender) Reserve(to transport.Addr, n int) ([]byte, error) {
 	}
 	s.cur.d, s.cur.addr, s.cur.buf, s.cur.n = d, addr, buf, n
 	return buf[d.h.Len() : d.h.Len()+n], nil
+}
+
+// evict drops the expired destinations of a full cache and reports
+// whether room was made.
+func (s *xskSender) evict() bool {
+	for ap, d := range s.dests {
+		if s.now >= d.until {
+			delete(s.dests, ap)
+		}
+	}
+	return len(s.dests) < maxXSKDests
 }
 
 // refresh reads the kernel's tables for ap (d: its stale entry, or nil).
