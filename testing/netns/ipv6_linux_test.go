@@ -19,11 +19,18 @@ import (
 // long that took.
 func ipv6Chain(tb testing.TB, o Options) (m *Mesh, a, b, c *Node, took time.Duration) {
 	tb.Helper()
+	return ipv6ChainRelay(tb, o, "")
+}
+
+// ipv6ChainRelay is ipv6Chain with relay B's extra configuration.
+func ipv6ChainRelay(tb testing.TB, o Options, relay string) (m *Mesh, a, b, c *Node, took time.Duration) {
+	tb.Helper()
 	o.IPv6 = true
 	m = New(tb, o)
 	a, b, c = m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
 	m.Link(a, b)
 	m.Link(b, c)
+	b.ExtraConfig = relay
 	m.Start()
 	took = m.WaitConverged(30 * time.Second)
 	return m, a, b, c, took
@@ -115,6 +122,39 @@ func TestIPv6ChainNamesAndPing(t *testing.T) {
 // a 1448-byte packet locally and it never reaches the adapter.
 func TestIPv6ChainTCPAndPacketTooBig(t *testing.T) {
 	m, a, _, c, _ := ipv6Chain(t, Options{TunMTU: 1500})
+	ipv6ChainChecks(t, m, a, c)
+}
+
+// TestIPv6ChainThroughKernelRelays runs the same checks (dig, Packet Too
+// Big, iperf3, curl by name) with the relay B in each kernel mode: the
+// XDP program alone, AF_XDP receive, and AF_XDP receive and transmit; B's
+// dataplane must be running the mode asked for.
+func TestIPv6ChainThroughKernelRelays(t *testing.T) {
+	for _, c := range []struct{ name, config string }{
+		{"xdp", "dataplane: { mode: xdp }\n"},
+		{"afxdp", "dataplane: { mode: xdp, afxdp: true }\n"},
+		{"afxdp-xsk", "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: xsk }\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, a, b, cn, _ := ipv6ChainRelay(t, Options{TunMTU: 1500}, c.config)
+			dp := dataplaneOf(t, b)
+			if dp.Mode != "xdp" || dp.AFXDP.Enabled != strings.Contains(c.config, "afxdp") {
+				t.Fatalf("b's dataplane: %+v", dp)
+			}
+			ipv6ChainChecks(t, m, a, cn)
+			if strings.Contains(c.config, "xsk") {
+				if tx := bpfStats(t, m, b).XSKTx; tx.Frames == 0 {
+					t.Errorf("b sent nothing through its TX rings: %+v", tx)
+				}
+			}
+		})
+	}
+}
+
+// ipv6ChainChecks: dig, Packet Too Big at the mesh MTU, iperf3 TCP and
+// an HTTP fetch by .fips name, A to C.
+func ipv6ChainChecks(t *testing.T, m *Mesh, a, c *Node) {
+	t.Helper()
 	addr := resolve(t, m, a, c)
 
 	// Packet Too Big: 1400 + 48 bytes of headers exceed the 1203-byte
