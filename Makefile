@@ -96,6 +96,16 @@ sim:
 	SIM_COMMAND="make sim N=$(N) TOPO=$(TOPO) ROUTING=$(ROUTING)$(if $(SIM_FLAGS), SIM_FLAGS='$(SIM_FLAGS)')" \
 	  nice -n 15 $(GO) run ./testing/sim/simreport -n $(N) -topo $(TOPO) -routing $(ROUTING) $(SIM_FLAGS)
 
+## sim-bound: what the strictly-decreasing-tree-distance invariant allows
+## on each topology, whatever the rule and the tree (testing/sim/bound.go,
+## docs/stretch-bound.md): breadth-first trees from sampled roots at
+## BOUND_N sizes, and a search for a better tree up to 1,000 nodes.
+BOUND_N ?= 300,1000,10000
+.PHONY: sim-bound
+sim-bound:
+	SIM_COMMAND="make sim-bound BOUND_N=$(BOUND_N)" \
+	  nice -n 15 $(GO) run ./testing/sim/simreport -bounds -n $(BOUND_N) -topo all -search-max-n 1000
+
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo bench

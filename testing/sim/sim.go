@@ -654,23 +654,7 @@ func (s *state) filtersRejected() uint64 {
 
 // bfs returns hop distances from src over alive nodes (-1: unreachable).
 func (s *state) bfs(src int) []int {
-	d := make([]int, len(s.nodes))
-	for i := range d {
-		d[i] = -1
-	}
-	d[src] = 0
-	q := []int{src}
-	for len(q) > 0 {
-		x := q[0]
-		q = q[1:]
-		for _, y := range s.adj[x] {
-			if d[y] < 0 && s.alive[y] {
-				d[y] = d[x] + 1
-				q = append(q, y)
-			}
-		}
-	}
-	return d
+	return hopsFrom(s.adj, src, func(y int) bool { return s.alive[y] })
 }
 
 // walk follows next hops from src to dst as a packet would, every node

@@ -6,6 +6,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/exec"
@@ -29,6 +30,9 @@ func main() {
 		horizon  = flag.Duration("horizon", 180*time.Second, "simulated time of the settled measurements")
 		render   = flag.Bool("render", false, "only re-render the report and plots from scale.json")
 		merge    = flag.String("merge", "", "with -render: other scale.json files to merge in first, comma-separated")
+		bounds   = flag.Bool("bounds", false, "run the bound study on the topologies alone (no nodes) and write docs/stretch-bound.md")
+		searchN  = flag.Int("search-max-n", 300, "with -bounds: the largest size the tree search runs on")
+		steps    = flag.Int("search-steps", 20000, "with -bounds: proposed re-parentings of the tree search")
 	)
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -41,6 +45,12 @@ func main() {
 		command = "go run ./testing/sim/simreport " + strings.Join(os.Args[1:], " ")
 	}
 	commit := gitCommit()
+	if *bounds {
+		if err := boundStudy(*sizes, ts, *seed, *pairs, *searchN, *steps, *docs, command, commit); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	var recs []*sim.Record
 	jsonPath := filepath.Join(*docs, "scale.json")
 	if *render {
@@ -107,6 +117,69 @@ func save(jsonPath, docs string, recs []*sim.Record) error {
 	}
 	return sim.WriteReport(filepath.Join(docs, "scale.md"), "scale", all, plots, intro)
 }
+
+func boundStudy(sizes string, topos []string, seed uint64, pairs, searchN, steps int, docs, command, commit string) error {
+	var studies []*sim.BoundStudy
+	for _, ns := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(ns))
+		if err != nil {
+			return fmt.Errorf("simreport: -n %q: %w", ns, err)
+		}
+		for _, t := range topos {
+			topo, err := sim.Generate(strings.TrimSpace(t), n, seed)
+			if err != nil {
+				return err
+			}
+			cfg := sim.StudyConfig{Pairs: pairs, Seed: seed}
+			if topo.N <= searchN {
+				cfg.SearchSteps = steps
+			}
+			start := time.Now()
+			st, err := sim.StudyBound(topo, cfg)
+			if err != nil {
+				return err
+			}
+			msg := ""
+			if st.Searched != nil {
+				msg = fmt.Sprintf(", searched tree %.3f (from %.3f)", st.Searched.Bound, st.SearchStart.Bound)
+			}
+			log.Printf("%s n=%d: breadth-first bound %.3f over %d roots%s, %v", topo.Name, topo.N, st.RootMean, len(st.Roots)-1, msg, time.Since(start).Round(time.Second))
+			studies = append(studies, st)
+			if err := sim.WriteBoundReport(filepath.Join(docs, "stretch-bound.md"), boundIntro, command, commit, studies); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+const boundIntro = `# How short can paths be when every hop must get closer in the tree?
+
+Written by ` + "`make sim-bound`" + ` (testing/sim/simreport ` + "`-bounds`" + `, the study in
+testing/sim/bound.go). Issue 18 asks for next-hop paths within 1.2× of
+the shortest (mean stretch ≤ 1.2) *and* for every hop to strictly decrease
+tree distance to the destination, the invariant that keeps a mesh mixing
+routing rules loop-free ([routing.md](routing.md)). This study asks what
+that invariant allows on each topology, whatever the next-hop rule and
+whatever spanning tree the nodes build. It needs no nodes: on the graph,
+for a spanning tree, a pair's **bound** is the shortest path along which
+every hop strictly decreases tree distance to the destination (a BFS
+restricted to such hops). No rule keeping the invariant does better on
+that tree — it may use any knowledge, global or not — and the bound
+over the shortest path is its stretch. The **distance rule** column is
+fips-go's default next hop (the neighbour least distant from the
+destination in the tree) on the same tree, with perfect information.
+
+The trees: breadth-first from the root (every node's parent one hop
+nearer the root: the shallowest tree a root allows, which is what
+upstream's parent selection, depth plus link cost, tends to), from random
+roots (the root is the smallest address, a uniformly random node) and from
+the highest-degree node (a root chosen for centrality, which the protocol
+does not allow). On small graphs a local search looks for any spanning
+tree with a lower bound.
+
+Same topology generators and seed as ` + "`make sim`" + ` ([scale.md](scale.md)).
+`
 
 func gitCommit() string {
 	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
