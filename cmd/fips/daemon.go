@@ -139,7 +139,8 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Version: Version, ControlSocket: controlPath, LeafOnly: cfg.Node.LeafOnly, Log: log,
 		ECNLoss: ecnLoss, ECNETX: ecnETX,
 		Tree: tree.Config(cfg.Node.Tree), Bloom: bloom.Config{UpdateDebounce: ms(cfg.Node.Bloom.UpdateDebounceMs),
-			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR, SendOnChange: cfg.Node.Routing.FilterSchedule == config.FilterScheduleChange},
+			MaxInboundFPR: cfg.Node.Bloom.MaxInboundFPR, SendOnChange: cfg.Node.Routing.FilterSchedule == config.FilterScheduleChange,
+			PassOnFull: cfg.Node.Routing.FullFilterLookups != config.FullFilterLookupsUpstream},
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
@@ -348,6 +349,7 @@ func routeConfig(cfg *config.Config) route.Config {
 	if n.Routing.NextHop == config.NextHopUpstream {
 		c.NextHop = route.NextHopUpstream
 	}
+	c.FullFilterLookups = n.Routing.FullFilterLookups != config.FullFilterLookupsUpstream
 	c.SessionTTL = n.Session.DefaultTTL
 	c.LookupTTL = n.Lookup.TTL
 	c.LookupAttemptTimeouts = nil

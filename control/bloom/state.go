@@ -28,12 +28,23 @@ type Config struct {
 	// one hop per tick interval. The debounce still bounds announces to
 	// one per peer per UpdateDebounce either way.
 	SendOnChange bool
+	// PassOnFull is node.routing.full_filter_lookups "tree" (a fips-go
+	// addition; the node's router reads the same key): a tree peer whose
+	// latest filter was refused over the FPR cap contributes a full
+	// filter (every bit set) to what we send our other peers, instead of
+	// nothing. Upstream drops the refused filter from its aggregate, so
+	// in a mesh larger than a filter holds the parent's refusal silently
+	// shrinks what a node passes on to a small, acceptable filter that
+	// lacks most of the mesh; with PassOnFull the node says "more than a
+	// filter holds" onwards, which the receiver refuses over the cap in
+	// turn and (fips-go) keeps sending lookups through.
+	PassOnFull bool
 }
 
 // DefaultConfig is upstream's default (500 ms debounce, FPR cap 0.20)
-// with fips-go's send-on-change schedule.
+// with fips-go's send-on-change schedule and PassOnFull.
 func DefaultConfig() Config {
-	return Config{UpdateDebounce: 500 * time.Millisecond, MaxInboundFPR: 0.20, SendOnChange: true}
+	return Config{UpdateDebounce: 500 * time.Millisecond, MaxInboundFPR: 0.20, SendOnChange: true, PassOnFull: true}
 }
 
 // SelfWarnInterval is how often, at most, Tick warns that our own
@@ -58,7 +69,10 @@ type peerState struct {
 	addr identity.NodeAddr
 
 	// inbound: what is reachable through the peer
-	hasFilter  bool
+	hasFilter bool
+	// overCap: the peer's latest announce (newer than the last accepted)
+	// was refused over the FPR cap; cleared by the next accepted one.
+	overCap    bool
 	inbound    Filter
 	seq        uint64 // last accepted sequence; 0 before any
 	receivedAt time.Time
@@ -83,6 +97,7 @@ type State struct {
 	log  *slog.Logger
 
 	base     Filter // own address (leaf dependents would go here)
+	full     Filter // every bit set: what an over-cap tree peer contributes with PassOnFull
 	peers    map[identity.NodeAddr]*peerState
 	order    []*peerState // peers sorted by address: deterministic sends
 	sequence uint64       // last FilterAnnounce sequence used
@@ -114,6 +129,10 @@ func New(self identity.NodeAddr, cfg Config, env Env, log *slog.Logger) *State {
 		peers: make(map[identity.NodeAddr]*peerState),
 	}
 	s.base.Insert(self)
+	s.full = NewFilter()
+	for i := range s.full.bits {
+		s.full.bits[i] = 0xFF
+	}
 	return s
 }
 
@@ -205,9 +224,15 @@ func (s *State) HandleFilterAnnounce(now time.Time, from identity.NodeAddr, msg 
 	if p := fpr(fill, fa.HashCount); p > s.cfg.MaxInboundFPR {
 		s.log.Warn("FilterAnnounce above FPR cap — rejected",
 			"from", from.Short(), "seq", fa.Sequence, "fill", fill, "fpr", p, "cap", s.cfg.MaxInboundFPR)
+		was := ps.overCap
+		ps.overCap = true
+		if !was && s.cfg.PassOnFull && s.env.IsTreePeer(from) {
+			s.MarkChanged(now, from) // what we pass on becomes full
+		}
 		return s.reject(&RejectError{Reason: ReasonFillExceeded, Peer: from, Sequence: fa.Sequence, FPR: p})
 	}
 	s.stats.Accepted++
+	ps.overCap = false
 	copy(ps.inbound.bits[:], fa.Filter)
 	ps.inbound.k = fa.HashCount
 	ps.hasFilter = true
@@ -324,7 +349,7 @@ func (s *State) NextSend() (time.Time, bool) {
 func (s *State) computeOutgoing() {
 	contrib := s.contrib[:0]
 	for _, ps := range s.order {
-		ps.contrib = ps.hasFilter && s.env.IsTreePeer(ps.addr)
+		ps.contrib = (ps.hasFilter || s.passFull(ps)) && s.env.IsTreePeer(ps.addr)
 		if ps.contrib {
 			contrib = append(contrib, ps)
 		}
@@ -338,7 +363,7 @@ func (s *State) computeOutgoing() {
 	suffix[n] = [FilterBytes]byte{}
 	for i := n - 1; i >= 0; i-- {
 		suffix[i] = suffix[i+1]
-		orBits(&suffix[i], &contrib[i].inbound.bits)
+		orBits(&suffix[i], s.contribution(contrib[i]))
 	}
 	var prefix [FilterBytes]byte
 	i := 0
@@ -350,7 +375,7 @@ func (s *State) computeOutgoing() {
 				orBits(&ps.out.bits, &prefix)
 				orBits(&ps.out.bits, &suffix[i+1])
 			}
-			orBits(&prefix, &ps.inbound.bits)
+			orBits(&prefix, s.contribution(ps))
 			i++
 		case ps.target:
 			ps.out = s.base
@@ -363,12 +388,32 @@ func (s *State) computeOutgoing() {
 	s.contrib = contrib[:0]
 }
 
+// passFull: ps's filter was refused over the cap and, with PassOnFull,
+// counts as full in what we pass on.
+func (s *State) passFull(ps *peerState) bool { return s.cfg.PassOnFull && ps.overCap }
+
+// contribution is what tree peer ps adds to the filters we send others:
+// its inbound filter, or a full one (passFull).
+func (s *State) contribution(ps *peerState) *[FilterBytes]byte {
+	if s.passFull(ps) {
+		return &s.full.bits
+	}
+	return &ps.inbound.bits
+}
+
 // OutgoingFilter computes, on its own, the filter peer to should hold for
-// us now: our address plus the inbound filters of every tree peer but to.
+// us now: our address plus the inbound filters of every tree peer but to
+// (a full one for a tree peer over the cap, with PassOnFull).
 func (s *State) OutgoingFilter(to identity.NodeAddr) Filter {
 	f := s.base
 	for _, ps := range s.order {
-		if ps.addr != to && ps.hasFilter && s.env.IsTreePeer(ps.addr) {
+		if ps.addr == to || !s.env.IsTreePeer(ps.addr) {
+			continue
+		}
+		switch {
+		case s.passFull(ps):
+			f.Merge(&s.full)
+		case ps.hasFilter:
 			f.Merge(&ps.inbound)
 		}
 	}
@@ -381,6 +426,15 @@ func (s *State) OutgoingFilter(to identity.NodeAddr) Filter {
 func (s *State) MayReach(peer, dest identity.NodeAddr) bool {
 	ps := s.peers[peer]
 	return ps != nil && ps.hasFilter && ps.inbound.Contains(dest)
+}
+
+// OverCap reports whether peer's latest FilterAnnounce was refused over
+// the FPR cap (max_inbound_fpr) and no filter has been accepted from it
+// since: the peer announced that it reaches more nodes than a filter can
+// hold, so MayReach knows nothing useful about it.
+func (s *State) OverCap(peer identity.NodeAddr) bool {
+	ps := s.peers[peer]
+	return ps != nil && ps.overCap
 }
 
 // MeshSizeEstimate estimates the number of nodes in the mesh from the OR

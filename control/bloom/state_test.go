@@ -89,8 +89,19 @@ func TestFPRCapKeepsPreviousFilterAndSequence(t *testing.T) {
 	if !s.MayReach(p, addr(10)) || s.MayReach(p, addr(999)) {
 		t.Fatal("poison must not make everything reachable")
 	}
+	if !s.OverCap(p) || s.OverCap(addr(9)) {
+		t.Fatal("OverCap: the refusal is not remembered, or an unknown peer is over the cap")
+	}
+	// A stale over-cap announce is refused as stale: it says nothing new.
 	next := filterOf(addr(12))
 	mustAccept(t, s, p, announce(t, 2, next))
+	if s.OverCap(p) {
+		t.Fatal("OverCap still set after an accepted filter")
+	}
+	wantReject(t, s.HandleFilterAnnounce(t0, p, announceK(t, 2, 5, allOnes())), ReasonStale)
+	if s.OverCap(p) {
+		t.Fatal("a stale announce set OverCap")
+	}
 	if info, _ := s.Peer(p); info.FilterSequence != 2 {
 		t.Fatalf("seq %d", info.FilterSequence)
 	}
@@ -714,5 +725,56 @@ func TestNextSend(t *testing.T) {
 	s.Tick(at)
 	if got := env.take(); len(got) != 1 || got[0].to != p {
 		t.Fatalf("at the end of the debounce: %+v", got)
+	}
+}
+
+// TestPassOnFull: a tree peer's filter refused over the cap is passed on
+// as a full filter to the other peers (PassOnFull, the default) and the
+// change is sent; a non-tree peer's is not; with upstream's behaviour the
+// refused filter drops out of the aggregate. An accepted filter from the
+// peer ends it.
+func TestPassOnFull(t *testing.T) {
+	parent, child, other := addr(1), addr(2), addr(3)
+	for _, pass := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.PassOnFull = pass
+		env := newFakeEnv(parent, child)
+		s := New(self, cfg, env, nil)
+		for _, p := range []identity.NodeAddr{parent, child, other} {
+			s.PeerUp(t0, p)
+		}
+		mustAccept(t, s, child, announce(t, 1, filterOf(addr(20))))
+		mustAccept(t, s, parent, announce(t, 1, filterOf(addr(10))))
+		s.Tick(t0)
+		env.take()
+		wantReject(t, s.HandleFilterAnnounce(t0.Add(time.Second), parent, announceK(t, 2, 5, allOnes())), ReasonFillExceeded)
+		toChild := s.OutgoingFilter(child)
+		if got := toChild.CountOnes() == FilterBits; got != pass {
+			t.Fatalf("pass on %v: filter to the child full = %v", pass, got)
+		}
+		if !pass && (!toChild.Contains(self) || !toChild.Contains(addr(10))) {
+			t.Fatal("upstream's behaviour: the parent's last accepted filter stays in the aggregate")
+		}
+		toParent := s.OutgoingFilter(parent)
+		if toParent.CountOnes() == FilterBits || !toParent.Contains(addr(20)) {
+			t.Fatal("the parent's own fullness came back to it")
+		}
+		s.Tick(t0.Add(time.Second))
+		var sentToChild bool
+		for _, m := range env.take() {
+			sentToChild = sentToChild || (m.to == child && m.f.CountOnes() == FilterBits)
+		}
+		if sentToChild != pass {
+			t.Fatalf("pass on %v: a full filter sent to the child = %v", pass, sentToChild)
+		}
+		// The non-tree peer over the cap changes nothing.
+		wantReject(t, s.HandleFilterAnnounce(t0, other, announceK(t, 1, 5, allOnes())), ReasonFillExceeded)
+		if f := s.OutgoingFilter(parent); f.CountOnes() == FilterBits {
+			t.Fatal("a non-tree peer's fullness passed on")
+		}
+		mustAccept(t, s, parent, announce(t, 3, filterOf(addr(11))))
+		if f := s.OutgoingFilter(child); f.CountOnes() == FilterBits || !f.Contains(addr(11)) {
+			t.Fatal("still full after the parent's next filter was accepted")
+		}
 	}
 }

@@ -189,6 +189,8 @@ func TestValidateRanges(t *testing.T) {
 		{"node: {routing: {next_hop: upstream, filter_schedule: tick}}", "", ""},
 		{"node: {routing: {next_hop: distance, filter_schedule: change}}", "", ""},
 		{"node: {routing: {next_hop: shortest}}", "node.routing.next_hop", "`node.routing.next_hop` is \"shortest\", but must be distance or upstream"},
+		{"node: {routing: {full_filter_lookups: upstream}}", "", ""},
+		{"node: {routing: {full_filter_lookups: all}}", "node.routing.full_filter_lookups", "`node.routing.full_filter_lookups` is \"all\", but must be tree or upstream"},
 		{"node: {routing: {filter_schedule: now}}", "node.routing.filter_schedule", "`node.routing.filter_schedule` is \"now\", but must be change or tick"},
 		{"node: {routing: {next_hop: \"\"}}", "node.routing.next_hop", ""},
 		{"dataplane: {mode: kernel}", "dataplane.mode", "`dataplane.mode` is \"kernel\", but must be auto, xdp or userspace"},

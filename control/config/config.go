@@ -454,6 +454,16 @@ const (
 	FilterScheduleTick = "tick"
 )
 
+// node.routing.full_filter_lookups values.
+const (
+	// FullFilterLookupsTree: a lookup also goes to a tree peer whose
+	// latest filter was refused over node.bloom.max_inbound_fpr.
+	FullFilterLookupsTree = "tree"
+	// FullFilterLookupsUpstream: upstream's, lookups go only where an
+	// accepted filter holds the target.
+	FullFilterLookupsUpstream = "upstream"
+)
+
 // RoutingConfig is node.routing.* (fips-go addition). Both choices are
 // local: a mesh mixing either value with upstream nodes stays loop-free
 // (docs/routing.md), and nothing on the wire changes. The defaults are
@@ -463,10 +473,12 @@ type RoutingConfig struct {
 	NextHop string `yaml:"next_hop" fips:"optional"`
 	// FilterSchedule is change or tick.
 	FilterSchedule string `yaml:"filter_schedule" fips:"optional"`
+	// FullFilterLookups is tree or upstream.
+	FullFilterLookups string `yaml:"full_filter_lookups" fips:"optional"`
 }
 
 func defaultRoutingConfig() RoutingConfig {
-	return RoutingConfig{NextHop: NextHopDistance, FilterSchedule: FilterScheduleChange}
+	return RoutingConfig{NextHop: NextHopDistance, FilterSchedule: FilterScheduleChange, FullFilterLookups: FullFilterLookupsTree}
 }
 
 // SessionConfig is node.session.*.

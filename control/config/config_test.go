@@ -89,6 +89,7 @@ var upstreamDefaults = []struct {
 	{"node.bloom.max_inbound_fpr", 0.20},
 	{"node.routing.next_hop", "distance"},
 	{"node.routing.filter_schedule", "change"},
+	{"node.routing.full_filter_lookups", "tree"},
 	{"node.session.default_ttl", uint8(64)},
 	{"node.session.pending_packets_per_dest", uint(16)},
 	{"node.session.pending_max_destinations", uint(256)},

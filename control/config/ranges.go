@@ -386,7 +386,8 @@ func (c *Config) checkPeers(r *rangeChecker) {
 	}
 }
 
-// routing checks node.routing.next_hop and node.routing.filter_schedule.
+// routing checks node.routing.next_hop, filter_schedule and
+// full_filter_lookups.
 func (r *rangeChecker) routing(rt *RoutingConfig) {
 	switch rt.NextHop {
 	case NextHopDistance, NextHopUpstream:
@@ -397,6 +398,11 @@ func (r *rangeChecker) routing(rt *RoutingConfig) {
 	case FilterScheduleChange, FilterScheduleTick:
 	default:
 		r.errs = append(r.errs, r.c.invalid("node.routing.filter_schedule", "`node.routing.filter_schedule` is %s, but must be change or tick", strconv.Quote(rt.FilterSchedule)))
+	}
+	switch rt.FullFilterLookups {
+	case FullFilterLookupsTree, FullFilterLookupsUpstream:
+	default:
+		r.errs = append(r.errs, r.c.invalid("node.routing.full_filter_lookups", "`node.routing.full_filter_lookups` is %s, but must be tree or upstream", strconv.Quote(rt.FullFilterLookups)))
 	}
 }
 

@@ -9,6 +9,15 @@ type Config struct {
 	// fips-go addition): NextHopDistance by default, NextHopUpstream for
 	// upstream's order. See FindNextHop.
 	NextHop NextHopRule
+	// FullFilterLookups is node.routing.full_filter_lookups "tree" (a
+	// fips-go addition, the default): a lookup may also go to a tree peer
+	// whose latest filter was refused over the FPR cap. Upstream
+	// ("upstream") sends lookups only where a filter holds the target, so
+	// once a mesh outgrows what a filter holds (about 2,100 nodes at
+	// upstream's 0.20 cap) the parent's filter, which covers everything
+	// outside our subtree, is refused and lookups for anything outside it
+	// fail at once.
+	FullFilterLookups bool
 
 	// Coordinate cache: node.cache.coord_size and coord_ttl_secs.
 	CoordCacheSize int
@@ -69,16 +78,18 @@ func (h NextHopRule) String() string {
 }
 
 // DefaultConfig returns upstream's defaults, with fips-go's next-hop
-// rule (NextHopDistance).
+// rule (NextHopDistance) and lookups through full filters
+// (FullFilterLookups).
 func DefaultConfig() Config {
 	return Config{
-		NextHop:        NextHopDistance,
-		CoordCacheSize: 50_000,
-		CoordCacheTTL:  300 * time.Second,
-		SessionTTL:     64,
-		ErrorInterval:  100 * time.Millisecond,
-		ErrorMaxAge:    10 * time.Second,
-		LookupTTL:      64,
+		NextHop:           NextHopDistance,
+		FullFilterLookups: true,
+		CoordCacheSize:    50_000,
+		CoordCacheTTL:     300 * time.Second,
+		SessionTTL:        64,
+		ErrorInterval:     100 * time.Millisecond,
+		ErrorMaxAge:       10 * time.Second,
+		LookupTTL:         64,
 		LookupAttemptTimeouts: []time.Duration{
 			1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 		},

@@ -69,6 +69,12 @@ type fakeFilters map[identity.NodeAddr]map[identity.NodeAddr]bool
 
 func (f fakeFilters) MayReach(p, d identity.NodeAddr) bool { return f[p][d] }
 
+// OverCap: overCap marks a peer by the zero address, which no test uses
+// as a destination.
+func (f fakeFilters) OverCap(p identity.NodeAddr) bool { return f[p][identity.NodeAddr{}] }
+
+func (f fakeFilters) overCap(p identity.NodeAddr) { f.add(p, identity.NodeAddr{}) }
+
 func (f fakeFilters) add(p identity.NodeAddr, ds ...identity.NodeAddr) {
 	if f[p] == nil {
 		f[p] = map[identity.NodeAddr]bool{}

@@ -22,6 +22,10 @@ type Filters interface {
 	// MayReach reports whether peer's inbound filter contains dest; false
 	// when the peer has sent none.
 	MayReach(peer, dest identity.NodeAddr) bool
+	// OverCap reports whether peer's latest filter was refused over the
+	// FPR cap (it reaches more nodes than a filter holds) and none has
+	// been accepted from it since.
+	OverCap(peer identity.NodeAddr) bool
 }
 
 // Links is what routing needs from the active peers and their links.

@@ -143,7 +143,7 @@ func (r *Router) StartLookup(now time.Time, target identity.NodeAddr) (StartOutc
 	}
 	reachable := false
 	for _, p := range r.links.Peers() {
-		if r.flt.MayReach(p, target) {
+		if r.flt.MayReach(p, target) || r.fullTreeFilter(p) {
 			reachable = true
 			break
 		}
@@ -228,7 +228,7 @@ func (r *Router) initiate(target identity.NodeAddr) int {
 	req := wire.LookupRequest{RequestID: id, Target: target, Origin: r.self, TTL: r.cfg.LookupTTL, OriginCoords: r.myCoords()}
 	var to []identity.NodeAddr
 	for _, p := range r.links.Peers() {
-		if r.flt.MayReach(p, target) && r.topo.IsTreePeer(p) {
+		if (r.flt.MayReach(p, target) && r.topo.IsTreePeer(p)) || r.fullTreeFilter(p) {
 			to = append(to, p)
 		}
 	}
@@ -239,6 +239,15 @@ func (r *Router) initiate(target identity.NodeAddr) int {
 	}
 	r.fanOut(req, to)
 	return len(to)
+}
+
+// fullTreeFilter reports whether lookups may go to p although its filter
+// says nothing (FullFilterLookups): p is a tree peer whose latest filter
+// was refused over the FPR cap. Only tree peers: a non-tree peer's filter
+// covers nearly the whole mesh in any case, and sending lookups to every
+// such peer would flood them.
+func (r *Router) fullTreeFilter(p identity.NodeAddr) bool {
+	return r.cfg.FullFilterLookups && r.flt.OverCap(p) && r.topo.IsTreePeer(p)
 }
 
 func (r *Router) myCoords() wire.Coords {
@@ -352,6 +361,16 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 		return fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	n := ms(now)
+	if req.Origin == r.self {
+		// Our own request, come back (a peer forwards to every tree peer
+		// whose filter holds the target, the sender included). Upstream
+		// records it as if in transit, and the response, when it reaches
+		// us, is then passed back towards that peer instead of answering
+		// our lookup — which is lost. The originator never records its
+		// own ids.
+		L.ReqDuplicate++
+		return fmt.Errorf("%w: our own lookup request %d", ErrDuplicate, req.RequestID)
+	}
 	r.purgeRecent(n)
 	if e, ok := r.recent[req.RequestID]; ok {
 		if satSub(n, e.ts) <= r.cfg.LookupRecentExpiry.Milliseconds() {
@@ -383,6 +402,9 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	var tree, other []identity.NodeAddr
 	for _, p := range r.links.Peers() {
 		if !r.flt.MayReach(p, req.Target) {
+			if p != from && r.fullTreeFilter(p) {
+				tree = append(tree, p)
+			}
 			continue
 		}
 		if r.topo.IsTreePeer(p) {

@@ -419,3 +419,91 @@ func TestLookupBackoff(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+// TestLookupsThroughFullTreeFilters: a tree peer whose filter was refused
+// over the FPR cap still gets lookups with full_filter_lookups tree (the
+// default) — from the origin, and in transit unless it sent the request —
+// while a non-tree peer over the cap does not, and with upstream's
+// setting only filter hits count.
+func TestLookupsThroughFullTreeFilters(t *testing.T) {
+	parent, child, mesh, target := addr(0x10), addr(0x20), addr(0x30), addr(0xB1)
+	setup := func(full bool) *fixture {
+		cfg := DefaultConfig()
+		cfg.FullFilterLookups = full
+		f := newFixture(t, cfg)
+		f.child(parent) // a tree peer either way
+		f.child(child)
+		f.links.add(mesh)
+		f.flt.overCap(parent)
+		f.flt.overCap(mesh)
+		return f
+	}
+	f := setup(true)
+	if o, n := f.r.StartLookup(t0, target); o != StartSent || n != 1 {
+		t.Fatalf("origin: %v to %d peers, want sent to the full parent", o, n)
+	}
+	if out := f.links.take(); len(out) != 1 || out[0].to != parent {
+		t.Fatalf("origin sent %+v", out)
+	}
+	// In transit, from the child: up to the full parent; from the
+	// parent: not back to it, and the child's filter has no hit.
+	if err := f.r.HandleLookupRequest(t0, child, lookupRequest(t, 7, addr(0xB2), addr(0xCC), 5)); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.links.take(); len(out) != 1 || out[0].to != parent {
+		t.Fatalf("transit from the child: %+v", out)
+	}
+	if err := f.r.HandleLookupRequest(t0, parent, lookupRequest(t, 8, addr(0xB3), addr(0xCC), 5)); !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("transit from the full parent: %v, sent %+v", err, f.links.take())
+	}
+	// A filter hit and a full tree peer together: both.
+	f.flt.add(child, addr(0xB4))
+	f.r.HandleLookupRequest(t0, mesh, lookupRequest(t, 9, addr(0xB4), addr(0xCC), 5))
+	if out := f.links.take(); len(out) != 2 || out[0].to != parent || out[1].to != child {
+		t.Fatalf("hit plus full parent: %+v", out)
+	}
+
+	u := setup(false)
+	if o, _ := u.r.StartLookup(t0, target); o != StartBloomMiss {
+		t.Fatalf("upstream's setting: %v, want bloom_miss", o)
+	}
+	if err := u.r.HandleLookupRequest(t0, child, lookupRequest(t, 7, addr(0xB2), addr(0xCC), 5)); !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("upstream's setting in transit: %v", err)
+	}
+}
+
+// TestOwnLookupRequestComingBack: our own request, handed back by a peer,
+// is dropped as a duplicate and not recorded, so the response, when it
+// arrives, answers our lookup instead of being passed back as transit.
+func TestOwnLookupRequestComingBack(t *testing.T) {
+	rnd := newSeeded(5)
+	target := mustIdentity(t, rnd)
+	f := newFixture(t, DefaultConfig())
+	parent, child := addr(0x10), addr(0x20)
+	f.child(parent)
+	f.child(child)
+	f.flt.add(parent, target.NodeAddr())
+	f.flt.add(child, target.NodeAddr())
+	f.ids[target.NodeAddr()] = target.PublicKey()
+	if o, n := f.r.StartLookup(t0, target.NodeAddr()); o != StartSent || n != 2 {
+		t.Fatal(o, n)
+	}
+	req, err := wire.ParseLookupRequest(f.links.take()[0].msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := marshal(t, req)
+	if err := f.r.HandleLookupRequest(t0, parent, back); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("own request from the parent: %v", err)
+	}
+	if out := f.links.take(); len(out) != 0 || len(f.r.recent) != 0 {
+		t.Fatalf("own request forwarded %+v or recorded (%d ids)", out, len(f.r.recent))
+	}
+	coords := []identity.NodeAddr{target.NodeAddr(), child, f.self}
+	if err := f.r.HandleLookupResponse(t0, child, signedResponse(t, target, req.RequestID, target.NodeAddr(), coords, 1400)); err != nil {
+		t.Fatal(err)
+	}
+	if f.r.LookupPending(target.NodeAddr()) || len(f.links.take()) != 0 {
+		t.Fatal("the response did not end our lookup, or was passed on")
+	}
+}

@@ -60,6 +60,10 @@ type Config struct {
 	Churn float64
 	// Tree overrides the nodes' node.tree settings (zero: defaults).
 	Tree tree.Config
+	// MaxInboundFPR overrides node.bloom.max_inbound_fpr (zero: 0.20). A
+	// small cap makes a small mesh larger than its filters hold, as
+	// 0.20 does past about 2,100 nodes.
+	MaxInboundFPR float64
 	// Horizon is the simulated time from start at which the settled
 	// measurements are taken (default 180 s: past the tree's 30 s
 	// hold-down and its 60 s periodic re-evaluation, which deepen into
@@ -221,9 +225,14 @@ func Run(cfg Config) (*Result, error) {
 		o.Route = route.DefaultConfig()
 		o.Bloom = bloom.DefaultConfig()
 		o.Tree = cfg.Tree
+		if cfg.MaxInboundFPR > 0 {
+			o.Bloom.MaxInboundFPR = cfg.MaxInboundFPR
+		}
 		if rules[i] {
 			o.Route.NextHop = route.NextHopUpstream
+			o.Route.FullFilterLookups = false
 			o.Bloom.SendOnChange = false
+			o.Bloom.PassOnFull = false
 		}
 	}})
 	nodes := net.AddNodes(topo.N)

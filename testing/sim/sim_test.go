@@ -89,6 +89,44 @@ func TestDistanceRuleShortensPaths(t *testing.T) {
 	}
 }
 
+// TestLookupsBeyondFilterCapacity: a mesh larger than its filters hold
+// (here 200 nodes under an FPR cap that passes about 100 entries, as 0.20
+// passes about 2,100): the filters parents send are refused over the
+// cap. With fips-go's full_filter_lookups (tree) every lookup is still
+// answered — lookups go to the full parent and fullness is passed on down
+// the tree — where upstream's behaviour leaves lookups failing at once;
+// and the walks still arrive loop-free, with both rules mixed too.
+func TestLookupsBeyondFilterCapacity(t *testing.T) {
+	topo, err := Generate(TopoRandom, 200, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(routing string) *Result {
+		res, err := Run(Config{Topology: topo, Routing: routing, Seed: 6, Pairs: 100, Lookups: 40, Churn: -1,
+			Horizon: 60 * time.Second, MaxInboundFPR: 1e-6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: lookups %d/%d, failures %v; filters refused %d; walks failed %d, loops %d",
+			routing, res.Lookup.Found, res.Lookup.Tried, res.Lookup.Failures, res.FiltersRejected, res.Settled.Failed, res.Settled.Loops)
+		if res.FiltersRejected == 0 {
+			t.Fatalf("%s: no filter refused over the cap: the mesh is not beyond filter capacity", routing)
+		}
+		if res.Settled.Failed != 0 || res.Settled.Loops != 0 {
+			t.Errorf("%s: %d walks failed, %d loops (%s)", routing, res.Settled.Failed, res.Settled.Loops, res.Settled.FirstFailure)
+		}
+		return res
+	}
+	up, ours := run(RoutingUpstream), run(RoutingFipsGo)
+	run(RoutingMixed) // walks only: upstream nodes do not pass fullness on
+	if ours.Lookup.Found != ours.Lookup.Tried {
+		t.Errorf("fips-go: %d of %d lookups found (%v)", ours.Lookup.Found, ours.Lookup.Tried, ours.Lookup.Failures)
+	}
+	if up.Lookup.Found >= ours.Lookup.Found {
+		t.Errorf("upstream's behaviour found %d lookups, fips-go's %d: the cap does not bite", up.Lookup.Found, ours.Lookup.Found)
+	}
+}
+
 func TestGenerateTopologies(t *testing.T) {
 	for _, name := range Topologies {
 		topo, err := Generate(name, 400, 1)
