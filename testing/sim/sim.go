@@ -30,10 +30,11 @@ import (
 
 // Routing choices a run can give its nodes.
 const (
-	// RoutingUpstream: upstream's next-hop order and filter schedule
-	// (node.routing.next_hop upstream, filter_schedule tick).
+	// RoutingUpstream: upstream's next-hop order, filter schedule and
+	// lookups (node.routing.next_hop upstream, filter_schedule tick,
+	// full_filter_lookups upstream).
 	RoutingUpstream = "upstream"
-	// RoutingFipsGo: fips-go's defaults (distance, change).
+	// RoutingFipsGo: fips-go's defaults (distance, change, tree).
 	RoutingFipsGo = "fips-go"
 	// RoutingMixed: a random half of the nodes on each.
 	RoutingMixed = "mixed"

@@ -206,12 +206,14 @@ choices are and why a mesh mixing them stays loop-free:
 
 Routing choices, side by side on the same topology, keys and samples:
 
-- **upstream**: ` + "`node.routing.next_hop: upstream`, `node.routing.filter_schedule: tick`" + ` —
+- **upstream**: ` + "`node.routing.next_hop: upstream`, `node.routing.filter_schedule: tick`, `node.routing.full_filter_lookups: upstream`" + ` —
   upstream's find_next_hop order (bloom candidates by link cost, then
-  greedy tree) and filters sent on the 1 s tick only.
-- **fips-go**: the defaults, ` + "`distance`, `change`" + ` — the peer closest to
-  the destination in the tree, and filters sent as soon as the debounce
-  allows.
+  greedy tree), filters sent on the 1 s tick only, and filters refused
+  over the FPR cap counted for nothing.
+- **fips-go**: the defaults, ` + "`distance`, `change`, `tree`" + ` — the peer closest to
+  the destination in the tree, filters sent as soon as the debounce
+  allows, and lookups through tree peers whose filter is full (over the
+  cap, as in a mesh larger than about 2,100 nodes).
 - **mixed**: a random half of the nodes on each (loop freedom across
   rules).
 
