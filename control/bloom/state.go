@@ -222,9 +222,16 @@ func (s *State) HandleFilterAnnounce(now time.Time, from identity.NodeAddr, msg 
 	}
 	fill := float64(popcount(fa.Filter)) / FilterBits
 	if p := fpr(fill, fa.HashCount); p > s.cfg.MaxInboundFPR {
-		s.log.Warn("FilterAnnounce above FPR cap — rejected",
-			"from", from.Short(), "seq", fa.Sequence, "fill", fill, "fpr", p, "cap", s.cfg.MaxInboundFPR)
 		was := ps.overCap
+		// Upstream warns at every refusal. With PassOnFull a peer over
+		// the cap is a normal state of a large mesh (every parent is),
+		// so only the step over the cap warns; the rest are debug.
+		level := slog.LevelWarn
+		if was && s.cfg.PassOnFull {
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "FilterAnnounce above FPR cap — rejected",
+			"from", from.Short(), "seq", fa.Sequence, "fill", fill, "fpr", p, "cap", s.cfg.MaxInboundFPR)
 		ps.overCap = true
 		if !was && s.cfg.PassOnFull && s.env.IsTreePeer(from) {
 			s.MarkChanged(now, from) // what we pass on becomes full
@@ -298,7 +305,9 @@ func (s *State) Tick(now time.Time) {
 			continue
 		}
 		s.stats.Sent++
-		if p := ps.out.FPR(); p > s.cfg.MaxInboundFPR && (!s.selfWarned || now.Sub(s.lastSelfWarn) >= SelfWarnInterval) {
+		// A full filter passed on (PassOnFull) is no aggregation drift.
+		if p := ps.out.FPR(); p > s.cfg.MaxInboundFPR && !(s.cfg.PassOnFull && ps.out.bits == s.full.bits) &&
+			(!s.selfWarned || now.Sub(s.lastSelfWarn) >= SelfWarnInterval) {
 			s.selfWarned, s.lastSelfWarn = true, now
 			s.log.Warn("Outgoing filter above FPR cap — aggregation drift or missed ingress?",
 				"to", ps.addr.Short(), "fill", ps.out.Fill(), "fpr", p, "cap", s.cfg.MaxInboundFPR)

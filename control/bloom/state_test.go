@@ -778,3 +778,39 @@ func TestPassOnFull(t *testing.T) {
 		}
 	}
 }
+
+// With PassOnFull a peer's step over the cap warns once; while it stays
+// over, the refusals are debug, and a full filter we pass on is not
+// reported as aggregation drift. Upstream's behaviour warns every time.
+func TestPassOnFullWarnsOncePerPeer(t *testing.T) {
+	const rejected = "FilterAnnounce above FPR cap — rejected"
+	const drift = "Outgoing filter above FPR cap — aggregation drift or missed ingress?"
+	parent, child := addr(1), addr(2)
+	for _, pass := range []bool{true, false} {
+		rec := &logRecorder{}
+		cfg := DefaultConfig()
+		cfg.PassOnFull = pass
+		s := New(self, cfg, newFakeEnv(parent, child), slog.New(rec))
+		s.PeerUp(t0, parent)
+		s.PeerUp(t0, child)
+		for seq := uint64(1); seq <= 3; seq++ {
+			s.HandleFilterAnnounce(t0, parent, announceK(t, seq, 5, allOnes()))
+			s.Tick(t0.Add(time.Duration(seq) * time.Second))
+		}
+		want := 3
+		if pass {
+			want = 1
+		}
+		if n := rec.count(slog.LevelWarn, rejected); n != want {
+			t.Errorf("pass on %v: %d refusal warnings, want %d", pass, n, want)
+		}
+		if n := rec.count(slog.LevelWarn, drift); n != 0 {
+			t.Errorf("pass on %v: %d drift warnings", pass, n)
+		}
+		mustAccept(t, s, parent, announce(t, 4, filterOf(addr(10))))
+		s.HandleFilterAnnounce(t0, parent, announceK(t, 5, 5, allOnes()))
+		if n := rec.count(slog.LevelWarn, rejected); n != want+1 {
+			t.Errorf("pass on %v: over the cap again after an accepted filter: %d warnings, want %d", pass, n, want+1)
+		}
+	}
+}
