@@ -42,6 +42,10 @@ func TestTxQueueSendsFramesTheKernelAccepts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Until a has carrier, its IPv6 address stays tentative (even with
+	// NODAD) and the kernel drops what is sent to it: wait for that, not
+	// for a time (under load the link watcher can take seconds).
+	usableV6(t, la, netip.MustParseAddr("fd09::1"))
 	s, err := Open(Options{Ifindex: b, Queue: 0, Frames: 16, TxFrames: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +93,8 @@ func TestTxQueueSendsFramesTheKernelAccepts(t *testing.T) {
 					st, _ := s.Statistics()
 					snmp, _ := os.ReadFile("/proc/thread-self/net/snmp")
 					dev, _ := os.ReadFile("/proc/thread-self/net/dev")
-					t.Fatalf("%v datagram %d: %v; %+v\n%s\n%s", dst, k, err, st, snmp, dev)
+					addrs, _ := netlink.AddrList(la, netlink.FAMILY_ALL)
+					t.Fatalf("%v datagram %d: %v; %+v\n%s\n%s\naddresses of %s: %+v", dst, k, err, st, snmp, dev, la.Attrs().Name, addrs)
 				}
 				want := make([]byte, 100+k)
 				for j := range want {
@@ -134,6 +139,41 @@ func TestOpenRefusesBadTxFrames(t *testing.T) {
 	for _, n := range []int{1, 15, 100, 1 << 17, -1} {
 		if _, err := Open(Options{Ifindex: 1, TxFrames: n}); err == nil {
 			t.Errorf("TxFrames %d accepted", n)
+		}
+	}
+}
+
+// usableV6 waits (up to 20 s) until l holds addr without the tentative
+// flag: the address list, then the kernel's address notifications.
+func usableV6(t *testing.T, l netlink.Link, addr netip.Addr) {
+	t.Helper()
+	updates, done := make(chan netlink.AddrUpdate, 16), make(chan struct{})
+	defer close(done)
+	if err := netlink.AddrSubscribe(updates, done); err != nil {
+		t.Fatal(err)
+	}
+	usable := func(ip net.IP, flags int) bool {
+		a, ok := netip.AddrFromSlice(ip)
+		return ok && a == addr && flags&unix.IFA_F_TENTATIVE == 0
+	}
+	as, err := netlink.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if usable(a.IP, a.Flags) {
+			return
+		}
+	}
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case u := <-updates:
+			if u.NewAddr && u.LinkIndex == l.Attrs().Index && usable(u.LinkAddress.IP, u.Flags) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%v on %s still tentative or absent after 20 s: %+v", addr, l.Attrs().Name, as)
 		}
 	}
 }
