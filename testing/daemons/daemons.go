@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
@@ -245,6 +247,21 @@ func WaitFor(timeout time.Duration, cond func() bool) (time.Duration, bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// FilterEstimate is the estimated_count show_bloom reports for a filter
+// holding exactly addrs. A test waiting for filters to cover some nodes
+// compares with it, not with len(addrs): an address whose k bit indices
+// coincide (h2 a multiple of 2048, about 1 address in 2,000) or addresses
+// sharing bits make the estimate of a complete filter fall short of the
+// count.
+func FilterEstimate(addrs ...identity.NodeAddr) float64 {
+	f := bloom.NewFilter()
+	for _, a := range addrs {
+		f.Insert(a)
+	}
+	n, _ := f.EstimateCount(math.Inf(1))
+	return n
 }
 
 // Line starts n daemons named prefix0…prefix(n-1) in a line over UDP on

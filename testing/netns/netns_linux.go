@@ -495,9 +495,9 @@ func (n *Node) Tree() (TreeView, error) {
 
 // Converged reports whether every node has all its link peers up, every
 // show_tree names the smallest NodeAddr as root with consistent
-// coordinates, and every node's peer filters together count at least the
-// other nodes (exact on a tree; a heuristic with cycles). It returns why
-// not otherwise.
+// coordinates, and every node's peer filters together count at least what
+// a filter of the other nodes estimates (daemons.FilterEstimate: exact on
+// a tree; a heuristic with cycles). It returns why not otherwise.
 func (m *Mesh) Converged() (bool, string) {
 	nodes := m.Nodes()
 	minAddr := ""
@@ -538,8 +538,15 @@ func (m *Mesh) Converged() (bool, string) {
 				sum += *f.EstimatedCount
 			}
 		}
-		if sum < float64(len(nodes)-1)-0.5 {
-			return false, fmt.Sprintf("%s: peer filters cover %.1f of %d other nodes", n.Name, sum, len(nodes)-1)
+		var others []identity.NodeAddr
+		for _, o := range nodes {
+			if o != n {
+				others = append(others, o.ID.NodeAddr())
+			}
+		}
+		if want := daemons.FilterEstimate(others...); sum < want-0.5 {
+			return false, fmt.Sprintf("%s: peer filters cover %.1f of %d other nodes (a filter of exactly those estimates %.1f)",
+				n.Name, sum, len(nodes)-1, want)
 		}
 	}
 	return true, ""
