@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/transport"
@@ -397,6 +398,7 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 			}
 			if adv.HasNAT() && (len(direct) == 0 || preferNAT) {
 				direct = nil
+				logging.WithTarget(n.log, "fips::nostr::driver").Info("Started Nostr UDP NAT traversal attempt", "npub", pk.Npub())
 				est, err = rs.svc.Connect(ctx, pk)
 			}
 		}

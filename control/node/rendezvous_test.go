@@ -1,11 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/rendezvous/relaytest"
@@ -67,7 +70,12 @@ func docToLoopback(ap netip.AddrPort) netip.AddrPort {
 // and open-discovery settings are kept, the rest filled in.
 func rdvTestNode(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions) *Node {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return rdvTestNodeLog(t, relay, stunSrv, id, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// rdvTestNodeLog is rdvTestNode logging to log.
+func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions, log *slog.Logger) *Node {
+	t.Helper()
 	uo := udp.Defaults()
 	uo.BindAddr = "127.0.0.1:0"
 	u, err := udp.New(1, "", uo, log)
@@ -114,11 +122,13 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	defer stopSTUN()
 	ida, _ := identity.Generate(nil)
 	idb, _ := identity.Generate(nil)
-	mk := func(id, other *identity.Identity) *Node {
-		return rdvTestNode(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
-			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}})
+	var logA, logB lockedBuffer
+	mk := func(id, other *identity.Identity, w *lockedBuffer) *Node {
+		return rdvTestNodeLog(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
+			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}},
+			slog.New(logging.New(w, logging.Options{Level: slog.LevelDebug})))
 	}
-	a, b := mk(ida, idb), mk(idb, ida)
+	a, b := mk(ida, idb, &logA), mk(idb, ida, &logB)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, n := range []*Node{a, b} {
@@ -162,6 +172,17 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	va := a.Snapshot().Rendezvous
 	if va == nil || len(va.Peers) != 1 || va.Peers[0].State != "linked" || len(va.Adopted) == 0 {
 		t.Fatalf("a's rendezvous view %+v", va)
+	}
+	// Upstream's lines: the attempt (INFO) on the side that started one,
+	// the STUN observation (DEBUG) on both.
+	started := regexp.MustCompile(`(?m) INFO fips::nostr::driver: Started Nostr UDP NAT traversal attempt npub=npub1\w+$`)
+	observed := regexp.MustCompile(`(?m) DEBUG fips::nostr::stun: STUN observation succeeded .*stun_server=stun:127\.0\.0\.1:\d+ reflexive=[0-9.]+:\d+$`)
+	la, lb := logA.String(), logB.String()
+	if !started.MatchString(la) && !started.MatchString(lb) {
+		t.Errorf("neither side logged the traversal attempt:\n--- a ---\n%s\n--- b ---\n%s", la, lb)
+	}
+	if !observed.MatchString(la) || !observed.MatchString(lb) {
+		t.Errorf("a STUN observation line is missing:\n--- a ---\n%s\n--- b ---\n%s", la, lb)
 	}
 	// A frame of another FMP version on the traversal transport puts the
 	// peer in the protocol-mismatch cooldown.
@@ -256,4 +277,23 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 	if !found {
 		t.Error("b not in show_peers")
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that nodes' goroutines can log to while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Fixed lookup timeouts (upstream's constants).
@@ -692,13 +693,15 @@ func (s *Service) candidates(ctx context.Context) (*net.UDPConn, *TraversalAddre
 	var refl *TraversalAddress
 	var server *string
 	r, err := Discover(ctx, conn, s.cfg.STUNServers, TraversalSTUNTimeout)
+	stunLog := logging.WithTarget(s.log, "fips::nostr::stun")
 	if err != nil {
 		s.c.stunFailures.Add(1)
-		s.log.Debug("STUN found no reflexive address", "error", err)
+		stunLog.Debug("stun observation failed, falling back to LAN-only addresses", "error", err)
 	} else {
 		refl = &TraversalAddress{Protocol: "udp", IP: r.Reflexive.Addr().String(), Port: r.Reflexive.Port()}
 		srv := r.Server
 		server = &srv
+		stunLog.Debug("STUN observation succeeded", "stun_server", srv, "reflexive", r.Reflexive.String())
 	}
 	local := []TraversalAddress{}
 	if s.cfg.ShareLocalCandidates {
