@@ -97,6 +97,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	if len(transports) == 0 {
 		return errors.New("no operational transports: configure transports.udp or transports.tcp")
 	}
+	warnUnbuilt(cfg, log)
 	statics := staticPeers(cfg)
 	rdv, err := rendezvousOptions(cfg, id, ids, log)
 	if err != nil {

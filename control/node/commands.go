@@ -30,6 +30,7 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("show_transports", func(context.Context, json.RawMessage) (any, error) { return n.showTransports(), nil })
 	r.Register("show_connections", func(context.Context, json.RawMessage) (any, error) { return n.showConnections(), nil })
 	r.Register("show_acl", func(context.Context, json.RawMessage) (any, error) { return n.showACL(), nil })
+	r.Register("show_native_flows", func(context.Context, json.RawMessage) (any, error) { return showNativeFlows(), nil })
 	// Host facts only (/proc, nft): answered off the loop, like upstream.
 	r.Register("show_listening_sockets", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return listening.Show(ctx, n.id.IPv6()), nil
@@ -387,4 +388,18 @@ func nostrTraversal(f rendezvous.PeerFailure) ctl.NostrTraversal {
 		nt.LastObservedSkewMs = &v
 	}
 	return nt
+}
+
+// NativeFlowsJSON is show_native_flows. fips-go has no native datagram
+// API (node.native_api is parsed, and warned about when enabled), so no
+// flow or listener ever exists and the counters are the zeros show_metrics
+// reports too: the answer upstream gives with the API off.
+type NativeFlowsJSON struct {
+	Flows     []struct{}      `json:"flows"`
+	Listeners []struct{}      `json:"listeners"`
+	Stats     NativeStatsJSON `json:"stats"`
+}
+
+func showNativeFlows() NativeFlowsJSON {
+	return NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
 }

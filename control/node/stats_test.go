@@ -105,7 +105,8 @@ func respondPretty(t *testing.T, data any) []byte {
 // TestStatsEmptyFixtures: a node that has not sampled yet answers exactly
 // upstream's fixtures (src/control/snapshots), which pin the empty
 // history with the same requests; show_stats_list differs only by
-// fips-go's recorder object.
+// fips-go's recorder object. show_native_flows is upstream's answer with
+// no native API flow or listener, the only one fips-go gives.
 func TestStatsEmptyFixtures(t *testing.T) {
 	id, _ := identity.Generate(nil)
 	n, err := New(Options{Identity: id})
@@ -126,6 +127,7 @@ func TestStatsEmptyFixtures(t *testing.T) {
 		"show_stats_all_history":       ok(n.statsAllHistory(rawParams(t, "window", "10s", "granularity", "1s"))),
 		"show_stats_peers":             n.statsPeers(time.Now()),
 		"show_stats_history_all_peers": ok(n.statsHistoryAllPeers(rawParams(t, "metric", "srtt_ms", "window", "10s", "granularity", "1s"))),
+		"show_native_flows":            showNativeFlows(),
 	} {
 		got := respondPretty(t, data)
 		want := bytes.TrimSuffix(readGolden(t, filepath.Join("..", "ctl", "testdata", "snapshots", cmd+".json")), []byte("\n"))
