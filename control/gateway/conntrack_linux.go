@@ -28,12 +28,11 @@ func (ProcConntrack) ActiveSessions(vip netip.Addr) (uint32, error) {
 }
 
 func countDst(sc *bufio.Scanner, vip netip.Addr) (uint32, error) {
-	target := "dst=" + vip.String()
 	var n uint32
 	lines := 0
 	for sc.Scan() && lines < maxConntrackLines {
 		lines++
-		if containsField(sc.Text(), target) {
+		if namesDst(sc.Text(), vip) {
 			n++
 		}
 	}
@@ -43,12 +42,18 @@ func countDst(sc *bufio.Scanner, vip netip.Addr) (uint32, error) {
 	return n, nil
 }
 
-// containsField is upstream's substring test made exact on the field:
-// "dst=fd01::1" must not count "dst=fd01::10".
-func containsField(line, field string) bool {
+// namesDst reports whether a conntrack line has a dst= field equal to vip.
+// Upstream looks for the substring "dst=<vip>" in its compressed form, but
+// the kernel prints IPv6 addresses uncompressed
+// (dst=fd01:0000:…:0001), so upstream never counts an IPv6 session;
+// comparing parsed addresses counts them, and "dst=fd01::10" is not
+// taken for fd01::1.
+func namesDst(line string, vip netip.Addr) bool {
 	for _, f := range strings.Fields(line) {
-		if f == field {
-			return true
+		if v, ok := strings.CutPrefix(f, "dst="); ok {
+			if a, err := netip.ParseAddr(v); err == nil && a == vip {
+				return true
+			}
 		}
 	}
 	return false

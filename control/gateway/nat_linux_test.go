@@ -70,9 +70,12 @@ func TestBuildRules(t *testing.T) {
 }
 
 func TestConntrackCount(t *testing.T) {
-	table := `ipv6     10 tcp      6 431999 ESTABLISHED src=fd02::20 dst=fd01::1 sport=5 dport=80 src=fd12::1 dst=fd00::9 sport=80 dport=5 [ASSURED] mark=0 zone=0 use=2
-ipv6     10 udp      17 29 src=fd02::20 dst=fd01::10 sport=5 dport=53 src=fd12::2 dst=fd00::9 sport=53 dport=5 mark=0 zone=0 use=2
-ipv6     10 icmpv6   58 29 src=fd02::20 dst=fd01::1 type=128 code=0 id=7 src=fd12::1 dst=fd00::9 type=129 code=0 id=7 mark=0 zone=0 use=2
+	// The kernel's format: IPv6 addresses uncompressed.
+	table := `ipv6     10 tcp      6 431999 ESTABLISHED src=fd02:0000:0000:0000:0000:0000:0000:0020 dst=fd01:0000:0000:0000:0000:0000:0000:0001 sport=5 dport=80 src=fd12:0000:0000:0000:0000:0000:0000:0001 dst=fd00:0000:0000:0000:0000:0000:0000:0009 sport=80 dport=5 [ASSURED] mark=0 zone=0 use=2
+ipv6     10 udp      17 29 src=fd02:0000:0000:0000:0000:0000:0000:0020 dst=fd01:0000:0000:0000:0000:0000:0000:0010 sport=5 dport=53 src=fd12:0000:0000:0000:0000:0000:0000:0002 dst=fd00:0000:0000:0000:0000:0000:0000:0009 sport=53 dport=5 mark=0 zone=0 use=2
+ipv6     10 icmpv6   58 29 src=fd02:0000:0000:0000:0000:0000:0000:0020 dst=fd01:0000:0000:0000:0000:0000:0000:0001 type=128 code=0 id=7 src=fd12:0000:0000:0000:0000:0000:0000:0001 dst=fd00:0000:0000:0000:0000:0000:0000:0009 type=129 code=0 id=7 mark=0 zone=0 use=2
+ipv4     2 udp      17 29 src=10.0.0.1 dst=10.0.0.2 sport=5 dport=53 src=10.0.0.2 dst=10.0.0.1 sport=53 dport=5 mark=0 zone=0 use=2
+garbage dst= dst=zz
 `
 	n, err := countDst(bufio.NewScanner(strings.NewReader(table)), netip.MustParseAddr("fd01::1"))
 	if err != nil || n != 2 {

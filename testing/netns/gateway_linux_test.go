@@ -278,6 +278,31 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 		t.Fatalf("TCP to [%s]:7777 from the LAN: %q %v, want %q…", vip, got, err, want)
 	}
 
+	// A connection held open through the mapping makes it Active at the
+	// next pool tick (every 10 s): conntrack counts it.
+	var held net.Conn
+	if err := inNamespace(lanNS, func() (err error) { held, err = net.Dial("tcp6", "["+vip+"]:7777"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	mappings := func() []showMapping {
+		raw, err := ctl.Call(t.Context(), g.socket, "show_mappings", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mp struct{ Mappings []showMapping }
+		if err := json.Unmarshal(raw, &mp); err != nil {
+			t.Fatalf("show_mappings %s: %v", raw, err)
+		}
+		return mp.Mappings
+	}
+	active := func() bool { ms := mappings(); return len(ms) == 1 && ms[0].State == "Active" && ms[0].Sessions > 0 }
+	if waited, ok := daemons.WaitFor(25*time.Second, active); !ok {
+		t.Fatalf("mapping not Active with sessions after 25 s: %+v", mappings())
+	} else {
+		t.Logf("mapping Active after %v: %+v", waited.Round(time.Millisecond), mappings())
+	}
+
 	// Inbound port forwards: C → [gateway fips address]:18080/tcp and
 	// :18081/udp → servers on the client at [fd02::2]:8080 and :8081. C
 	// has a mapping, so its SNAT rule (before the LAN masquerade, in
@@ -310,21 +335,9 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 	}
 
 	// The control socket reports the mapping; fipstop's Gateway tab shows it.
-	var mp struct {
-		Mappings []struct {
-			VirtualIP string `json:"virtual_ip"`
-			MeshAddr  string `json:"mesh_addr"`
-			DNSName   string `json:"dns_name"`
-			State     string
-		}
-	}
-	raw, err := ctl.Call(t.Context(), g.socket, "show_mappings", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &mp); err != nil || len(mp.Mappings) != 1 || mp.Mappings[0].VirtualIP != vip ||
-		mp.Mappings[0].MeshAddr != c.IPv6() || mp.Mappings[0].DNSName != strings.ToLower(c.Npub())+".fips" {
-		t.Fatalf("show_mappings: %s %v", raw, err)
+	if ms := mappings(); len(ms) != 1 || ms[0].VirtualIP != vip || ms[0].MeshAddr != c.IPv6() ||
+		ms[0].DNSName != strings.ToLower(c.Npub())+".fips" {
+		t.Fatalf("show_mappings: %+v", ms)
 	}
 	top := filepath.Join(m.Dir, "fipstop")
 	root, _ := daemons.ModuleRoot()
@@ -334,7 +347,7 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 		t.Fatalf("go build ./cmd/fipstop: %v\n%s", err, out)
 	}
 	scr := startTmux(t, 220, 50, top, "-s", gw.Socket, "--gateway-socket", g.socket, "-r", "1")
-	scr.tab("Gateway", "fd01::/112", "NAT Mappings (1)", vip, c.IPv6()[:20], "Allocated", lanGW, "[fd02::1]:53")
+	scr.tab("Gateway", "fd01::/112", "NAT Mappings (1)", vip, c.IPv6()[:20], "Active", lanGW, "[fd02::1]:53")
 	scr.keys("q")
 
 	// SIGTERM: everything it installed goes.
@@ -358,6 +371,14 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 			t.Errorf("gateway log lacks %q:\n%s", want, logs)
 		}
 	}
+}
+
+type showMapping struct {
+	VirtualIP string `json:"virtual_ip"`
+	MeshAddr  string `json:"mesh_addr"`
+	DNSName   string `json:"dns_name"`
+	State     string `json:"state"`
+	Sessions  uint32 `json:"sessions"`
 }
 
 // execNS runs args in a namespace by name (the LAN one is not a node).
