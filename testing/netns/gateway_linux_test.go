@@ -205,7 +205,7 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 			t.Fatalf("ip %s: %v\n%s", strings.Join(s, " "), err, out)
 		}
 	}
-	mustExec(t, gw.NS, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	mustExec(t, gw.NS, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/all/forwarding")
 
 	gw.ExtraConfig = fmt.Sprintf(`gateway:
   enabled: true
