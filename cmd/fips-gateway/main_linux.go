@@ -31,16 +31,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `FIPS outbound LAN gateway
+const usage = `usage: fips-gateway [-c FILE] [-l LEVEL] [-V]
 
-usage: fips-gateway [-c FILE] [-l LEVEL] [-V]
-
-  -c, --config FILE       configuration file (overrides the default search paths)
-  -l, --log-level LEVEL   log level: trace, debug, info, warn, error (default: info)
-      --control-socket PATH
-                          control socket (default: /run/fips/gateway.sock)
-  -V, --version           print version and exit
-  -h, --help              print this help and exit`
+  -c, --config FILE           configuration file (overrides the default search paths)
+  -l, --log-level LEVEL       log level: trace, debug, info, warn, error (default: info)
+      --control-socket PATH   control socket (default: /run/fips/gateway.sock)
+  -V, --version               print version and exit
+  -h, --help                  print this help and exit`
 
 // run returns the exit status: 0, 1 for any failure to start, 2 for bad
 // usage (as upstream's argument parser).

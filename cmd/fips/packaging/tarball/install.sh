@@ -23,7 +23,7 @@ UNITDIR=/etc/systemd/system
 STATE=/var/lib/fips
 MANIFEST="$STATE/install.manifest"
 ENABLE="fips.service fips-dns.service"
-UNITS="fips.service fips-dns.service fips-firewall.service"
+UNITS="fips.service fips-dns.service fips-firewall.service fips-gateway.service"
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
