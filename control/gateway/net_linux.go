@@ -91,7 +91,7 @@ func (s *NetSetup) AddPoolRoute() error {
 			s.log.Debug("Pool route already exists", "cidr", s.poolCIDR)
 			return nil
 		}
-		return fmt.Errorf("Failed to add pool route: %w", err) //nolint:staticcheck // upstream's text
+		return fmt.Errorf("add pool route: %w", err)
 	}
 	s.routeAdded = true
 	s.log.Info("Added local pool route", "cidr", s.poolCIDR)
@@ -119,7 +119,7 @@ func (s *NetSetup) AddProxyNDP(addr netip.Addr) error {
 			s.log.Debug("Proxy NDP entry already exists", "addr", addr)
 			return nil
 		}
-		return fmt.Errorf("Failed to add proxy NDP: %w", err) //nolint:staticcheck // upstream's text
+		return fmt.Errorf("add proxy NDP: %w", err)
 	}
 	s.proxied = append(s.proxied, addr)
 	s.log.Debug("Added proxy NDP entry", "addr", addr, "iface", s.lan)
