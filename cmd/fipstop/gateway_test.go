@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/gateway"
 )
@@ -18,6 +20,7 @@ import (
 // own control handlers on a real socket (not canned JSON), shows the pool,
 // the configuration and each mapping.
 func TestGatewayTabAgainstGatewaySocket(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pool, err := gateway.NewPool(gateway.PoolOptions{CIDR: "fd01::/112", TTLSecs: 60, GraceSecs: 60, Log: log})
 	if err != nil {

@@ -168,24 +168,19 @@ func dialIn(ns, network, addr, line string) (string, error) {
 	return strings.TrimSpace(string(b[:n])), err
 }
 
-// TestGatewayLANClientReachesMesh is upstream's gateway scenario
-// (testing/static/scripts/gateway-test.sh) on namespaces: a LAN client
-// with no FIPS, a gateway running fips and fips-gateway with
-// lan_interface the veth to the client, and a mesh node C linked to the
-// gateway. From the client, dig @gateway <npub of C>.fips AAAA answers a
-// pool address; ping6 to it gets replies, and TCP to it reaches a server
-// in C's namespace; a TCP and a UDP port forward carry C's connections to
-// the gateway's fips address:listen_port to servers in the client's
-// namespace. fipstop's Gateway tab shows the mapping. After SIGTERM
-// the nftables table, the proxy-NDP entry, the pool route and the control
-// socket are gone.
-func TestGatewayLANClientReachesMesh(t *testing.T) {
-	m := New(t, Options{IPv6: true})
-	gw, c := m.AddNode("gw"), m.AddNode("c")
+// gatewaySetup builds the scenario's three namespaces — gw (fips and
+// fips-gateway, lan_interface the veth to the client), c (fips, linked to
+// gw) and the LAN client (no FIPS, fd02::2, routing the pool via
+// gw's fd02::1) — and starts fips-gateway with the given TTL, grace
+// period and extra gateway: lines.
+func gatewaySetup(t *testing.T, ttl, grace int, extra string) (m *Mesh, gw, c *Node, lanNS, lanGW string, g *gatewayProc) {
+	t.Helper()
+	m = New(t, Options{IPv6: true})
+	gw, c = m.AddNode("gw"), m.AddNode("c")
 	m.Link(gw, c)
 
 	// The LAN: a namespace with no daemon, one veth to the gateway.
-	lanNS := m.Prefix + "lan"
+	lanNS = m.Prefix + "lan"
 	lanGW, lanCL := m.Prefix+"lana", m.Prefix+"lanb"
 	if out, err := ipCmd("netns", "add", lanNS); err != nil {
 		t.Fatalf("netns add %s: %v\n%s", lanNS, err, out)
@@ -214,19 +209,35 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
   dns:
     listen: "[fd02::1]:53"
     upstream: "[::1]:5354"
-    ttl: 60
-  pool_grace_period: 60
-  port_forwards:
-    - { listen_port: 18080, proto: tcp, target: "[fd02::2]:8080" }
-    - { listen_port: 18081, proto: udp, target: "[fd02::2]:8081" }
-`, lanGW)
+    ttl: %d
+  pool_grace_period: %d
+%s`, lanGW, ttl, grace, extra)
 	m.Start()
 	took := m.WaitConverged(30 * time.Second)
 	t.Logf("mesh converged in %v", took.Round(time.Millisecond))
 
 	bin := buildGateway(t, m.Dir)
-	g := startGateway(t, bin, gw)
+	g = startGateway(t, bin, gw)
 	t.Logf("fips-gateway up")
+	return m, gw, c, lanNS, lanGW, g
+}
+
+// TestGatewayLANClientReachesMesh is upstream's gateway scenario
+// (testing/static/scripts/gateway-test.sh) on namespaces: a LAN client
+// with no FIPS, a gateway running fips and fips-gateway with
+// lan_interface the veth to the client, and a mesh node C linked to the
+// gateway. From the client, dig @gateway <npub of C>.fips AAAA answers a
+// pool address; ping6 to it gets replies, and TCP to it reaches a server
+// in C's namespace; a TCP and a UDP port forward carry C's connections to
+// the gateway's fips address:listen_port to servers in the client's
+// namespace. fipstop's Gateway tab shows the mapping. After SIGTERM
+// the nftables table, the proxy-NDP entry, the pool route and the control
+// socket are gone.
+func TestGatewayLANClientReachesMesh(t *testing.T) {
+	m, gw, c, lanNS, lanGW, g := gatewaySetup(t, 60, 60, `  port_forwards:
+    - { listen_port: 18080, proto: tcp, target: "[fd02::2]:8080" }
+    - { listen_port: 18081, proto: udp, target: "[fd02::2]:8081" }
+`)
 
 	// nftables: the table with both chains and upstream's rules.
 	ruleset := mustExec(t, gw.NS, "nft", "list", "table", "inet", "fips_gateway")
@@ -385,4 +396,63 @@ type showMapping struct {
 func (m *Mesh) execNS(ns string, args ...string) (string, error) {
 	out, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// TestGatewayReclaimsIdleMapping: with gateway.dns.ttl 1 and
+// pool_grace_period 1, a mapping nobody uses drains at a pool tick and is
+// freed at the next (ticks are 10 s apart, as upstream's), and its DNAT/SNAT
+// rules and proxy-NDP entry go with it while the table stays. Asked again,
+// the destination gets the next pool address (freed ones go to the back).
+func TestGatewayReclaimsIdleMapping(t *testing.T) {
+	_, gw, c, lanNS, lanGW, g := gatewaySetup(t, 1, 1, "")
+	dig := func() string {
+		return strings.TrimSpace(mustExec(t, lanNS, "dig", "@fd02::1", c.Npub()+".fips", "AAAA", "+short", "+time=3", "+tries=2"))
+	}
+	if vip := dig(); vip != "fd01::1" {
+		t.Fatalf("dig answered %q, want fd01::1\n%s", vip, g.logs())
+	}
+	gone := func() bool {
+		raw, err := ctl.Call(t.Context(), g.socket, "show_mappings", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mp struct{ Mappings []showMapping }
+		if err := json.Unmarshal(raw, &mp); err != nil {
+			t.Fatal(err)
+		}
+		return len(mp.Mappings) == 0
+	}
+	took, ok := daemons.WaitFor(35*time.Second, gone)
+	if !ok {
+		t.Fatalf("idle mapping not reclaimed after 35 s:\n%s", g.logs())
+	}
+	t.Logf("reclaimed after %v", took.Round(time.Millisecond))
+	if !strings.Contains(g.logs(), "Reclaimed virtual IP") {
+		t.Errorf("no 'Reclaimed virtual IP' line:\n%s", g.logs())
+	}
+	// The gateway applies the removal right after the tick; wait for the
+	// rules, not a fixed time.
+	rulesGone := func() bool {
+		rs := mustExec(t, gw.NS, "nft", "list", "table", "inet", "fips_gateway")
+		return !strings.Contains(rs, "fd01::1") && strings.Contains(rs, `oifname "fips0" masquerade`)
+	}
+	if _, ok := daemons.WaitFor(5*time.Second, rulesGone); !ok {
+		t.Fatalf("fd01::1's rules still there:\n%s", mustExec(t, gw.NS, "nft", "list", "table", "inet", "fips_gateway"))
+	}
+	if px := mustExec(t, gw.NS, "ip", "-6", "neigh", "show", "proxy", "dev", lanGW); strings.Contains(px, "fd01::1") {
+		t.Errorf("proxy NDP entry for fd01::1 left after reclaim: %q", px)
+	}
+	if vip := dig(); vip != "fd01::2" {
+		t.Fatalf("after reclaim dig answered %q, want fd01::2", vip)
+	}
+	var sg struct {
+		PoolAllocated int `json:"pool_allocated"`
+		PoolFree      int `json:"pool_free"`
+		NATMappings   int `json:"nat_mappings"`
+	}
+	raw, err := ctl.Call(t.Context(), g.socket, "show_gateway", nil)
+	if err != nil || json.Unmarshal(raw, &sg) != nil || sg.PoolAllocated != 1 || sg.PoolFree != 65534 || sg.NATMappings != 1 {
+		t.Fatalf("show_gateway after reallocation: %s %v", raw, err)
+	}
+	g.stop(t)
 }
