@@ -328,7 +328,7 @@ func probeUpstream(ctx context.Context, upstream string, log *slog.Logger, sigs 
 			}
 		}
 		if attempt < probeAttempts {
-			log.Info("DNS upstream probe attempt failed; retrying", "upstream", upstream, "attempt", attempt, "last", last)
+			log.Info("DNS upstream probe attempt failed; retrying", "upstream", upstream, "attempt", attempt, "last", debugSome(last))
 			select {
 			case <-time.After(probeRetryDelay):
 			case <-ctx.Done():
@@ -339,5 +339,8 @@ func probeUpstream(ctx context.Context, upstream string, log *slog.Logger, sigs 
 		}
 	}
 	return fail(log, "DNS upstream did not become reachable after exhausting retries — is the FIPS daemon running?",
-		"upstream", upstream, "attempts", probeAttempts, "last", last)
+		"upstream", upstream, "attempts", probeAttempts, "last", debugSome(last))
 }
+
+// debugSome is how upstream's log shows its Option<String> (Rust Debug).
+func debugSome(s string) string { return fmt.Sprintf("Some(%q)", s) }
