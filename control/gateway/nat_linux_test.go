@@ -82,3 +82,17 @@ garbage dst= dst=zz
 		t.Fatalf("count %d %v, want 2 (fd01::10 is not fd01::1)", n, err)
 	}
 }
+
+// FuzzConntrackCount: any table text counts at most one session per line
+// and never panics.
+func FuzzConntrackCount(f *testing.F) {
+	f.Add("ipv6 10 tcp 6 1 ESTABLISHED src=fd02:0000:0000:0000:0000:0000:0000:0020 dst=fd01:0000:0000:0000:0000:0000:0000:0001\n")
+	f.Add("dst=\ndst=fd01::1 dst=fd01::1\n")
+	vip := netip.MustParseAddr("fd01::1")
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := countDst(bufio.NewScanner(strings.NewReader(s)), vip)
+		if err == nil && int(n) > strings.Count(s, "\n")+1 {
+			t.Fatalf("%d sessions from %d lines", n, strings.Count(s, "\n")+1)
+		}
+	})
+}
