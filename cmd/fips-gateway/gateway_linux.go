@@ -16,6 +16,7 @@ import (
 	"github.com/fips-go/fips/control/config"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/gateway"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // Upstream's timings.
@@ -142,7 +143,7 @@ func runGateway(ctx context.Context, o options, log *slog.Logger, sigs <-chan os
 	// DNS listener. Its answer waits until the new mapping's rules are in,
 	// so a client that connects at once does not reach the pool's local
 	// route before the DNAT (ours: upstream answers first).
-	res := &gateway.Resolver{TTL: gw.DNS.TTL, Log: log}
+	res := &gateway.Resolver{TTL: gw.DNS.TTL, Log: logging.WithTarget(log, "fips::gateway::dns")}
 	res.Alloc = func(node gateway.NodeAddr, mesh netip.Addr, name string) (netip.Addr, bool, error) {
 		poolMu.Lock()
 		defer poolMu.Unlock()
