@@ -32,19 +32,19 @@ type gatewayProc struct {
 
 func (g *gatewayProc) logs() string { b, _ := os.ReadFile(g.log); return string(b) }
 
-// stop sends SIGTERM and waits for a clean exit.
-func (g *gatewayProc) stop(t *testing.T) {
+// stop sends sig and waits for a clean exit.
+func (g *gatewayProc) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = g.cmd.Process.Signal(sig)
 	select {
 	case <-g.exited:
 	case <-time.After(15 * time.Second):
 		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
 		<-g.exited
-		t.Fatalf("fips-gateway did not exit within 15 s of SIGTERM:\n%s", g.logs())
+		t.Fatalf("fips-gateway did not exit within 15 s of %v:\n%s", sig, g.logs())
 	}
 	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("fips-gateway exited %d after SIGTERM:\n%s", code, g.logs())
+		t.Fatalf("fips-gateway exited %d after %v:\n%s", code, sig, g.logs())
 	}
 }
 
@@ -362,7 +362,7 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 	scr.keys("q")
 
 	// SIGTERM: everything it installed goes.
-	g.stop(t)
+	g.stop(t, syscall.SIGTERM)
 	if out, err := m.execNS(gw.NS, "nft", "list", "table", "inet", "fips_gateway"); err == nil {
 		t.Errorf("nftables table still there after the gateway stopped:\n%s", out)
 	}
@@ -404,7 +404,7 @@ func (m *Mesh) execNS(ns string, args ...string) (string, error) {
 // rules and proxy-NDP entry go with it while the table stays. Asked again,
 // the destination gets the next pool address (freed ones go to the back).
 func TestGatewayReclaimsIdleMapping(t *testing.T) {
-	_, gw, c, lanNS, lanGW, g := gatewaySetup(t, 1, 1, "")
+	m, gw, c, lanNS, lanGW, g := gatewaySetup(t, 1, 1, "")
 	dig := func() string {
 		return strings.TrimSpace(mustExec(t, lanNS, "dig", "@fd02::1", c.Npub()+".fips", "AAAA", "+short", "+time=3", "+tries=2"))
 	}
@@ -454,5 +454,15 @@ func TestGatewayReclaimsIdleMapping(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &sg) != nil || sg.PoolAllocated != 1 || sg.PoolFree != 65534 || sg.NATMappings != 1 {
 		t.Fatalf("show_gateway after reallocation: %s %v", raw, err)
 	}
-	g.stop(t)
+	// SIGINT shuts down as cleanly as SIGTERM.
+	g.stop(t, syscall.SIGINT)
+	if out, err := m.execNS(gw.NS, "nft", "list", "table", "inet", "fips_gateway"); err == nil {
+		t.Errorf("nftables table still there after SIGINT:\n%s", out)
+	}
+	if px := mustExec(t, gw.NS, "ip", "-6", "neigh", "show", "proxy", "dev", lanGW); strings.Contains(px, "fd01::2") {
+		t.Errorf("proxy NDP entry for fd01::2 left after SIGINT: %q", px)
+	}
+	if logs := g.logs(); !strings.Contains(logs, "Received SIGINT, shutting down") || !strings.Contains(logs, "fips-gateway shutdown complete") {
+		t.Errorf("SIGINT shutdown lines missing:\n%s", logs)
+	}
 }
