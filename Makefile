@@ -209,6 +209,7 @@ tarball:
 	$(MKPKG) man -o $(TAR_STAGE)/man -version $(PKG_VERSION) -epoch $(PKG_EPOCH) \
 	  $(call man-bins,$(TAR_STAGE)/bin,$(TAR_ARCH)) $(TAR_BINS)
 	cp $(PKG_SRC)/systemd/fips.service $(PKG_SRC)/systemd/fips-dns.service $(PKG_SRC)/systemd/fips-firewall.service \
+	  $(PKG_SRC)/systemd/fips-gateway.service \
 	  $(PKG_SRC)/systemd/fips.tmpfiles $(TAR_STAGE)/systemd/
 	cp $(PKG_SRC)/etc/fips.yaml $(PKG_SRC)/etc/hosts $(PKG_SRC)/etc/fips.nft $(TAR_STAGE)/etc/
 	cp $(PKG_SRC)/dns/fips-dns-setup $(PKG_SRC)/dns/fips-dns-teardown $(TAR_STAGE)/lib/

@@ -99,7 +99,7 @@ func TestDeb(t *testing.T) {
 		c := run(t, "dpkg-deb", "-c", deb)
 		want := []string{"./etc/fips/fips.yaml", "./etc/fips/hosts",
 			"./etc/fips/fips.nft", "./lib/systemd/system/fips.service", "./lib/systemd/system/fips-dns.service",
-			"./lib/systemd/system/fips-firewall.service", "./usr/lib/tmpfiles.d/fips.conf",
+			"./lib/systemd/system/fips-firewall.service", "./lib/systemd/system/fips-gateway.service", "./usr/lib/tmpfiles.d/fips.conf",
 			"./usr/lib/fips/fips-dns-setup", "./usr/lib/fips/fips-dns-teardown", "./usr/share/doc/fips/copyright",
 			"./usr/share/bash-completion/completions/fipsctl", "./usr/share/zsh/vendor-completions/_fipsctl"}
 		for _, b := range cmds {

@@ -69,7 +69,7 @@ func TestTarball(t *testing.T) {
 	t.Run("contents", func(t *testing.T) {
 		want := []string{"", "COPYRIGHT", "README.install.md", "install.sh", "uninstall.sh", "bin/", "man/",
 			"etc/", "etc/fips.nft", "etc/fips.yaml", "etc/hosts", "lib/", "lib/fips-dns-setup", "lib/fips-dns-teardown",
-			"systemd/", "systemd/fips-dns.service", "systemd/fips-firewall.service", "systemd/fips.service",
+			"systemd/", "systemd/fips-dns.service", "systemd/fips-firewall.service", "systemd/fips-gateway.service", "systemd/fips.service",
 			"systemd/fips.tmpfiles"}
 		for _, c := range cmds {
 			want = append(want, "bin/"+c, "man/"+c+".1")

@@ -23,7 +23,7 @@ UNITDIR=/etc/systemd/system
 STATE=/var/lib/fips
 MANIFEST="$STATE/install.manifest"
 ENABLE="fips.service fips-dns.service"
-UNITS="fips.service fips-dns.service fips-firewall.service"
+UNITS="fips.service fips-dns.service fips-firewall.service fips-gateway.service"
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
@@ -171,6 +171,7 @@ fips installed: commands in $PREFIX/bin, configuration in $ETC/fips.yaml.
 Edit $ETC/fips.yaml (peers, node.identity.persistent), then:
   systemctl start fips              (fips-dns follows it)
   systemctl enable --now fips-firewall.service   (optional: default-deny on fips0)
+  systemctl enable --now fips-gateway.service    (optional: LAN gateway, gateway: in fips.yaml)
   fipsctl show status
 Members of group fips may use fipsctl: usermod -aG fips USER
 Remove with: $LIBDIR/uninstall.sh [--purge]

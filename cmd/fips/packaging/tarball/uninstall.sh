@@ -14,7 +14,7 @@ set -eu
 
 STATE=/var/lib/fips
 MANIFEST="$STATE/install.manifest"
-UNITS="fips-firewall.service fips-dns.service fips.service"
+UNITS="fips-gateway.service fips-firewall.service fips-dns.service fips.service"
 MARK="# managed by fips-dns-setup (fips.service); fips-dns-teardown removes it"
 
 die() { echo "uninstall.sh: $*" >&2; exit 1; }
