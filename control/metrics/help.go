@@ -246,5 +246,7 @@ func counterHelp() map[string]string {
 		"transport.pool_inbound":            "Inbound connections open now (TCP).",
 		"transport.pool_outbound":           "Outbound connections open now (TCP).",
 		"transport.unauthenticated_closed":  "Inbound connections closed because no link authenticated on them in time (TCP).",
+		"transport.inbound_source_refused":  "Inbound connections refused because their source (IPv4 address, IPv6 /64) held its share of the slots (TCP).",
+		"transport.unauthenticated_evicted": "Unauthenticated inbound connections closed to admit a new one when every slot was held (TCP).",
 	}
 }

@@ -173,6 +173,12 @@ type Stats struct {
 	// UnauthenticatedClosed (fips-go) counts inbound connections closed
 	// because no link authenticated on them within the deadline.
 	UnauthenticatedClosed uint64 `json:"unauthenticated_closed"`
+	// InboundSourceRefused (fips-go) counts inbound connections refused
+	// because their source (IPv4 address, IPv6 /64) held its share of the
+	// slots; UnauthenticatedEvicted (fips-go), unauthenticated inbound
+	// connections closed to admit a newcomer when every slot was held.
+	InboundSourceRefused   uint64 `json:"inbound_source_refused"`
+	UnauthenticatedEvicted uint64 `json:"unauthenticated_evicted"`
 }
 
 // MTUError reports a send larger than the transport allows.

@@ -785,6 +785,7 @@ func TestResolveAddr(t *testing.T) {
 func TestIdleInboundConnectionsFreed(t *testing.T) {
 	o := listening()
 	o.MaxInboundConnections = 8
+	o.MaxInboundPerSource = 16 // every connection here is from 127.0.0.1
 	b := newNode(t, 1, o, func(tr *Transport) { tr.unauthTimeout = 300 * time.Millisecond })
 	f := frame(t, 1, 20)
 	if len(f) != 52 {
@@ -805,16 +806,22 @@ func TestIdleInboundConnectionsFreed(t *testing.T) {
 		b.in.Next(t)
 		idle = append(idle, c)
 	}
-	refused := rawDial(t, b.addr(t)) // every slot is held
-	expectClosed(t, refused)
+	// Every slot is held: a newcomer takes the oldest idle one's, and is
+	// itself closed in time like the rest.
+	newcomer := rawDial(t, b.addr(t))
+	expectClosed(t, idle[0])
+	idle = append(idle[1:], newcomer)
 	for _, c := range idle {
 		expectClosed(t, c)
 	}
-	for range idle {
+	for range 8 {
 		b.nextDown(t)
 	}
 	if got := b.UnauthenticatedClosed(); got != 7 || b.Stats().UnauthenticatedClosed != 7 {
 		t.Errorf("closed as unauthenticated %d, want 7", got)
+	}
+	if got := b.Stats().UnauthenticatedEvicted; got != 1 {
+		t.Errorf("evicted %d, want 1", got)
 	}
 	// The slots are free again, and the authenticated one still works.
 	late := rawDial(t, b.addr(t))
@@ -830,7 +837,7 @@ func TestIdleInboundConnectionsFreed(t *testing.T) {
 	if got := b.in.Next(t); got.From.String() != good.LocalAddr().String() {
 		t.Fatalf("from %s", got.From)
 	}
-	if st := b.Stats(); st.ConnectsRefused != 1 || st.ConnectionsUp != 2 {
+	if st := b.Stats(); st.ConnectsRefused != 0 || st.ConnectionsUp != 2 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -861,5 +868,109 @@ func TestCloseConnectionWritesQueueFirst(t *testing.T) {
 	b.nextDown(t)
 	if st := a.Stats(); st.SendErrors != 0 || st.ConnectionsUp != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// dialFrom is rawDial from a chosen loopback address.
+func dialFrom(t *testing.T, from string, to transport.Addr) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", to.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestFullSlotsEvictOldestUnauthenticated: with every slot held, a new
+// connection closes the oldest one on which no link authenticated,
+// rather than being refused — so connections that each send one frame
+// and idle cannot keep genuine peers out for good. Only when every slot
+// carries an authenticated link is a newcomer refused.
+func TestFullSlotsEvictOldestUnauthenticated(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 4
+	o.MaxInboundPerSource = 8
+	b := newNode(t, 1, o, nil) // unauthenticated deadline 30 s: never reached here
+	good := rawDial(t, b.addr(t))
+	if _, err := good.Write(frame(t, 1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	b.Authenticated(b.in.Next(t).From)
+	var idle []net.Conn
+	for i := range 3 {
+		c := rawDial(t, b.addr(t))
+		if _, err := c.Write(frame(t, uint64(10+i), 20)); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+		idle = append(idle, c)
+	}
+	newcomer := rawDial(t, b.addr(t))
+	if _, err := newcomer.Write(frame(t, 20, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != newcomer.LocalAddr().String() {
+		t.Fatalf("from %s, want the newcomer %s", got.From, newcomer.LocalAddr())
+	}
+	expectClosed(t, idle[0])
+	if got := b.nextDown(t); got.String() != idle[0].LocalAddr().String() {
+		t.Fatalf("closed %s, want the oldest unauthenticated %s", got, idle[0].LocalAddr())
+	}
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 || st.ConnectsRefused != 0 || st.ConnectionsUp != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The authenticated connection was never a candidate.
+	if _, err := good.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != good.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	// Every slot authenticated: the next newcomer is refused.
+	for _, c := range append(idle[1:], newcomer) {
+		b.Authenticated(transport.AddrFromIP(netip.MustParseAddrPort(c.LocalAddr().String())))
+	}
+	late := rawDial(t, b.addr(t))
+	expectClosed(t, late)
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 || st.ConnectsRefused != 1 || st.ConnectionsUp != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestInboundShareOfOneSource: one source (an IPv4 address here) holds at
+// most a quarter of the inbound slots, so a single host cannot take them
+// all; other sources still get in.
+func TestInboundShareOfOneSource(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 8 // a share of 2
+	b := newNode(t, 1, o, nil)
+	for i := range 2 {
+		c := dialFrom(t, "127.0.0.2", b.addr(t))
+		if _, err := c.Write(frame(t, uint64(i), 20)); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+	}
+	third := dialFrom(t, "127.0.0.2", b.addr(t))
+	expectClosed(t, third)
+	other := dialFrom(t, "127.0.0.3", b.addr(t))
+	if _, err := other.Write(frame(t, 9, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != other.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.InboundSourceRefused != 1 || st.ConnectsRefused != 1 || st.ConnectionsUp != 3 || st.UnauthenticatedEvicted != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, c := range []struct {
+		a    string
+		want string
+	}{{"192.0.2.7", "192.0.2.7/32"}, {"::ffff:192.0.2.7", "192.0.2.7/32"}, {"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"}} {
+		if got := sourceOf(netip.MustParseAddr(c.a)).String(); got != c.want {
+			t.Errorf("source of %s = %s, want %s", c.a, got, c.want)
+		}
 	}
 }
