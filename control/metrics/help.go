@@ -144,6 +144,8 @@ func counterHelp() map[string]string {
 		"rendezvous.stun_failures":               "Traversal attempts where no STUN server answered.",
 		"rendezvous.cooldowns_entered":           "Peers put in traversal cooldown after failure_streak_threshold failures.",
 		"session.no_route_lookups":               "Lookups started because an established session's datagram found no route.",
+		"session.setup_superseded":               "Answered session handshakes replaced before their msg3 by a SessionSetup with a new msg1.",
+		"session.responder_superseded":           "Answered session handshakes replaced by our own SessionSetup: traffic waited past a resend interval with no msg3.",
 
 		// show_metrics ipv6 (fips-go)
 		"ipv6.sent":                 "IPv6 packets read from the TUN device and sent into sessions.",

@@ -66,6 +66,9 @@ type entry struct {
 	hsPayload   []byte
 	resendCount int
 	nextResend  time.Time
+	// setupMsg1 is the msg1 of the SessionSetup a responder entry
+	// answered: a setup with another one is another attempt.
+	setupMsg1 []byte
 
 	k                          bool
 	prev                       *noise.Session
@@ -181,6 +184,7 @@ func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uin
 			return t.sendData(now, e, srcPort, dstPort, payload)
 		}
 		t.queue(dest, srcPort, dstPort, payload)
+		t.supersedeResponder(now, dest, e)
 		return nil
 	}
 	pk, ok := t.env.Identity(dest)
@@ -210,6 +214,29 @@ func (t *Table) RetryAfterDiscovery(now time.Time, dest identity.NodeAddr) error
 		return ErrUnknownDestination
 	}
 	return t.initiate(now, dest, pk)
+}
+
+// supersedeResponder replaces an answered handshake with one of our own
+// when traffic for its claimed source waits and no msg3 came within a
+// resend interval. A genuine initiator's msg3 follows our ack within a
+// round trip; a SessionSetup whose source was spoofed gets none, and
+// until it timed out (renewable by the next spoofed setup) it held our
+// traffic to that source queued with no handshake of ours.
+func (t *Table) supersedeResponder(now time.Time, dest identity.NodeAddr, e *entry) {
+	if e.state != StateAwaitingMsg3 || e.initiator || len(t.pending[dest]) == 0 ||
+		now.Sub(e.created) < t.cfg.HandshakeResendInterval {
+		return
+	}
+	pk, ok := t.env.Identity(dest)
+	if !ok {
+		return
+	}
+	if err := t.initiate(now, dest, pk); err != nil {
+		t.log.Debug("cannot replace an unanswered responder handshake", "dest", t.name(dest), "error", err)
+		return
+	}
+	t.stats.ResponderSuperseded++
+	t.log.Debug("no msg3 for our SessionAck and traffic waiting: initiating our own session", "dest", t.name(dest))
 }
 
 func (t *Table) queue(dest identity.NodeAddr, srcPort, dstPort uint16, payload []byte) {
@@ -449,6 +476,15 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 			}
 			// We lose: answer as responder (the entry is replaced below).
 		case StateAwaitingMsg3:
+			// The same msg1 again: our ack was lost. Another msg1 is
+			// another attempt, answered afresh: the source address is
+			// anyone's to claim, so the first setup naming it must not
+			// hold the genuine initiator off until it times out.
+			if !bytes.Equal(e.setupMsg1, setup.Handshake) {
+				t.stats.SetupSuperseded++
+				t.log.Debug("SessionSetup with a new msg1 replaces the unanswered one", "src", t.name(src))
+				break
+			}
 			if e.hsPayload != nil {
 				if err := t.send(now, e, src, e.hsPayload); err != nil {
 					t.log.Debug("ack resend failed", "src", src, "err", err)
@@ -471,6 +507,7 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 	}
 	ne := t.newEntry(src, t.id.PublicKey(), StateAwaitingMsg3, now, false)
 	ne.hsR = hs
+	ne.setupMsg1 = bytes.Clone(setup.Handshake)
 	ne.hsPayload, ne.resendCount, ne.nextResend = ack, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[src] = ne
 }
@@ -647,13 +684,15 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	// Upstream takes the entry out before reading msg3 and does not put it
-	// back on failure.
-	delete(t.sessions, src)
+	// back on failure: then one forged msg3 (no cryptography to make)
+	// claiming the source ends a genuine handshake. A failed read leaves
+	// the handshake unchanged, so here the entry stays for the real msg3.
 	static, _, err := e.hsR.ReadMessage3(m.Handshake)
 	if err != nil {
 		t.reject(&t.stats.Msg3Failed, "msg3 failed", src)
 		return
 	}
+	delete(t.sessions, src)
 	pk := identity.XOnly(static)
 	if pk.NodeAddr() != src {
 		t.reject(&t.stats.AddrMismatch, "msg3 static does not match the datagram source", src)
@@ -978,6 +1017,9 @@ func (t *Table) Tick(now time.Time) {
 		}
 	}
 	for _, a := range t.sortedAddrs() {
+		t.supersedeResponder(now, a, t.sessions[a])
+	}
+	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
 		if e.state != StateEstablished && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
 			!e.nextResend.IsZero() && !now.Before(e.nextResend) {
@@ -1268,6 +1310,13 @@ type Stats struct {
 	// OpenedForGone: messages a dataplane worker decrypted for a session
 	// the loop no longer had established when it saw them.
 	OpenedForGone uint64
+	// SetupSuperseded (ours): answered handshakes replaced by a
+	// SessionSetup with another msg1 from the same claimed source, before
+	// their msg3. ResponderSuperseded (ours): answered handshakes
+	// replaced by our own SessionSetup because traffic waited past a
+	// resend interval with no msg3. A spoofed setup cannot hold a source's
+	// sessions off either way.
+	SetupSuperseded, ResponderSuperseded uint64
 }
 
 // Stats returns a copy of the counters.

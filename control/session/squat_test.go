@@ -1,0 +1,146 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// spoofedSetup is a SessionSetup to `to` from a throwaway key, to be sent
+// claiming some other node's address as its source: the source of a
+// datagram is an envelope field anyone on a path can write.
+func spoofedSetup(t testing.TB, m *mesh, to *node) []byte {
+	t.Helper()
+	rs, _ := to.id.PublicKey().Point()
+	k, err := identity.Generate(m.rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := noise.NewXKInitiator(k.Secret().Private(), rs, noise.Epoch{0x5e}, noise.WithRand(m.rnd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg1, _ := hs.WriteMessage1(nil)
+	s := wire.SessionSetup{SrcCoords: wire.CoordsOf(identity.NodeAddr{1}), DestCoords: wire.CoordsOf(to.addr), Handshake: msg1}
+	b := make([]byte, s.Len())
+	if _, err := s.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSpoofedSetupDoesNotSquatSource: one SessionSetup claiming a's address,
+// from anyone, must not stop a from opening a session to b (b used to
+// answer a's genuine setups with the ack of the spoofed one, for the whole
+// handshake timeout, and the attacker could renew that every 30 s), nor
+// stop b's own traffic to a from starting a handshake.
+func TestSpoofedSetupDoesNotSquatSource(t *testing.T) {
+	t.Run("a opens", func(t *testing.T) {
+		m, a, b := pair(t, 40, DefaultConfig())
+		b.tbl.HandleFSP(m.now, a.addr, identity.NodeAddr{0x77}, false, spoofedSetup(t, m, b))
+		m.run() // the ack goes to a, which expects none
+		if b.state(a) != StateAwaitingMsg3 {
+			t.Fatalf("b state %v", b.state(a))
+		}
+		m.advance(100 * time.Millisecond)
+		if err := a.tbl.Send(m.now, b.addr, 1, 1, []byte("a to b")); err != nil {
+			t.Fatal(err)
+		}
+		m.run()
+		if a.state(b) != StateEstablished || b.state(a) != StateEstablished {
+			t.Fatalf("states a %v, b %v; b stats %+v", a.state(b), b.state(a), b.tbl.Stats())
+		}
+		if len(b.delivered) != 1 || string(b.delivered[0].payload) != "a to b" {
+			t.Fatalf("b delivered %+v", b.delivered)
+		}
+		if got := b.tbl.Stats().SetupSuperseded; got != 1 {
+			t.Errorf("setup_superseded %d, want 1", got)
+		}
+	})
+	t.Run("b opens", func(t *testing.T) {
+		m, a, b := pair(t, 41, DefaultConfig())
+		b.tbl.HandleFSP(m.now, a.addr, identity.NodeAddr{0x77}, false, spoofedSetup(t, m, b))
+		m.run()
+		// A genuine initiator's msg3 follows our ack within a round trip;
+		// past a resend interval with traffic waiting, b opens its own.
+		m.advance(DefaultConfig().HandshakeResendInterval)
+		if err := b.tbl.Send(m.now, a.addr, 1, 1, []byte("b to a")); err != nil {
+			t.Fatal(err)
+		}
+		m.run()
+		if a.state(b) != StateEstablished || b.state(a) != StateEstablished {
+			t.Fatalf("states a %v, b %v; b stats %+v", a.state(b), b.state(a), b.tbl.Stats())
+		}
+		if len(a.delivered) != 1 || string(a.delivered[0].payload) != "b to a" {
+			t.Fatalf("a delivered %+v", a.delivered)
+		}
+		if got := b.tbl.Stats().ResponderSuperseded; got != 1 {
+			t.Errorf("responder_superseded %d, want 1", got)
+		}
+	})
+	t.Run("traffic queued early", func(t *testing.T) {
+		// Traffic queued while the unproven handshake was young starts
+		// b's own handshake at the next tick past the resend interval.
+		m, a, b := pair(t, 42, DefaultConfig())
+		b.tbl.HandleFSP(m.now, a.addr, identity.NodeAddr{0x77}, false, spoofedSetup(t, m, b))
+		m.run()
+		if err := b.tbl.Send(m.now, a.addr, 1, 1, []byte("early")); err != nil {
+			t.Fatal(err)
+		}
+		m.run()
+		if b.state(a) != StateAwaitingMsg3 {
+			t.Fatalf("b state %v: a young unproven handshake is given its round trip", b.state(a))
+		}
+		m.advance(DefaultConfig().HandshakeResendInterval)
+		m.tickAll()
+		if a.state(b) != StateEstablished || b.state(a) != StateEstablished {
+			t.Fatalf("states a %v, b %v", a.state(b), b.state(a))
+		}
+		if len(a.delivered) != 1 || string(a.delivered[0].payload) != "early" {
+			t.Fatalf("a delivered %+v", a.delivered)
+		}
+	})
+}
+
+// TestForgedMsg3KeepsGenuineHandshake: a msg3 that fails to decrypt,
+// claiming a's address, must not take away b's answered handshake with a
+// (upstream removes the entry before reading msg3), so a's genuine msg3
+// still completes it.
+func TestForgedMsg3KeepsGenuineHandshake(t *testing.T) {
+	m, a, b := pair(t, 43, DefaultConfig())
+	m.drop = func(p packet) bool { return p.src == a.addr && p.dest == b.addr && isKind(p.b, wire.FSPKindMsg3) }
+	if err := a.tbl.Send(m.now, b.addr, 1, 1, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	m.run()
+	if b.state(a) != StateAwaitingMsg3 || len(m.dropped) != 1 {
+		t.Fatalf("b state %v, dropped %d", b.state(a), len(m.dropped))
+	}
+	genuine := m.dropped[0].b
+	forged := wire.SessionMsg3{Handshake: make([]byte, noise.XKMsg3Size)}
+	fb := make([]byte, forged.Len())
+	if _, err := forged.MarshalTo(fb); err != nil {
+		t.Fatal(err)
+	}
+	b.tbl.HandleFSP(m.now, a.addr, identity.NodeAddr{0x77}, false, fb)
+	if got := b.tbl.Stats().Msg3Failed; got != 1 {
+		t.Fatalf("msg3_failed %d", got)
+	}
+	if b.state(a) != StateAwaitingMsg3 {
+		t.Fatalf("forged msg3 removed the handshake: b state %v", b.state(a))
+	}
+	m.drop = nil
+	b.tbl.HandleFSP(m.now, a.addr, a.addr, false, genuine)
+	m.run()
+	if b.state(a) != StateEstablished {
+		t.Fatalf("b state %v", b.state(a))
+	}
+}
+
+func isKind(b []byte, k wire.FSPKind) bool {
+	got, _ := wire.ClassifyFSP(b)
+	return got == k
+}
