@@ -77,6 +77,7 @@ func counterHelp() map[string]string {
 		"tree.sig_failed":           "Tree announces whose signature did not verify.",
 		"tree.stale":                "Tree announces whose sequence was not above the stored one.",
 		"tree.unknown_peer":         "Tree announces from a sender that is not an active peer.",
+		"tree.verify_deferred":      "Tree announces left unchecked over the sender's signature-check budget (burst 16, 8/s); the newest is handled at the next tick.",
 
 		// show_metrics bloom
 		"bloom.received":            "Bloom filter announces received.",
