@@ -144,3 +144,93 @@ func isKind(b []byte, k wire.FSPKind) bool {
 	got, _ := wire.ClassifyFSP(b)
 	return got == k
 }
+
+// TestSpoofedRekeySetupDoesNotRefuseGenuineRekey: a SessionSetup naming
+// an established peer only arms a rekey responder beside the session.
+// Upstream then treated that armed responder as a rekey of its own in the
+// dual-initiation tie-break: the smaller side refused the peer's genuine
+// rekey setups for as long as a forger re-armed it. A different msg1 now
+// replaces a responder we armed; only a rekey we initiated wins a
+// tie-break.
+func TestSpoofedRekeySetupDoesNotRefuseGenuineRekey(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RekeyJitter = 0
+	cfg.IdleTimeout = 0         // no traffic for 100 s below
+	m, a, b := pair(t, 44, cfg) // a is the smaller: it wins tie-breaks
+	establish(t, m, a, b)
+	m.advance(100 * time.Second)
+	a.tbl.HandleFSP(m.now, b.addr, identity.NodeAddr{0x77}, false, spoofedSetup(t, m, a))
+	m.run()
+	if in, _ := a.tbl.Session(b.addr); !in.RekeyInProgress {
+		t.Fatal("the spoofed setup armed no rekey responder")
+	}
+	// b's rekey timer fires first (a's own is held by the armed responder).
+	m.advance(21 * time.Second)
+	b.tbl.Tick(m.now)
+	m.run()
+	if got := a.tbl.Stats().RekeyTiebreak; got != 0 {
+		t.Fatalf("a refused b's genuine rekey setup (rekey_tiebreak %d)", got)
+	}
+	for range 5 {
+		m.advance(time.Second)
+		m.tickAll()
+		for _, n := range []*node{a, b} {
+			peer := map[*node]*node{a: b, b: a}[n]
+			if err := n.tbl.Send(m.now, peer.addr, 1, 1, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.run()
+	}
+	if a.tbl.Stats().Cutovers == 0 || b.tbl.Stats().Cutovers == 0 {
+		t.Fatalf("no cutover: a %+v\nb %+v", a.tbl.Stats(), b.tbl.Stats())
+	}
+	if got := a.tbl.Stats().SetupSuperseded; got != 1 {
+		t.Errorf("setup_superseded %d, want 1", got)
+	}
+}
+
+// TestForgedRekeyMsg3KeepsArmedResponder: a rekey msg3 that fails to
+// decrypt must not disarm the responder the genuine rekey set up (upstream
+// dropped it), so the genuine msg3 still completes the rekey.
+func TestForgedRekeyMsg3KeepsArmedResponder(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RekeyJitter, cfg.IdleTimeout = 0, 0
+	m, a, b := pair(t, 45, cfg)
+	establish(t, m, a, b)
+	m.advance(121 * time.Second)
+	m.drop = func(p packet) bool { return p.src == b.addr && p.dest == a.addr && isKind(p.b, wire.FSPKindMsg3) }
+	b.tbl.Tick(m.now) // b's rekey: setup, a's ack, b's msg3 (held back)
+	m.run()
+	if len(m.dropped) != 1 {
+		t.Fatalf("held back %d msg3s", len(m.dropped))
+	}
+	forged := wire.SessionMsg3{Handshake: make([]byte, noise.XKMsg3Size)}
+	fb := make([]byte, forged.Len())
+	if _, err := forged.MarshalTo(fb); err != nil {
+		t.Fatal(err)
+	}
+	a.tbl.HandleFSP(m.now, b.addr, identity.NodeAddr{0x77}, false, fb)
+	if got := a.tbl.Stats().Msg3Failed; got != 1 {
+		t.Fatalf("msg3_failed %d", got)
+	}
+	m.drop = nil
+	a.tbl.HandleFSP(m.now, b.addr, b.addr, false, m.dropped[0].b)
+	if got := a.tbl.Stats().BadState; got != 0 {
+		t.Fatalf("genuine rekey msg3 refused after a forged one (bad_state %d)", got)
+	}
+	for range 5 {
+		m.advance(time.Second)
+		m.tickAll()
+		for _, n := range []*node{a, b} {
+			peer := map[*node]*node{a: b, b: a}[n]
+			if err := n.tbl.Send(m.now, peer.addr, 1, 1, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.run()
+	}
+	if a.tbl.Stats().Cutovers == 0 || b.tbl.Stats().Cutovers == 0 {
+		t.Fatalf("no cutover: a %d b %d", a.tbl.Stats().Cutovers, b.tbl.Stats().Cutovers)
+	}
+}

@@ -75,6 +75,7 @@ type entry struct {
 	drainStarted, prevLastUsed time.Time
 	rekeyI                     *noise.XKInitiator
 	rekeyR                     *noise.XKResponder
+	rekeyMsg1                  []byte // the msg1 rekeyR answered
 	rekeyStarted               time.Time
 	rekeyInitiator             bool
 	pending                    *noise.Session
@@ -540,14 +541,22 @@ func (e *entry) pendingStale(now time.Time, idle time.Duration) bool {
 // handleRekeySetup answers a SessionSetup naming an established session:
 // a rekey, or a restarted peer re-establishing.
 func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry, setup wire.SessionSetup) {
-	if e.rekeyInProgress() {
+	switch {
+	case e.rekeyR != nil && !e.rekeyInitiator && !bytes.Equal(e.rekeyMsg1, setup.Handshake):
+		// A responder we armed for another msg1 is no rekey of ours: it
+		// may be a forger's (the setup's source is anyone's to claim), so
+		// it must not win the tie-break against this one. Answered afresh.
+		t.stats.SetupSuperseded++
+		t.log.Debug("rekey SessionSetup with a new msg1 replaces the armed responder", "src", t.name(src))
+		e.rekeyR = nil
+	case e.rekeyInProgress():
 		if t.self.Less(src) {
 			t.reject(&t.stats.RekeyTiebreak, "dual rekey: we stay initiator", src)
 			return
 		}
 		e.rekeyI, e.rekeyR = nil, nil // we yield
 		t.stats.RekeyYielded++
-	} else if e.pending != nil && !e.pendingStale(now, t.cfg.IdleTimeout) {
+	case e.pending != nil && !e.pendingStale(now, t.cfg.IdleTimeout):
 		t.reject(&t.stats.RekeyPending, "rekey setup while a pending session awaits cutover", src)
 		return
 	}
@@ -560,6 +569,7 @@ func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry,
 		return
 	}
 	e.rekeyR, e.rekeyI, e.rekeyInitiator = hs, nil, false
+	e.rekeyMsg1 = bytes.Clone(setup.Handshake)
 	e.lastPeerRekey = now
 	t.stats.RekeyArmed++
 }
@@ -658,7 +668,8 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		hs := e.rekeyR
 		static, _, err := hs.ReadMessage3(m.Handshake)
 		if err != nil {
-			e.rekeyR = nil
+			// A failed read leaves the handshake as it was: a forged msg3
+			// (no cryptography to make) must not end the genuine rekey.
 			t.reject(&t.stats.Msg3Failed, "rekey msg3 failed", src)
 			return
 		}
