@@ -234,3 +234,32 @@ func TestForgedRekeyMsg3KeepsArmedResponder(t *testing.T) {
 		t.Fatalf("no cutover: a %d b %d", a.tbl.Stats().Cutovers, b.tbl.Stats().Cutovers)
 	}
 }
+
+// TestCoordsResponseLimiterForgetsGoneSessions: the per-destination limit
+// on CoordsWarmup answers is kept only as long as it matters. It used to
+// keep an entry for every session that ever got a CoordsRequired or
+// PathBroken, so sessions opened from fresh keys and left to idle out,
+// each sent one forged signal, grew it without bound.
+func TestCoordsResponseLimiterForgetsGoneSessions(t *testing.T) {
+	m, a, b := pair(t, 46, DefaultConfig())
+	establish(t, m, a, b)
+	rep := identity.NodeAddr{0x43}
+	cr := wire.CoordsRequired{DestAddr: b.addr, Reporter: rep}
+	buf := make([]byte, cr.Len())
+	if _, err := cr.MarshalTo(buf); err != nil {
+		t.Fatal(err)
+	}
+	a.tbl.HandleFSP(m.now, rep, rep, false, buf)
+	m.run()
+	if len(a.tbl.coordsTx) != 1 {
+		t.Fatalf("%d limiter entries", len(a.tbl.coordsTx))
+	}
+	m.advance(DefaultConfig().IdleTimeout + time.Second)
+	a.tbl.Tick(m.now)
+	if a.tbl.Len() != 0 {
+		t.Fatal("session not purged")
+	}
+	if len(a.tbl.coordsTx) != 0 {
+		t.Fatalf("%d limiter entries left for sessions gone", len(a.tbl.coordsTx))
+	}
+}

@@ -1019,6 +1019,14 @@ func (t *Table) backoff(count int) time.Duration {
 // Tick runs the timers: handshake timeouts and resends, the idle purge,
 // rekey msg3 resends, and the rekey trigger / cutover / drain.
 func (t *Table) Tick(now time.Time) {
+	// An answer limit past its interval decides nothing: forgotten, so
+	// the table holds at most the destinations answered in the last
+	// CoordsResponseInterval.
+	for a, last := range t.coordsTx {
+		if now.Sub(last) >= t.cfg.CoordsResponseInterval {
+			delete(t.coordsTx, a)
+		}
+	}
 	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
 		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
