@@ -263,3 +263,29 @@ func TestCoordsResponseLimiterForgetsGoneSessions(t *testing.T) {
 		t.Fatalf("%d limiter entries left for sessions gone", len(a.tbl.coordsTx))
 	}
 }
+
+// TestSpoofedSetupReflectsOneAck: a SessionSetup from a forged source is
+// answered with one SessionAck, to that source. The responder used to
+// resend its ack on a timer too (4 more in 30 s), which a genuine
+// initiator does not need — its own setup resends draw the stored ack —
+// and which multiplied what a spoofed setup reflected at its victim.
+func TestSpoofedSetupReflectsOneAck(t *testing.T) {
+	m, a, b := pair(t, 47, DefaultConfig())
+	b.tbl.HandleFSP(m.now, a.addr, identity.NodeAddr{0x77}, false, spoofedSetup(t, m, b))
+	for range 40 {
+		m.advance(time.Second)
+		m.tickAll()
+	}
+	acks := 0
+	for _, p := range b.sent {
+		if p.dest == a.addr && isKind(p.b, wire.FSPKindAck) {
+			acks++
+		}
+	}
+	if acks != 1 {
+		t.Fatalf("%d acks reflected at the claimed source", acks)
+	}
+	if b.state(a) != StateNone || b.tbl.Stats().HandshakeTimeouts != 1 {
+		t.Fatalf("state %v, stats %+v", b.state(a), b.tbl.Stats())
+	}
+}

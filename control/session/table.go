@@ -1040,7 +1040,11 @@ func (t *Table) Tick(now time.Time) {
 	}
 	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
-		if e.state != StateEstablished && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
+		// Only an initiator resends on its timer. A responder's ack goes
+		// again when the initiator's setup does (the duplicate path): a
+		// timer of its own would only multiply what a setup from a
+		// spoofed source reflects at that source (upstream resends both).
+		if e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
 			!e.nextResend.IsZero() && !now.Before(e.nextResend) {
 			if err := t.send(now, e, a, e.hsPayload); err == nil {
 				e.resendCount++
