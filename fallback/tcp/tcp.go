@@ -226,6 +226,8 @@ type Transport struct {
 	// source held its share; unauthEvicted, unauthenticated ones closed
 	// to make room for a newcomer when every slot was held.
 	sourceRefused, unauthEvicted atomic.Uint64
+	// replyDialsRefused counts msg2s for an address with no connection.
+	replyDialsRefused atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -316,6 +318,7 @@ func (t *Transport) Stats() transport.Stats {
 	s.UnauthenticatedClosed = t.unauthClosed.Load()
 	s.InboundSourceRefused = t.sourceRefused.Load()
 	s.UnauthenticatedEvicted = t.unauthEvicted.Load()
+	s.ReplyDialsRefused = t.replyDialsRefused.Load()
 	return s
 }
 
@@ -390,6 +393,14 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 			t.stats.MTUExceeded.Add(1)
 			return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
 		}
+		if isMsg2(pkt) {
+			// A msg2 answers a msg1 on the connection it came in on; that
+			// one is gone. Its address is the initiator's source port,
+			// anyone's to choose: dialling it would let strangers who send
+			// a msg1 and hang up have us open connections of their choice.
+			t.replyDialsRefused.Add(1)
+			return fmt.Errorf("tcp: send msg2 to %s: %w", to, transport.ErrNoConnection)
+		}
 		c = t.newConnLocked(to, false)
 		t.conns[to] = c
 		t.wg.Add(1)
@@ -397,6 +408,11 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		t.log.Debug("TCP connecting", "remote_addr", to.String())
 	}
 	return t.enqueueLocked(c, pkt)
+}
+
+// isMsg2 reports whether pkt is an FMP handshake msg2.
+func isMsg2(pkt []byte) bool {
+	return len(pkt) > 0 && pkt[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg2
 }
 
 func (t *Transport) usableLocked() error {

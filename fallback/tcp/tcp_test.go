@@ -974,3 +974,42 @@ func TestInboundShareOfOneSource(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyDoesNotDial: a msg2 only ever answers a msg1 that came in on a
+// connection, and goes back on it. With that connection gone, the reply
+// used to start a dial to the address — an initiator's source address
+// and port, which it chooses — so a stranger sending msg1s and hanging
+// up had the node open outbound connections of its choosing, each held
+// with no deadline. Now it is refused; a msg1 still dials.
+func TestReplyDoesNotDial(t *testing.T) {
+	b := newNode(t, 1, Defaults(), nil) // outbound only
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	to := transport.AddrFromIP(netip.MustParseAddrPort(ln.Addr().String()))
+	if err := b.Send(to, msg2(t, 1)); !errors.Is(err, transport.ErrNoConnection) {
+		t.Fatalf("msg2 to an address with no connection: %v", err)
+	}
+	if st := b.Stats(); st.ReplyDialsRefused != 1 || st.ConnectionsEstablished != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A msg1 dials, and is the first thing the listener sees.
+	if err := b.Send(to, msg1(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(waitFor))
+	got := make([]byte, wire.FMPMsg1Size)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg1(t, 2)) {
+		t.Fatalf("first bytes on the connection %x", got[:8])
+	}
+}
