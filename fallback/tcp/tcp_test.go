@@ -1013,3 +1013,43 @@ func TestReplyDoesNotDial(t *testing.T) {
 		t.Fatalf("first bytes on the connection %x", got[:8])
 	}
 }
+
+// TestIdleOutboundConnectionsFreed: an outbound connection on which no
+// link authenticates in time is closed too — its handshake gave up long
+// before — so remotes that accept a dial and stay silent (open discovery
+// dials addresses from adverts anyone can publish) cannot pile up
+// connections. An authenticated one stays.
+func TestIdleOutboundConnectionsFreed(t *testing.T) {
+	b := newNode(t, 1, Defaults(), func(tr *Transport) { tr.unauthTimeout = 300 * time.Millisecond })
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	peer := newNode(t, 2, listening(), nil)
+	to := transport.AddrFromIP(netip.MustParseAddrPort(silent.Addr().String()))
+	if err := b.Send(to, msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := silent.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := b.Send(peer.addr(t), msg1(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+	peer.in.Next(t)
+	b.Authenticated(peer.addr(t))
+	expectClosed(t, c)
+	if got := b.nextDown(t); got != to {
+		t.Fatalf("closed %s, want the silent one %s", got, to)
+	}
+	if st := b.Stats(); st.UnauthenticatedClosed != 1 || st.ConnectionsUp != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := b.Send(peer.addr(t), frame(t, 3, 10)); err != nil {
+		t.Fatal(err)
+	}
+	peer.in.Next(t)
+}
