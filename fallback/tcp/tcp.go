@@ -67,6 +67,7 @@ const (
 	// silent pile up outbound ones. Ours; upstream has no such deadline.
 	UnauthenticatedTimeout = 30 * time.Second
 
+	minPerSource   = 8        // floor of the derived per-source share
 	readBufSize    = 16 << 10 // bufio buffer per connection
 	maxWriteBatch  = 16       // packets per vectored write
 	acceptBackoff  = 50 * time.Millisecond
@@ -96,7 +97,8 @@ type Options struct {
 	MaxInboundConnections int
 	// MaxInboundPerSource caps the inbound connections one source holds
 	// at once (an IPv4 address, an IPv6 /64); 0 means a quarter of
-	// MaxInboundConnections, at least 1. Ours; upstream has no such cap.
+	// MaxInboundConnections, at least 8 (peers behind one NAT address on
+	// a small hub keep working). Ours; upstream has no such cap.
 	MaxInboundPerSource int
 }
 
@@ -146,7 +148,7 @@ func (o Options) perSourceLimit() int {
 	if o.MaxInboundPerSource > 0 {
 		return o.MaxInboundPerSource
 	}
-	return max(1, o.MaxInboundConnections/4)
+	return max(minPerSource, o.MaxInboundConnections/4)
 }
 
 // sourceOf names an inbound connection's source for the per-source cap:

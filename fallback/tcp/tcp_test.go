@@ -488,7 +488,9 @@ func TestInboundCap(t *testing.T) {
 	if _, err := c1.Write(msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	b.in.Next(t) // c1 holds the only slot
+	// c1 holds the only slot, with a link on it (an unauthenticated one
+	// would make room: TestFullSlotsEvictOldestUnauthenticated).
+	b.Authenticated(b.in.Next(t).From)
 
 	c2 := rawDial(t, b.addr(t))
 	c2.Write(msg1(t, 2))
@@ -940,11 +942,17 @@ func TestFullSlotsEvictOldestUnauthenticated(t *testing.T) {
 }
 
 // TestInboundShareOfOneSource: one source (an IPv4 address here) holds at
-// most a quarter of the inbound slots, so a single host cannot take them
-// all; other sources still get in.
+// most its share of the inbound slots (by default a quarter, at least 8),
+// so a single host cannot take them all; other sources still get in.
 func TestInboundShareOfOneSource(t *testing.T) {
+	for _, c := range []struct{ max, per, want int }{{256, 0, 64}, {64, 0, 16}, {8, 0, 8}, {5, 0, 8}, {256, 3, 3}} {
+		if got := (Options{MaxInboundConnections: c.max, MaxInboundPerSource: c.per}).perSourceLimit(); got != c.want {
+			t.Errorf("share of %d slots (per-source %d) = %d, want %d", c.max, c.per, got, c.want)
+		}
+	}
 	o := listening()
-	o.MaxInboundConnections = 8 // a share of 2
+	o.MaxInboundConnections = 8
+	o.MaxInboundPerSource = 2
 	b := newNode(t, 1, o, nil)
 	for i := range 2 {
 		c := dialFrom(t, "127.0.0.2", b.addr(t))
