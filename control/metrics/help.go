@@ -146,6 +146,7 @@ func counterHelp() map[string]string {
 		"rendezvous.cooldowns_entered":           "Peers put in traversal cooldown after failure_streak_threshold failures.",
 		"session.no_route_lookups":               "Lookups started because an established session's datagram found no route.",
 		"session.setup_superseded":               "Answered session handshakes replaced before their msg3 by a SessionSetup with a new msg1.",
+		"session.responders_evicted":             "Answered session handshakes dropped, oldest first, past 4,096 awaiting their msg3.",
 		"session.responder_superseded":           "Answered session handshakes replaced by our own SessionSetup: traffic waited past a resend interval with no msg3.",
 
 		// show_metrics ipv6 (fips-go)

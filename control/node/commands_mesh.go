@@ -166,6 +166,9 @@ type SessionMetricsJSON struct {
 	// source's sessions off).
 	SetupSuperseded     uint64 `json:"setup_superseded"`
 	ResponderSuperseded uint64 `json:"responder_superseded"`
+	// RespondersEvicted: answered handshakes dropped, oldest first, past
+	// 4,096 awaiting their msg3.
+	RespondersEvicted uint64 `json:"responders_evicted"`
 }
 
 // CongestionJSON is the congestion family: the router's counters plus
@@ -193,7 +196,7 @@ func MetricsOf(s *Snapshot) MetricsJSON {
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
 		Session: SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: s.SessStats.SetupSuperseded,
-			ResponderSuperseded: s.SessStats.ResponderSuperseded},
+			ResponderSuperseded: s.SessStats.ResponderSuperseded, RespondersEvicted: s.SessStats.RespondersEvicted},
 		IPv6: s.IPv6}
 }
 

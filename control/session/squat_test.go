@@ -289,3 +289,38 @@ func TestSpoofedSetupReflectsOneAck(t *testing.T) {
 		t.Fatalf("state %v, stats %+v", b.state(a), b.tbl.Stats())
 	}
 }
+
+// TestAnsweredHandshakesBounded: setups from forged sources, each
+// answered and awaiting a msg3 that never comes, are held at most
+// MaxPendingResponders at once, oldest dropped first; before, only the
+// setup rate (per link peer) times the 30 s timeout bounded them, and
+// every link peer added its own share. Established sessions are never
+// dropped for room.
+func TestAnsweredHandshakesBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxPendingResponders = 8
+	m, a, b := pair(t, 48, cfg)
+	establish(t, m, a, b)
+	var srcs []identity.NodeAddr
+	for i := range 20 {
+		src := identity.NodeAddr{0xee, byte(i)}
+		srcs = append(srcs, src)
+		b.tbl.HandleFSP(m.now, src, identity.NodeAddr{0x77, byte(i % 2)}, false, spoofedSetup(t, m, b))
+	}
+	m.queue = nil
+	if got := b.tbl.Len(); got != 1+8 {
+		t.Fatalf("%d entries, want the session and 8 answered handshakes", got)
+	}
+	if got := b.tbl.Stats().RespondersEvicted; got != 12 {
+		t.Fatalf("responders_evicted %d", got)
+	}
+	for i, src := range srcs {
+		_, ok := b.tbl.Session(src)
+		if want := i >= 12; ok != want {
+			t.Errorf("handshake %d held %v, want %v", i, ok, want)
+		}
+	}
+	if b.state(a) != StateEstablished {
+		t.Fatal("the established session was dropped for room")
+	}
+}

@@ -108,6 +108,9 @@ type Table struct {
 	clamp    map[identity.NodeAddr]uint16
 	coordsTx map[identity.NodeAddr]time.Time
 	limiter  setupLimiter
+	// responders are the answered handshakes in the order answered, for
+	// MaxPendingResponders; entries no longer awaiting msg3 are skipped.
+	responders []responderRef
 	stats    Stats
 	buf      []byte
 	// openBuf receives decrypted session messages; what the table hands
@@ -215,6 +218,46 @@ func (t *Table) RetryAfterDiscovery(now time.Time, dest identity.NodeAddr) error
 		return ErrUnknownDestination
 	}
 	return t.initiate(now, dest, pk)
+}
+
+type responderRef struct {
+	addr identity.NodeAddr
+	e    *entry
+}
+
+func (t *Table) awaitingMsg3(r responderRef) bool {
+	return t.sessions[r.addr] == r.e && r.e.state == StateAwaitingMsg3
+}
+
+// holdResponder records an answered handshake, first dropping the oldest
+// still awaiting msg3 when MaxPendingResponders are. A forged source's
+// handshake never completes, and the setup bucket is per link peer: each
+// peer carrying a forger's setups added its own share.
+func (t *Table) holdResponder(now time.Time, addr identity.NodeAddr, e *entry) {
+	limit := t.cfg.MaxPendingResponders
+	if limit <= 0 {
+		return
+	}
+	if len(t.responders) >= limit {
+		live := t.responders[:0]
+		for _, r := range t.responders {
+			if t.awaitingMsg3(r) {
+				live = append(live, r)
+			}
+		}
+		clear(t.responders[len(live):])
+		t.responders = live
+	}
+	for len(t.responders) >= limit {
+		old := t.responders[0]
+		t.responders = t.responders[1:]
+		if t.awaitingMsg3(old) {
+			t.stats.RespondersEvicted++
+			t.log.Debug("too many answered handshakes awaiting msg3: dropping the oldest", "src", t.name(old.addr))
+			t.drop(now, old.addr, "handshake_evicted")
+		}
+	}
+	t.responders = append(t.responders, responderRef{addr, e})
 }
 
 // supersedeResponder replaces an answered handshake with one of our own
@@ -509,6 +552,7 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 	ne := t.newEntry(src, t.id.PublicKey(), StateAwaitingMsg3, now, false)
 	ne.hsR = hs
 	ne.setupMsg1 = bytes.Clone(setup.Handshake)
+	t.holdResponder(now, src, ne)
 	ne.hsPayload, ne.resendCount, ne.nextResend = ack, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[src] = ne
 }
@@ -1340,6 +1384,9 @@ type Stats struct {
 	// resend interval with no msg3. A spoofed setup cannot hold a source's
 	// sessions off either way.
 	SetupSuperseded, ResponderSuperseded uint64
+	// RespondersEvicted (ours): answered handshakes dropped, oldest
+	// first, to hold at most MaxPendingResponders.
+	RespondersEvicted uint64
 }
 
 // Stats returns a copy of the counters.
