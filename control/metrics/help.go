@@ -253,7 +253,7 @@ func counterHelp() map[string]string {
 		"transport.connect_refused":         "Outbound dials the remote refused (TCP).",
 		"transport.pool_inbound":            "Inbound connections open now (TCP).",
 		"transport.pool_outbound":           "Outbound connections open now (TCP).",
-		"transport.unauthenticated_closed":  "Connections closed because no link authenticated on them in time (TCP).",
+		"transport.unauthenticated_closed":  "Inbound connections closed because no link authenticated on them in time (TCP).",
 		"transport.inbound_source_refused":  "Inbound connections refused because their source (IPv4 address, IPv6 /64) held its share of the slots (TCP).",
 		"transport.unauthenticated_evicted": "Unauthenticated inbound connections closed to admit a new one when every slot was held (TCP).",
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",

@@ -170,9 +170,8 @@ type Stats struct {
 	ConnectRefused         uint64 `json:"connect_refused"`
 	PoolInbound            uint64 `json:"pool_inbound"`
 	PoolOutbound           uint64 `json:"pool_outbound"`
-	// UnauthenticatedClosed (fips-go) counts connections (inbound, and
-	// outbound once connected) closed because no link authenticated on
-	// them within the deadline.
+	// UnauthenticatedClosed (fips-go) counts inbound connections closed
+	// because no link authenticated on them within the deadline.
 	UnauthenticatedClosed uint64 `json:"unauthenticated_closed"`
 	// InboundSourceRefused (fips-go) counts inbound connections refused
 	// because their source (IPv4 address, IPv6 /64) held its share of the

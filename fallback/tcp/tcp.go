@@ -59,12 +59,11 @@ const (
 	// connection's first complete FMP packet (upstream: 30 s), so silent
 	// sockets cannot hold inbound slots.
 	FirstFrameTimeout = 30 * time.Second
-	// UnauthenticatedTimeout bounds the life, from accept or connect, of
-	// a connection on which the node has not authenticated a link (see
+	// UnauthenticatedTimeout bounds the life, from accept, of an inbound
+	// connection on which the node has not authenticated a link (see
 	// Authenticated). A first frame alone proves nothing: without this,
 	// connections that each send one frame and go idle hold every
-	// inbound slot for good, and remotes that accept a dial and stay
-	// silent pile up outbound ones. Ours; upstream has no such deadline.
+	// inbound slot for good. Ours; upstream has no such deadline.
 	UnauthenticatedTimeout = 30 * time.Second
 
 	minPerSource   = 8        // floor of the derived per-source share
@@ -222,7 +221,7 @@ type Transport struct {
 	bufs  sync.Pool
 	rbufs *transport.BufferPool // received frames handed to the node
 	stats transport.Counters
-	// unauthClosed counts connections closed for carrying no
+	// unauthClosed counts inbound connections closed for carrying no
 	// authenticated link within unauthTimeout.
 	unauthClosed atomic.Uint64
 	// sourceRefused counts inbound connections refused because their
@@ -492,12 +491,6 @@ func (t *Transport) dialAndRun(c *conn) {
 	t.stats.ConnectionsEstablished.Add(1)
 	t.stats.PoolOutbound.Add(1)
 	t.wg.Add(1)
-	if t.unauthTimeout > 0 && !c.authed {
-		// As inbound: a remote that accepts and never completes a
-		// handshake (the peer layer gave up on it long before) must not
-		// hold the connection for good.
-		c.authTimer = time.AfterFunc(t.unauthTimeout, func() { t.expireUnauthenticated(c) })
-	}
 	t.mu.Unlock()
 	t.log.Debug("TCP connection established", "remote_addr", c.addr.String(), "link_mtu", mtu)
 	go t.readLoop(c, nc)
@@ -697,7 +690,7 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 	}
 }
 
-// expireUnauthenticated closes a connection on which no link was
+// expireUnauthenticated closes an inbound connection on which no link was
 // authenticated in time.
 func (t *Transport) expireUnauthenticated(c *conn) {
 	t.mu.RLock()
@@ -707,13 +700,14 @@ func (t *Transport) expireUnauthenticated(c *conn) {
 		return
 	}
 	t.unauthClosed.Add(1)
-	t.log.Debug("no authenticated link on TCP connection in time, closing it", "inbound", c.inbound,
+	t.log.Debug("no authenticated link on inbound TCP connection in time, closing it",
 		"remote_addr", c.addr.String(), "timeout", t.unauthTimeout)
 	t.teardown(c)
 }
 
 // Authenticated tells the transport that a frame from addr authenticated
-// a link: its connection is no longer subject to UnauthenticatedTimeout.
+// a link: its inbound connection is no longer subject to
+// UnauthenticatedTimeout.
 func (t *Transport) Authenticated(addr transport.Addr) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -725,7 +719,7 @@ func (t *Transport) Authenticated(addr transport.Addr) {
 	}
 }
 
-// UnauthenticatedClosed counts connections closed because no link
+// UnauthenticatedClosed counts inbound connections closed because no link
 // was authenticated on them within UnauthenticatedTimeout.
 func (t *Transport) UnauthenticatedClosed() uint64 { return t.unauthClosed.Load() }
 
