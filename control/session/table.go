@@ -111,8 +111,8 @@ type Table struct {
 	// responders are the answered handshakes in the order answered, for
 	// MaxPendingResponders; entries no longer awaiting msg3 are skipped.
 	responders []responderRef
-	stats    Stats
-	buf      []byte
+	stats      Stats
+	buf        []byte
 	// openBuf receives decrypted session messages; what the table hands
 	// up from it is valid until the next one (the table is loop-owned).
 	openBuf []byte
