@@ -160,6 +160,15 @@ type SessionMetricsJSON struct {
 	// NoRouteLookups: lookups started because an established session's
 	// datagram found no route (stale coordinates after the tree moved).
 	NoRouteLookups uint64 `json:"no_route_lookups"`
+	// SetupSuperseded and ResponderSuperseded: answered handshakes
+	// replaced, before their msg3, by a setup with a new msg1 or by our
+	// own setup for waiting traffic (a spoofed setup cannot hold a
+	// source's sessions off).
+	SetupSuperseded     uint64 `json:"setup_superseded"`
+	ResponderSuperseded uint64 `json:"responder_superseded"`
+	// RespondersEvicted: answered handshakes dropped, oldest first, past
+	// 4,096 awaiting their msg3.
+	RespondersEvicted uint64 `json:"responders_evicted"`
 }
 
 // CongestionJSON is the congestion family: the router's counters plus
@@ -186,8 +195,9 @@ func MetricsOf(s *Snapshot) MetricsJSON {
 	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
-		Session:    SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups},
-		IPv6:       s.IPv6}
+		Session: SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: s.SessStats.SetupSuperseded,
+			ResponderSuperseded: s.SessStats.ResponderSuperseded, RespondersEvicted: s.SessStats.RespondersEvicted},
+		IPv6: s.IPv6}
 }
 
 // IdentityCacheJSON is show_identity_cache.

@@ -31,6 +31,7 @@ type pendingLookup struct {
 	initiated int64
 	lastSent  int64
 	attempt   int // 1 = the first request
+	badProofs int // responses whose proof failed, this attempt
 }
 
 // backoffEntry is upstream's LookupBackoff entry.
@@ -310,6 +311,7 @@ func (r *Router) pollPending(now time.Time) {
 		p := r.pending[t]
 		p.attempt++
 		p.lastSent = n
+		p.badProofs = 0
 	}
 	failures := make([]uint32, len(expire))
 	for i, t := range expire {
@@ -339,7 +341,7 @@ func (r *Router) purgeRecent(now int64) {
 			break
 		}
 		if ok {
-			delete(r.recent, id)
+			r.dropRecent(id)
 		}
 	}
 	r.recentOrder = r.recentOrder[i:]
@@ -347,8 +349,10 @@ func (r *Router) purgeRecent(now int64) {
 
 // HandleLookupRequest processes a LookupRequest (msg starts with 0x30)
 // from the peer from: drop a request id seen in the last
-// LookupRecentExpiry (or when LookupMaxRecent ids are remembered), else
-// remember it with its sender; answer when we are the target; otherwise,
+// LookupRecentExpiry (or when LookupMaxRecent ids are remembered and from
+// holds at least as many as any peer; else the top holder's oldest makes
+// room), else remember it with its sender; answer when we are the target
+// and from's proof budget allows (budget.go); otherwise,
 // with TTL left and the per-target forward limit passed, forward it with
 // TTL−1 to the tree peers whose filter contains the target (the sender
 // included), or failing those to the non-tree peers whose filter does.
@@ -377,18 +381,20 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 			L.ReqDuplicate++
 			return fmt.Errorf("%w: id %d", ErrDuplicate, req.RequestID)
 		}
-		delete(r.recent, req.RequestID) // stale behind a newer id after a clock step
+		r.dropRecent(req.RequestID) // stale behind a newer id after a clock step
 	}
-	if len(r.recent) >= r.cfg.LookupMaxRecent {
+	if len(r.recent) >= r.cfg.LookupMaxRecent && !r.makeRecentRoom(from) {
 		L.ReqDedupCacheFull++
 		return fmt.Errorf("%w: %d lookup request ids remembered", ErrLimit, len(r.recent))
 	}
-	r.recent[req.RequestID] = &recentRequest{from: from, ts: n}
-	r.recentOrder = append(r.recentOrder, req.RequestID)
+	r.addRecent(req.RequestID, from, n)
 
 	switch {
 	case req.Target == r.self:
 		L.ReqTargetIsUs++
+		if !r.takeProof(from, n) {
+			return fmt.Errorf("%w: lookup proofs for %s", ErrRateLimited, from.Short())
+		}
 		return r.respond(n, req)
 	case req.TTL == 0:
 		L.ReqTTLExhausted++
@@ -471,6 +477,9 @@ func (r *Router) sendResponse(next identity.NodeAddr, resp wire.LookupResponse) 
 // the proof is checked with the target's key from Identities, the
 // coordinates are cached (with the path MTU when at least
 // MinActionablePathMTU), the pending lookup ends, and OnLookup reports it.
+// The proof is checked only within budget (budget.go): for a response to
+// no pending lookup, from's proof budget; for a pending one, fewer than
+// maxBadProofs failures this attempt.
 func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg []byte) error {
 	L := &r.stats.Lookup
 	L.RespReceived++
@@ -494,12 +503,23 @@ func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg
 		L.RespIdentityMiss++
 		return fmt.Errorf("%w: %s", ErrUnknownTarget, resp.Target.Short())
 	}
+	n := ms(now)
+	p, pending := r.pending[resp.Target]
+	switch {
+	case pending && p.badProofs >= maxBadProofs:
+		r.stats.Limits.BadProofsLimited++
+		return fmt.Errorf("%w: %d bad proofs for %s this attempt", ErrRateLimited, p.badProofs, resp.Target.Short())
+	case !pending && !r.takeProof(from, n):
+		return fmt.Errorf("%w: lookup proofs for %s", ErrRateLimited, from.Short())
+	}
 	if err := pk.Verify(resp.ProofBytes(r.scratch(0)), resp.Proof); err != nil {
 		L.RespProofFailed++
+		if pending {
+			p.badProofs++
+		}
 		return fmt.Errorf("%w: %s: %w", ErrProof, resp.Target.Short(), err)
 	}
 	L.RespAccepted++
-	n := ms(now)
 	delete(r.backoff, resp.Target)
 	delete(r.pending, resp.Target)
 	coords := resp.TargetCoords.Addrs()

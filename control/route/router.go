@@ -33,7 +33,9 @@ type Router struct {
 
 	// Lookups.
 	recent      map[uint64]*recentRequest
-	recentOrder []uint64 // request ids in arrival order
+	recentOrder []uint64                          // request ids in arrival order
+	recentBy    map[identity.NodeAddr]*peerRecent // the ids each peer sent, for the fair share
+	proofs      map[identity.NodeAddr]*proofBucket
 	pending     map[identity.NodeAddr]*pendingLookup
 	backoff     map[identity.NodeAddr]*backoffEntry
 	fwdLimiter  *addrLimiter
@@ -60,6 +62,8 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 		cache:      NewCoordCache(cfg.CoordCacheSize, cfg.CoordCacheTTL),
 		errLimiter: newAddrLimiter(cfg.ErrorInterval.Milliseconds(), errAge.Milliseconds(), cfg.MaxErrorLimiterEntries),
 		recent:     map[uint64]*recentRequest{},
+		recentBy:   map[identity.NodeAddr]*peerRecent{},
+		proofs:     map[identity.NodeAddr]*proofBucket{},
 		pending:    map[identity.NodeAddr]*pendingLookup{},
 		backoff:    map[identity.NodeAddr]*backoffEntry{},
 		fwdLimiter: newAddrLimiter(cfg.LookupForwardInterval.Milliseconds(), fwdAge.Milliseconds(), cfg.MaxForwardLimiterEntries),
@@ -95,6 +99,7 @@ func (r *Router) Tick(now time.Time) {
 	r.fwdLimiter.sweep(n)
 	r.cache.purgeExpired(n)
 	r.pruneBackoff(n)
+	r.sweepProofs(n)
 }
 
 // Stats returns the counters.

@@ -105,6 +105,19 @@ type LimitStats struct {
 	BackoffFull         uint64 `json:"backoff_full"`          // lookup failures not recorded: table full
 	ErrorRateLimited    uint64 `json:"error_rate_limited"`    // routing error signals suppressed by the 100 ms limit
 	ErrorNoReverseRoute uint64 `json:"error_no_reverse_route"`
+	// RecentEvictedFairShare (ours): remembered lookup request ids of the
+	// peer holding the most dropped to remember one from a peer holding
+	// fewer, when the table was full.
+	RecentEvictedFairShare uint64 `json:"recent_evicted_fair_share"`
+	// ProofsRateLimited (ours): LookupRequests naming us left unanswered
+	// and unsolicited LookupResponses left unchecked because the peer had
+	// spent its budget of signatures and checks. BadProofsLimited (ours):
+	// responses for a pending lookup left unchecked after 4 bad proofs in
+	// its current attempt. ProofBucketsFull (ours): proof work refused
+	// because the per-peer budget table was full.
+	ProofsRateLimited uint64 `json:"proofs_rate_limited"`
+	BadProofsLimited  uint64 `json:"bad_proofs_limited"`
+	ProofBucketsFull  uint64 `json:"proof_buckets_full"`
 }
 
 // Stats are the Router's counters.

@@ -16,6 +16,9 @@ type Config struct {
 	CoordsResponseInterval time.Duration // node.session.coords_response_interval_ms
 	PendingPerDest         int           // node.session.pending_packets_per_dest
 	PendingMaxDests        int           // node.session.pending_max_destinations
+	// MaxPendingResponders bounds the answered handshakes awaiting their
+	// msg3 (ours; upstream's bound is only the setup rate); ≤ 0: none.
+	MaxPendingResponders int
 
 	SetupBurst            int     // node.rate_limit.session_setup_burst (stranger bucket)
 	SetupRate             float64 // node.rate_limit.session_setup_rate, tokens per second
@@ -47,6 +50,7 @@ func DefaultConfig() Config {
 		CoordsResponseInterval:  2000 * time.Millisecond,
 		PendingPerDest:          16,
 		PendingMaxDests:         256,
+		MaxPendingResponders:    4096,
 		SetupBurst:              64,
 		SetupRate:               16,
 		EstablishedSetupBurst:   128,

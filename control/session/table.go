@@ -66,12 +66,16 @@ type entry struct {
 	hsPayload   []byte
 	resendCount int
 	nextResend  time.Time
+	// setupMsg1 is the msg1 of the SessionSetup a responder entry
+	// answered: a setup with another one is another attempt.
+	setupMsg1 []byte
 
 	k                          bool
 	prev                       *noise.Session
 	drainStarted, prevLastUsed time.Time
 	rekeyI                     *noise.XKInitiator
 	rekeyR                     *noise.XKResponder
+	rekeyMsg1                  []byte // the msg1 rekeyR answered
 	rekeyStarted               time.Time
 	rekeyInitiator             bool
 	pending                    *noise.Session
@@ -104,8 +108,11 @@ type Table struct {
 	clamp    map[identity.NodeAddr]uint16
 	coordsTx map[identity.NodeAddr]time.Time
 	limiter  setupLimiter
-	stats    Stats
-	buf      []byte
+	// responders are the answered handshakes in the order answered, for
+	// MaxPendingResponders; entries no longer awaiting msg3 are skipped.
+	responders []responderRef
+	stats      Stats
+	buf        []byte
 	// openBuf receives decrypted session messages; what the table hands
 	// up from it is valid until the next one (the table is loop-owned).
 	openBuf []byte
@@ -181,6 +188,7 @@ func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uin
 			return t.sendData(now, e, srcPort, dstPort, payload)
 		}
 		t.queue(dest, srcPort, dstPort, payload)
+		t.supersedeResponder(now, dest, e)
 		return nil
 	}
 	pk, ok := t.env.Identity(dest)
@@ -210,6 +218,69 @@ func (t *Table) RetryAfterDiscovery(now time.Time, dest identity.NodeAddr) error
 		return ErrUnknownDestination
 	}
 	return t.initiate(now, dest, pk)
+}
+
+type responderRef struct {
+	addr identity.NodeAddr
+	e    *entry
+}
+
+func (t *Table) awaitingMsg3(r responderRef) bool {
+	return t.sessions[r.addr] == r.e && r.e.state == StateAwaitingMsg3
+}
+
+// holdResponder records an answered handshake, first dropping the oldest
+// still awaiting msg3 when MaxPendingResponders are. A forged source's
+// handshake never completes, and the setup bucket is per link peer: each
+// peer carrying a forger's setups added its own share.
+func (t *Table) holdResponder(now time.Time, addr identity.NodeAddr, e *entry) {
+	limit := t.cfg.MaxPendingResponders
+	if limit <= 0 {
+		return
+	}
+	if len(t.responders) >= limit {
+		live := t.responders[:0]
+		for _, r := range t.responders {
+			if t.awaitingMsg3(r) {
+				live = append(live, r)
+			}
+		}
+		clear(t.responders[len(live):])
+		t.responders = live
+	}
+	for len(t.responders) >= limit {
+		old := t.responders[0]
+		t.responders = t.responders[1:]
+		if t.awaitingMsg3(old) {
+			t.stats.RespondersEvicted++
+			t.log.Debug("too many answered handshakes awaiting msg3: dropping the oldest", "src", t.name(old.addr))
+			t.drop(now, old.addr, "handshake_evicted")
+		}
+	}
+	t.responders = append(t.responders, responderRef{addr, e})
+}
+
+// supersedeResponder replaces an answered handshake with one of our own
+// when traffic for its claimed source waits and no msg3 came within a
+// resend interval. A genuine initiator's msg3 follows our ack within a
+// round trip; a SessionSetup whose source was spoofed gets none, and
+// until it timed out (renewable by the next spoofed setup) it held our
+// traffic to that source queued with no handshake of ours.
+func (t *Table) supersedeResponder(now time.Time, dest identity.NodeAddr, e *entry) {
+	if e.state != StateAwaitingMsg3 || e.initiator || len(t.pending[dest]) == 0 ||
+		now.Sub(e.created) < t.cfg.HandshakeResendInterval {
+		return
+	}
+	pk, ok := t.env.Identity(dest)
+	if !ok {
+		return
+	}
+	if err := t.initiate(now, dest, pk); err != nil {
+		t.log.Debug("cannot replace an unanswered responder handshake", "dest", t.name(dest), "error", err)
+		return
+	}
+	t.stats.ResponderSuperseded++
+	t.log.Debug("no msg3 for our SessionAck and traffic waiting: initiating our own session", "dest", t.name(dest))
 }
 
 func (t *Table) queue(dest identity.NodeAddr, srcPort, dstPort uint16, payload []byte) {
@@ -449,6 +520,15 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 			}
 			// We lose: answer as responder (the entry is replaced below).
 		case StateAwaitingMsg3:
+			// The same msg1 again: our ack was lost. Another msg1 is
+			// another attempt, answered afresh: the source address is
+			// anyone's to claim, so the first setup naming it must not
+			// hold the genuine initiator off until it times out.
+			if !bytes.Equal(e.setupMsg1, setup.Handshake) {
+				t.stats.SetupSuperseded++
+				t.log.Debug("SessionSetup with a new msg1 replaces the unanswered one", "src", t.name(src))
+				break
+			}
 			if e.hsPayload != nil {
 				if err := t.send(now, e, src, e.hsPayload); err != nil {
 					t.log.Debug("ack resend failed", "src", src, "err", err)
@@ -471,6 +551,8 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 	}
 	ne := t.newEntry(src, t.id.PublicKey(), StateAwaitingMsg3, now, false)
 	ne.hsR = hs
+	ne.setupMsg1 = bytes.Clone(setup.Handshake)
+	t.holdResponder(now, src, ne)
 	ne.hsPayload, ne.resendCount, ne.nextResend = ack, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[src] = ne
 }
@@ -503,14 +585,22 @@ func (e *entry) pendingStale(now time.Time, idle time.Duration) bool {
 // handleRekeySetup answers a SessionSetup naming an established session:
 // a rekey, or a restarted peer re-establishing.
 func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry, setup wire.SessionSetup) {
-	if e.rekeyInProgress() {
+	switch {
+	case e.rekeyR != nil && !e.rekeyInitiator && !bytes.Equal(e.rekeyMsg1, setup.Handshake):
+		// A responder we armed for another msg1 is no rekey of ours: it
+		// may be a forger's (the setup's source is anyone's to claim), so
+		// it must not win the tie-break against this one. Answered afresh.
+		t.stats.SetupSuperseded++
+		t.log.Debug("rekey SessionSetup with a new msg1 replaces the armed responder", "src", t.name(src))
+		e.rekeyR = nil
+	case e.rekeyInProgress():
 		if t.self.Less(src) {
 			t.reject(&t.stats.RekeyTiebreak, "dual rekey: we stay initiator", src)
 			return
 		}
 		e.rekeyI, e.rekeyR = nil, nil // we yield
 		t.stats.RekeyYielded++
-	} else if e.pending != nil && !e.pendingStale(now, t.cfg.IdleTimeout) {
+	case e.pending != nil && !e.pendingStale(now, t.cfg.IdleTimeout):
 		t.reject(&t.stats.RekeyPending, "rekey setup while a pending session awaits cutover", src)
 		return
 	}
@@ -523,6 +613,7 @@ func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry,
 		return
 	}
 	e.rekeyR, e.rekeyI, e.rekeyInitiator = hs, nil, false
+	e.rekeyMsg1 = bytes.Clone(setup.Handshake)
 	e.lastPeerRekey = now
 	t.stats.RekeyArmed++
 }
@@ -621,7 +712,8 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		hs := e.rekeyR
 		static, _, err := hs.ReadMessage3(m.Handshake)
 		if err != nil {
-			e.rekeyR = nil
+			// A failed read leaves the handshake as it was: a forged msg3
+			// (no cryptography to make) must not end the genuine rekey.
 			t.reject(&t.stats.Msg3Failed, "rekey msg3 failed", src)
 			return
 		}
@@ -647,13 +739,15 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	// Upstream takes the entry out before reading msg3 and does not put it
-	// back on failure.
-	delete(t.sessions, src)
+	// back on failure: then one forged msg3 (no cryptography to make)
+	// claiming the source ends a genuine handshake. A failed read leaves
+	// the handshake unchanged, so here the entry stays for the real msg3.
 	static, _, err := e.hsR.ReadMessage3(m.Handshake)
 	if err != nil {
 		t.reject(&t.stats.Msg3Failed, "msg3 failed", src)
 		return
 	}
+	delete(t.sessions, src)
 	pk := identity.XOnly(static)
 	if pk.NodeAddr() != src {
 		t.reject(&t.stats.AddrMismatch, "msg3 static does not match the datagram source", src)
@@ -969,6 +1063,14 @@ func (t *Table) backoff(count int) time.Duration {
 // Tick runs the timers: handshake timeouts and resends, the idle purge,
 // rekey msg3 resends, and the rekey trigger / cutover / drain.
 func (t *Table) Tick(now time.Time) {
+	// An answer limit past its interval decides nothing: forgotten, so
+	// the table holds at most the destinations answered in the last
+	// CoordsResponseInterval.
+	for a, last := range t.coordsTx {
+		if now.Sub(last) >= t.cfg.CoordsResponseInterval {
+			delete(t.coordsTx, a)
+		}
+	}
 	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
 		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
@@ -978,8 +1080,15 @@ func (t *Table) Tick(now time.Time) {
 		}
 	}
 	for _, a := range t.sortedAddrs() {
+		t.supersedeResponder(now, a, t.sessions[a])
+	}
+	for _, a := range t.sortedAddrs() {
 		e := t.sessions[a]
-		if e.state != StateEstablished && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
+		// Only an initiator resends on its timer. A responder's ack goes
+		// again when the initiator's setup does (the duplicate path): a
+		// timer of its own would only multiply what a setup from a
+		// spoofed source reflects at that source (upstream resends both).
+		if e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
 			!e.nextResend.IsZero() && !now.Before(e.nextResend) {
 			if err := t.send(now, e, a, e.hsPayload); err == nil {
 				e.resendCount++
@@ -1268,6 +1377,16 @@ type Stats struct {
 	// OpenedForGone: messages a dataplane worker decrypted for a session
 	// the loop no longer had established when it saw them.
 	OpenedForGone uint64
+	// SetupSuperseded (ours): answered handshakes replaced by a
+	// SessionSetup with another msg1 from the same claimed source, before
+	// their msg3. ResponderSuperseded (ours): answered handshakes
+	// replaced by our own SessionSetup because traffic waited past a
+	// resend interval with no msg3. A spoofed setup cannot hold a source's
+	// sessions off either way.
+	SetupSuperseded, ResponderSuperseded uint64
+	// RespondersEvicted (ours): answered handshakes dropped, oldest
+	// first, to hold at most MaxPendingResponders.
+	RespondersEvicted uint64
 }
 
 // Stats returns a copy of the counters.

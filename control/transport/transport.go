@@ -173,6 +173,16 @@ type Stats struct {
 	// UnauthenticatedClosed (fips-go) counts inbound connections closed
 	// because no link authenticated on them within the deadline.
 	UnauthenticatedClosed uint64 `json:"unauthenticated_closed"`
+	// InboundSourceRefused (fips-go) counts inbound connections refused
+	// because their source (IPv4 address, IPv6 /64) held its share of the
+	// slots; UnauthenticatedEvicted (fips-go), unauthenticated inbound
+	// connections closed to admit a newcomer when every slot was held.
+	InboundSourceRefused   uint64 `json:"inbound_source_refused"`
+	UnauthenticatedEvicted uint64 `json:"unauthenticated_evicted"`
+	// ReplyDialsRefused (fips-go) counts handshake replies (msg2) for an
+	// address with no connection, not dialled: they answer a msg1 on the
+	// connection it came in on.
+	ReplyDialsRefused uint64 `json:"reply_dials_refused"`
 }
 
 // MTUError reports a send larger than the transport allows.
@@ -191,6 +201,9 @@ var (
 	ErrOutboundOnly   = errors.New("transport is outbound-only")
 	ErrQueueFull      = errors.New("send queue full")
 	ErrInvalidAddress = errors.New("invalid transport address")
+	// ErrNoConnection: a reply (handshake msg2) for an address with no
+	// connection, which a connection-oriented transport does not dial.
+	ErrNoConnection = errors.New("no connection to reply on")
 )
 
 // Counters are the live counters behind Stats, safe for concurrent use;

@@ -35,6 +35,14 @@ func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte)
 		t.log.Debug("TreeAnnounce node_addr mismatch", "from", from.Short(), "declared", node.Short())
 		return &RejectError{Reason: ReasonAddrMismatch, Peer: from}
 	}
+	if !ps.checks.take(now) {
+		ps.deferred = append(ps.deferred[:0], msg...)
+		t.stats.VerifyDeferred++
+		t.log.Debug("TreeAnnounce over the peer's signature-check budget, deferred to the tick", "from", from.Short(),
+			"seq", ann.Sequence)
+		return &RejectError{Reason: ReasonDeferred, Peer: from}
+	}
+	ps.deferred = ps.deferred[:0] // a newer announce was checked: the deferred one is older
 	t.sigBuf = ann.SigningBytes(t.sigBuf[:0])
 	if err := pk.Verify(t.sigBuf, ann.Signature); err != nil {
 		t.stats.SigFailed++

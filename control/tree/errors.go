@@ -18,6 +18,7 @@ const (
 	ReasonSigFailed                         // declaration signature does not verify
 	ReasonAncestryInvalid                   // semantic ancestry rules broken
 	ReasonStale                             // sequence not above the stored one
+	ReasonDeferred                          // over the sender's check budget: kept for the tick
 )
 
 func (r Reason) String() string {
@@ -34,6 +35,8 @@ func (r Reason) String() string {
 		return "ancestry_invalid"
 	case ReasonStale:
 		return "stale"
+	case ReasonDeferred:
+		return "verify_deferred"
 	}
 	return "unknown"
 }

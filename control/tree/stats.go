@@ -26,6 +26,10 @@ type Stats struct {
 	SigFailed          uint64 `json:"sig_failed"`           // declaration signature did not verify
 	Stale              uint64 `json:"stale"`                // sequence not above the stored one
 	UnknownPeer        uint64 `json:"unknown_peer"`         // sender is not an active peer
+	// VerifyDeferred (ours): announces left unchecked because their
+	// sender had spent its budget of signature checks; the newest is
+	// handled at the next tick with budget.
+	VerifyDeferred uint64 `json:"verify_deferred"`
 }
 
 // Snapshot is the tree part of upstream's show_tree. The node adds what it

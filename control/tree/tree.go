@@ -49,6 +49,11 @@ type peerState struct {
 	accepted bool
 	decl     declaration
 	pos      position
+
+	// Signature-check budget (budget.go) and the newest announce left
+	// unchecked for want of it.
+	checks   checkBudget
+	deferred []byte
 }
 
 // Tree is one node's spanning-tree state machine. It is not safe for
@@ -314,6 +319,7 @@ func (t *Tree) FirstRTT(now time.Time, peer identity.NodeAddr) {
 // ReevalIntervalSecs with two or more peers, re-evaluates the parent and
 // re-broadcasts our announce when nothing changed. Call it every tick (1 s).
 func (t *Tree) Tick(now time.Time) {
+	t.handleDeferred(now)
 	t.sendPending(now)
 	if t.reevalMs == 0 || len(t.peers) < 2 {
 		return

@@ -66,6 +66,7 @@ const (
 	// inbound slot for good. Ours; upstream has no such deadline.
 	UnauthenticatedTimeout = 30 * time.Second
 
+	minPerSource   = 8        // floor of the derived per-source share
 	readBufSize    = 16 << 10 // bufio buffer per connection
 	maxWriteBatch  = 16       // packets per vectored write
 	acceptBackoff  = 50 * time.Millisecond
@@ -93,6 +94,11 @@ type Options struct {
 	// MaxInboundConnections caps accepted connections held at once; 0
 	// refuses every inbound connection.
 	MaxInboundConnections int
+	// MaxInboundPerSource caps the inbound connections one source holds
+	// at once (an IPv4 address, an IPv6 /64); 0 means a quarter of
+	// MaxInboundConnections, at least 8 (peers behind one NAT address on
+	// a small hub keep working). Ours; upstream has no such cap.
+	MaxInboundPerSource int
 }
 
 // Defaults returns upstream's defaults (no listener).
@@ -130,13 +136,38 @@ func (o Options) Validate() error {
 	if o.MaxInboundConnections < 0 {
 		return fmt.Errorf("tcp: negative max_inbound_connections %d", o.MaxInboundConnections)
 	}
+	if o.MaxInboundPerSource < 0 {
+		return fmt.Errorf("tcp: negative inbound connections per source %d", o.MaxInboundPerSource)
+	}
 	return nil
+}
+
+// perSourceLimit is how many inbound connections one source may hold.
+func (o Options) perSourceLimit() int {
+	if o.MaxInboundPerSource > 0 {
+		return o.MaxInboundPerSource
+	}
+	return max(minPerSource, o.MaxInboundConnections/4)
+}
+
+// sourceOf names an inbound connection's source for the per-source cap:
+// the IPv4 address, or the IPv6 /64 (one host's usual share, chosen
+// freely within it).
+func sourceOf(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	if a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	p, _ := a.Prefix(64)
+	return p
 }
 
 // conn is one connection, or one dial in progress, to a remote address.
 type conn struct {
 	addr    transport.Addr
 	inbound bool
+	source  netip.Prefix // inbound: for the per-source count
+	seq     uint64       // inbound: admission order, oldest first evicted
 	queue   chan *[]byte
 	unsent  atomic.Int64  // queued packets not yet written or dropped
 	done    chan struct{} // closed by teardown
@@ -181,7 +212,11 @@ type Transport struct {
 	stopCtx func() bool
 	conns   map[transport.Addr]*conn
 	inbound int
-	wg      sync.WaitGroup
+	// perSource counts inbound connections by source; inboundSeq
+	// numbers admissions.
+	perSource  map[netip.Prefix]int
+	inboundSeq uint64
+	wg         sync.WaitGroup
 
 	bufs  sync.Pool
 	rbufs *transport.BufferPool // received frames handed to the node
@@ -189,6 +224,12 @@ type Transport struct {
 	// unauthClosed counts inbound connections closed for carrying no
 	// authenticated link within unauthTimeout.
 	unauthClosed atomic.Uint64
+	// sourceRefused counts inbound connections refused because their
+	// source held its share; unauthEvicted, unauthenticated ones closed
+	// to make room for a newcomer when every slot was held.
+	sourceRefused, unauthEvicted atomic.Uint64
+	// replyDialsRefused counts msg2s for an address with no connection.
+	replyDialsRefused atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -216,6 +257,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		unauthTimeout:     UnauthenticatedTimeout,
 		state:             transport.StateConfigured,
 		conns:             make(map[transport.Addr]*conn),
+		perSource:         make(map[netip.Prefix]int),
 		rbufs:             transport.NewBufferPool(max(opts.MTU, wire.FMPMsg1Size)),
 	}
 	t.dial = (&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: -1}).DialContext
@@ -276,6 +318,9 @@ func (t *Transport) AcceptConnections() bool { return t.opts.BindAddr != "" }
 func (t *Transport) Stats() transport.Stats {
 	s := t.stats.Snapshot()
 	s.UnauthenticatedClosed = t.unauthClosed.Load()
+	s.InboundSourceRefused = t.sourceRefused.Load()
+	s.UnauthenticatedEvicted = t.unauthEvicted.Load()
+	s.ReplyDialsRefused = t.replyDialsRefused.Load()
 	return s
 }
 
@@ -350,6 +395,14 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 			t.stats.MTUExceeded.Add(1)
 			return &transport.MTUError{Size: len(pkt), MTU: t.opts.MTU}
 		}
+		if isMsg2(pkt) {
+			// A msg2 answers a msg1 on the connection it came in on; that
+			// one is gone. Its address is the initiator's source port,
+			// anyone's to choose: dialling it would let strangers who send
+			// a msg1 and hang up have us open connections of their choice.
+			t.replyDialsRefused.Add(1)
+			return fmt.Errorf("tcp: send msg2 to %s: %w", to, transport.ErrNoConnection)
+		}
 		c = t.newConnLocked(to, false)
 		t.conns[to] = c
 		t.wg.Add(1)
@@ -357,6 +410,11 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		t.log.Debug("TCP connecting", "remote_addr", to.String())
 	}
 	return t.enqueueLocked(c, pkt)
+}
+
+// isMsg2 reports whether pkt is an FMP handshake msg2.
+func isMsg2(pkt []byte) bool {
+	return len(pkt) > 0 && pkt[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg2
 }
 
 func (t *Transport) usableLocked() error {
@@ -502,16 +560,41 @@ func (t *Transport) admit(nc net.Conn) {
 	}
 	addr := transport.AddrFromIP(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 
+	src := sourceOf(ap.Addr())
+
+	// A source at its share is refused; with every slot held, the oldest
+	// connection on which no link has authenticated makes room (else the
+	// newcomer is refused). Refusing newcomers alone would let anyone
+	// hold every slot for good by opening a connection every
+	// UnauthenticatedTimeout/max_inbound_connections; now it must beat
+	// every genuine handshake in flight, from sources of its own.
 	t.mu.RLock()
 	full := t.inbound >= t.opts.MaxInboundConnections
+	srcFull := t.perSource[src] >= t.opts.perSourceLimit()
+	var victim *conn
+	if full && !srcFull && t.opts.MaxInboundConnections > 0 {
+		victim = t.oldestUnauthenticatedLocked()
+	}
 	t.mu.RUnlock()
-	if full {
+	if srcFull || (full && victim == nil) {
 		t.stats.ConnectsRefused.Add(1)
 		t.stats.ConnectionsRejected.Add(1)
-		t.log.Debug("refusing inbound TCP connection: max_inbound_connections reached",
-			"remote_addr", addr.String(), "max", t.opts.MaxInboundConnections)
+		if srcFull {
+			t.sourceRefused.Add(1)
+			t.log.Debug("refusing inbound TCP connection: its source holds its share of max_inbound_connections",
+				"remote_addr", addr.String(), "source", src.String(), "max_per_source", t.opts.perSourceLimit())
+		} else {
+			t.log.Debug("refusing inbound TCP connection: max_inbound_connections reached",
+				"remote_addr", addr.String(), "max", t.opts.MaxInboundConnections)
+		}
 		nc.Close()
 		return
+	}
+	if victim != nil {
+		t.unauthEvicted.Add(1)
+		t.log.Debug("closing the oldest unauthenticated inbound TCP connection to admit a new one",
+			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String())
+		t.teardown(victim)
 	}
 	mtu := t.configure(nc)
 
@@ -524,8 +607,11 @@ func (t *Transport) admit(nc net.Conn) {
 	old := t.conns[addr]
 	c := t.newConnLocked(addr, true)
 	c.nc, c.mtu = nc, mtu
+	t.inboundSeq++
+	c.source, c.seq = src, t.inboundSeq
 	t.conns[addr] = c
 	t.inbound++
+	t.perSource[src]++
 	t.stats.ConnectionsUp.Add(1)
 	t.stats.ConnectionsAccepted.Add(1)
 	t.stats.PoolInbound.Add(1)
@@ -543,6 +629,18 @@ func (t *Transport) admit(nc net.Conn) {
 		defer t.wg.Done()
 		t.writeLoop(c, nc)
 	}()
+}
+
+// oldestUnauthenticatedLocked is the inbound connection admitted first
+// among those on which no link has authenticated; nil when none.
+func (t *Transport) oldestUnauthenticatedLocked() *conn {
+	var v *conn
+	for _, c := range t.conns {
+		if c.inbound && !c.authed && !c.down && (v == nil || c.seq < v.seq) {
+			v = c
+		}
+	}
+	return v
 }
 
 // writeLoop writes queued packets until c is torn down.
@@ -705,6 +803,9 @@ func (t *Transport) teardown(c *conn) {
 	}
 	if c.inbound {
 		t.inbound--
+		if t.perSource[c.source]--; t.perSource[c.source] <= 0 {
+			delete(t.perSource, c.source)
+		}
 	}
 	nc := c.nc
 	if nc != nil {

@@ -488,7 +488,9 @@ func TestInboundCap(t *testing.T) {
 	if _, err := c1.Write(msg1(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	b.in.Next(t) // c1 holds the only slot
+	// c1 holds the only slot, with a link on it (an unauthenticated one
+	// would make room: TestFullSlotsEvictOldestUnauthenticated).
+	b.Authenticated(b.in.Next(t).From)
 
 	c2 := rawDial(t, b.addr(t))
 	c2.Write(msg1(t, 2))
@@ -785,6 +787,7 @@ func TestResolveAddr(t *testing.T) {
 func TestIdleInboundConnectionsFreed(t *testing.T) {
 	o := listening()
 	o.MaxInboundConnections = 8
+	o.MaxInboundPerSource = 16 // every connection here is from 127.0.0.1
 	b := newNode(t, 1, o, func(tr *Transport) { tr.unauthTimeout = 300 * time.Millisecond })
 	f := frame(t, 1, 20)
 	if len(f) != 52 {
@@ -805,16 +808,22 @@ func TestIdleInboundConnectionsFreed(t *testing.T) {
 		b.in.Next(t)
 		idle = append(idle, c)
 	}
-	refused := rawDial(t, b.addr(t)) // every slot is held
-	expectClosed(t, refused)
+	// Every slot is held: a newcomer takes the oldest idle one's, and is
+	// itself closed in time like the rest.
+	newcomer := rawDial(t, b.addr(t))
+	expectClosed(t, idle[0])
+	idle = append(idle[1:], newcomer)
 	for _, c := range idle {
 		expectClosed(t, c)
 	}
-	for range idle {
+	for range 8 {
 		b.nextDown(t)
 	}
 	if got := b.UnauthenticatedClosed(); got != 7 || b.Stats().UnauthenticatedClosed != 7 {
 		t.Errorf("closed as unauthenticated %d, want 7", got)
+	}
+	if got := b.Stats().UnauthenticatedEvicted; got != 1 {
+		t.Errorf("evicted %d, want 1", got)
 	}
 	// The slots are free again, and the authenticated one still works.
 	late := rawDial(t, b.addr(t))
@@ -830,7 +839,7 @@ func TestIdleInboundConnectionsFreed(t *testing.T) {
 	if got := b.in.Next(t); got.From.String() != good.LocalAddr().String() {
 		t.Fatalf("from %s", got.From)
 	}
-	if st := b.Stats(); st.ConnectsRefused != 1 || st.ConnectionsUp != 2 {
+	if st := b.Stats(); st.ConnectsRefused != 0 || st.ConnectionsUp != 2 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -861,5 +870,154 @@ func TestCloseConnectionWritesQueueFirst(t *testing.T) {
 	b.nextDown(t)
 	if st := a.Stats(); st.SendErrors != 0 || st.ConnectionsUp != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// dialFrom is rawDial from a chosen loopback address.
+func dialFrom(t *testing.T, from string, to transport.Addr) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", to.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestFullSlotsEvictOldestUnauthenticated: with every slot held, a new
+// connection closes the oldest one on which no link authenticated,
+// rather than being refused — so connections that each send one frame
+// and idle cannot keep genuine peers out for good. Only when every slot
+// carries an authenticated link is a newcomer refused.
+func TestFullSlotsEvictOldestUnauthenticated(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 4
+	o.MaxInboundPerSource = 8
+	b := newNode(t, 1, o, nil) // unauthenticated deadline 30 s: never reached here
+	good := rawDial(t, b.addr(t))
+	if _, err := good.Write(frame(t, 1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	b.Authenticated(b.in.Next(t).From)
+	var idle []net.Conn
+	for i := range 3 {
+		c := rawDial(t, b.addr(t))
+		if _, err := c.Write(frame(t, uint64(10+i), 20)); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+		idle = append(idle, c)
+	}
+	newcomer := rawDial(t, b.addr(t))
+	if _, err := newcomer.Write(frame(t, 20, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != newcomer.LocalAddr().String() {
+		t.Fatalf("from %s, want the newcomer %s", got.From, newcomer.LocalAddr())
+	}
+	expectClosed(t, idle[0])
+	if got := b.nextDown(t); got.String() != idle[0].LocalAddr().String() {
+		t.Fatalf("closed %s, want the oldest unauthenticated %s", got, idle[0].LocalAddr())
+	}
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 || st.ConnectsRefused != 0 || st.ConnectionsUp != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The authenticated connection was never a candidate.
+	if _, err := good.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != good.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	// Every slot authenticated: the next newcomer is refused.
+	for _, c := range append(idle[1:], newcomer) {
+		b.Authenticated(transport.AddrFromIP(netip.MustParseAddrPort(c.LocalAddr().String())))
+	}
+	late := rawDial(t, b.addr(t))
+	expectClosed(t, late)
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 || st.ConnectsRefused != 1 || st.ConnectionsUp != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestInboundShareOfOneSource: one source (an IPv4 address here) holds at
+// most its share of the inbound slots (by default a quarter, at least 8),
+// so a single host cannot take them all; other sources still get in.
+func TestInboundShareOfOneSource(t *testing.T) {
+	for _, c := range []struct{ max, per, want int }{{256, 0, 64}, {64, 0, 16}, {8, 0, 8}, {5, 0, 8}, {256, 3, 3}} {
+		if got := (Options{MaxInboundConnections: c.max, MaxInboundPerSource: c.per}).perSourceLimit(); got != c.want {
+			t.Errorf("share of %d slots (per-source %d) = %d, want %d", c.max, c.per, got, c.want)
+		}
+	}
+	o := listening()
+	o.MaxInboundConnections = 8
+	o.MaxInboundPerSource = 2
+	b := newNode(t, 1, o, nil)
+	for i := range 2 {
+		c := dialFrom(t, "127.0.0.2", b.addr(t))
+		if _, err := c.Write(frame(t, uint64(i), 20)); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+	}
+	third := dialFrom(t, "127.0.0.2", b.addr(t))
+	expectClosed(t, third)
+	other := dialFrom(t, "127.0.0.3", b.addr(t))
+	if _, err := other.Write(frame(t, 9, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From.String() != other.LocalAddr().String() {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.InboundSourceRefused != 1 || st.ConnectsRefused != 1 || st.ConnectionsUp != 3 || st.UnauthenticatedEvicted != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, c := range []struct {
+		a    string
+		want string
+	}{{"192.0.2.7", "192.0.2.7/32"}, {"::ffff:192.0.2.7", "192.0.2.7/32"}, {"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"}} {
+		if got := sourceOf(netip.MustParseAddr(c.a)).String(); got != c.want {
+			t.Errorf("source of %s = %s, want %s", c.a, got, c.want)
+		}
+	}
+}
+
+// TestReplyDoesNotDial: a msg2 only ever answers a msg1 that came in on a
+// connection, and goes back on it. With that connection gone, the reply
+// used to start a dial to the address — an initiator's source address
+// and port, which it chooses — so a stranger sending msg1s and hanging
+// up had the node open outbound connections of its choosing, each held
+// with no deadline. Now it is refused; a msg1 still dials.
+func TestReplyDoesNotDial(t *testing.T) {
+	b := newNode(t, 1, Defaults(), nil) // outbound only
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	to := transport.AddrFromIP(netip.MustParseAddrPort(ln.Addr().String()))
+	if err := b.Send(to, msg2(t, 1)); !errors.Is(err, transport.ErrNoConnection) {
+		t.Fatalf("msg2 to an address with no connection: %v", err)
+	}
+	if st := b.Stats(); st.ReplyDialsRefused != 1 || st.ConnectionsEstablished != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A msg1 dials, and is the first thing the listener sees.
+	if err := b.Send(to, msg1(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(waitFor))
+	got := make([]byte, wire.FMPMsg1Size)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg1(t, 2)) {
+		t.Fatalf("first bytes on the connection %x", got[:8])
 	}
 }
