@@ -20,6 +20,7 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	fipsdns "github.com/fips-go/fips/control/dns"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/metrics"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
@@ -83,12 +84,11 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		}
 	}
 
-	id, source, err := resolveIdentity(cfg, loaded, noConfig, log)
+	id, source, keyPath, err := resolveIdentity(cfg, loaded, noConfig, log)
 	if err != nil {
 		return err
 	}
-	log.Info("identity", "npub", id.Npub(), "node_addr", id.NodeAddr().String(), "address", id.IPv6().String(),
-		"source", string(source))
+	logIdentitySource(log, source, keyPath)
 
 	transports, ids, err := buildTransports(cfg, log)
 	if err != nil {
@@ -288,19 +288,38 @@ func loadConfig(path string) (*config.Config, []string, []config.Warning, error)
 	return config.LoadSearchPaths()
 }
 
-func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *slog.Logger) (*identity.Identity, identity.Source, error) {
+// resolveIdentity applies node.identity; the key file read or written is
+// returned for the log line. Upstream logs resolution's warnings under
+// fips::config (its config module resolves the identity).
+func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *slog.Logger) (*identity.Identity, identity.Source, string, error) {
 	if noConfig {
 		id, err := identity.Generate(nil)
-		return id, identity.SourceEphemeral, err
+		return id, identity.SourceEphemeral, "", err
 	}
 	r, err := identity.Resolve(identity.ResolveOptions{
 		Nsec: cfg.Node.Identity.NsecValue(), Persistent: cfg.Node.Identity.Persistent,
-		KeyDir: config.KeyDir(loaded), LegacyKeyDir: config.LegacySystemConfigDir(), Log: log,
+		KeyDir: config.KeyDir(loaded), LegacyKeyDir: config.LegacySystemConfigDir(),
+		Log: logging.WithTarget(log, "fips::config"),
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return r.Identity, r.Source, nil
+	return r.Identity, r.Source, r.KeyPath, nil
+}
+
+// logIdentitySource is upstream's line saying where the identity came
+// from; the npub and addresses follow in the "Node created:" block.
+func logIdentitySource(log *slog.Logger, source identity.Source, keyPath string) {
+	switch source {
+	case identity.SourceConfig:
+		log.Info("Using identity from configuration")
+	case identity.SourceKeyFile:
+		log.Info("Loaded persistent identity from key file", "path", keyPath)
+	case identity.SourceGenerated:
+		log.Info("Generated persistent identity, saved to key file", "path", keyPath)
+	default:
+		log.Info("Using ephemeral identity (new keypair each start)")
+	}
 }
 
 func peerConfig(cfg *config.Config) peer.Config {
