@@ -184,12 +184,17 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		res := &fipsdns.Resolver{Hosts: hosts, Alias: peerAliases, Prime: n.LearnIdentity, TTL: cfg.DNS.TTL}
 		addr := net.JoinHostPort(cfg.DNS.BindAddr, strconv.Itoa(int(cfg.DNS.Port)))
 		dnsSrv, err = fipsdns.Listen(ctx, addr, res, log)
+		// Upstream's lines (its node lifecycle starts the responder).
+		// mesh_ifindex is not given: here the responder starts before the
+		// adapter and learns its index once it is up (the reload tick).
+		lc := logging.WithTarget(log, "fips::node::lifecycle")
 		if err != nil {
 			// Names stop resolving; the mesh itself is unaffected.
-			log.Warn("DNS responder unavailable", "addr", addr, "error", err)
+			lc.Warn("Failed to start DNS responder", "bind", addr, "error", err)
 			dnsSrv = nil
 		} else {
-			log.Info("DNS responder listening", "addr", dnsSrv.Addr().String())
+			lc.Info("DNS responder started for .fips domain (auto-reload enabled)", "bind", dnsSrv.Addr().String(),
+				"hosts", hostCount(hosts.Hosts(), aliased))
 			defer dnsSrv.Close()
 		}
 	}
@@ -518,6 +523,18 @@ func staticPeers(cfg *config.Config) []node.StaticPeer {
 		out = append(out, sp)
 	}
 	return out
+}
+
+// hostCount is how many names resolve: the hosts file's and the peers'
+// aliases it does not override (upstream's merged host map).
+func hostCount(h fipsdns.Hosts, statics []node.StaticPeer) int {
+	names := map[string]struct{}{}
+	for _, s := range statics {
+		if _, inFile := h.Lookup(s.Alias); s.Alias != "" && !inFile {
+			names[strings.ToLower(s.Alias)] = struct{}{}
+		}
+	}
+	return h.Len() + len(names)
 }
 
 func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, bool) {

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +18,19 @@ import (
 // loopback), waits for "FIPS running", stops it and returns its log.
 func runUntilServing(t *testing.T, dir, cfgYAML string) string {
 	t.Helper()
-	y := cfgYAML + fmt.Sprintf("tun: {enabled: false}\ndns: {enabled: false}\ntransports:\n  udp: {bind_addr: \"127.0.0.1:0\"}\n")
+	y := cfgYAML + "tun: {enabled: false}\ntransports:\n  udp: {bind_addr: \"127.0.0.1:0\"}\n"
+	if !strings.Contains(cfgYAML, "dns:") {
+		y += "dns: {enabled: false}\n"
+	}
 	if !strings.Contains(cfgYAML, "node:") {
 		y += fmt.Sprintf("node:\n  control: {socket_path: %q}\n", filepath.Join(dir, "control.sock"))
 	}
 	cfg := filepath.Join(dir, "fips.yaml")
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if os.Getenv("FIPS_ETC_DIR") == "" {
+		t.Setenv("FIPS_ETC_DIR", dir) // no hosts or ACL files of this host
 	}
 	t.Setenv("RUST_LOG", "")
 	t.Setenv("FIPS_LOG_FORMAT", "")
@@ -98,4 +105,34 @@ func TestIdentitySourceLogged(t *testing.T) {
 	t.Run("ephemeral", func(t *testing.T) {
 		check(t, runUntilServing(t, t.TempDir(), ""), "Using ephemeral identity (new keypair each start)")
 	})
+}
+
+// TestDNSResponderLogged: the responder's start is upstream's "DNS
+// responder started for .fips domain (auto-reload enabled)" with bind and
+// hosts (the hosts file's names and the peers' aliases); a port already
+// taken is WARN "Failed to start DNS responder" with bind and error, and
+// the daemon runs on.
+func TestDNSResponderLogged(t *testing.T) {
+	held, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.LocalAddr().(*net.UDPAddr).Port
+	dir := t.TempDir()
+	t.Setenv("FIPS_ETC_DIR", dir)
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte("gw npub1qmc3cvfz0yu2hx96nq3gp55zdan2qclealn7xshgr448d3nh6lks7zel98\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bind := fmt.Sprintf("127.0.0.1:%d", port)
+	out := runUntilServing(t, dir, fmt.Sprintf("dns: {enabled: true, bind_addr: 127.0.0.1, port: %d}\n", port))
+	if want := " WARN fips::node::lifecycle: Failed to start DNS responder bind=" + bind + " error="; !strings.Contains(out, want) {
+		t.Errorf("no %q in:\n%s", want, out)
+	}
+	held.Close()
+	out = runUntilServing(t, dir, fmt.Sprintf("dns: {enabled: true, bind_addr: 127.0.0.1, port: %d}\n", port)+
+		"peers:\n  - npub: npub1qmc3cvfz0yu2hx96nq3gp55zdan2qclealn7xshgr448d3nh6lks7zel98\n    alias: gateway\n    addresses: [{transport: udp, addr: \"127.0.0.1:9\"}]\n")
+	if want := " INFO fips::node::lifecycle: DNS responder started for .fips domain (auto-reload enabled) bind=" + bind + " hosts=2\n"; !strings.Contains(out, want) {
+		t.Errorf("no %q in:\n%s", want, out)
+	}
 }

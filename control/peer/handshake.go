@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
@@ -58,6 +59,7 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 		return ErrConnectionLimit
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
+		m.rejectedByACL(pk, c.Transport, c.Addr, "outbound_connect", d)
 		return fmt.Errorf("%w (%s)", ErrACLDenied, d.Rule)
 	}
 	l, err := m.newLeg(now, pk, c.Transport, c.Addr, nil)
@@ -166,7 +168,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
-		m.log.Debug("msg1 denied by ACL", "peer", na.Short(), "rule", d.Rule)
+		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
 		return
 	}
 	existing := m.peers[na]
@@ -276,6 +278,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	m.dropLeg(l)
 	if d := m.acl.Check(l.expect); !d.Allowed {
 		m.stats.Msg2ACLDenied++
+		m.rejectedByACL(l.expect, l.t, l.addr, "outbound_handshake", d)
 		return
 	}
 	na := l.expectAddr
@@ -465,3 +468,16 @@ func (m *Manager) send(t transport.ID, to transport.Addr, pkt []byte) {
 
 // Connecting reports whether a handshake to na is in flight.
 func (m *Manager) Connecting(na identity.NodeAddr) bool { return m.hasLegTo(na) }
+
+// rejectedByACL is upstream's WARN for a peer the ACL refuses: context is
+// upstream's (outbound_connect, inbound_handshake, outbound_handshake),
+// decision its wording of the matching rule; rule is ours.
+func (m *Manager) rejectedByACL(pk identity.PublicKey, t transport.ID, addr transport.Addr, context string, d ACLDecision) {
+	decision := "denylist match"
+	if d.Allowed {
+		decision = "default allow"
+	}
+	logging.WithTarget(m.log, "fips::node::acl").Warn("Rejected peer by ACL", "peer", m.name(pk.NodeAddr()),
+		"npub", pk.Npub(), "transport_id", uint32(t), "remote_addr", addr.String(), "context", context,
+		"decision", decision, "rule", d.Rule)
+}

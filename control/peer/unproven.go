@@ -164,6 +164,7 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 	m.stats.HandshakesProven++
 	if d := m.acl.Check(u.pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
+		m.rejectedByACL(u.pk, t, addr, "inbound_handshake", d)
 		return nil
 	}
 	existing := m.peers[u.na]
