@@ -388,11 +388,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	// Upstream's four lines, which its harness waits for ("Node
 	// started"); the first carries the identity as fields too.
-	n.log.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
+	lc.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
 		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
-	n.log.Info("       state: " + string(n.State()))
-	n.log.Info(fmt.Sprintf("  transports: %d", up))
-	n.log.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
+	lc.Info("       state: " + string(n.State()))
+	lc.Info(fmt.Sprintf("  transports: %d", up))
+	lc.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
 	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS running")
 
 	if n.opts.TUN.Enabled {

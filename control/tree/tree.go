@@ -144,6 +144,10 @@ func (t *Tree) SetNamer(f func(identity.NodeAddr) string) { t.namer = f }
 
 func (t *Tree) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(t.namer, a) }
 
+// mmpLog is the logger of the lines upstream writes from its MMP handler
+// (the first-RTT hook).
+func (t *Tree) mmpLog() *slog.Logger { return logging.WithTarget(t.log, "fips::node::handlers::mmp") }
+
 // ---------------------------------------------------------------------------
 // Queries
 
@@ -289,7 +293,7 @@ func (t *Tree) PeerDown(now time.Time, peer identity.NodeAddr) {
 	t.stats.ParentLosses++
 	dampened := t.recover(now, t.peerCosts())
 	_ = t.sign() // on failure upstream still invalidates and re-announces
-	t.log.Info("tree state updated after parent loss", "new_root", t.root.Short(), "is_root", t.IsRoot())
+	t.log.Info("Tree state updated after parent loss", "new_root", t.root.String(), "is_root", t.IsRoot())
 	if dampened {
 		t.noteFlap("parent-loss")
 	}
@@ -422,6 +426,6 @@ func (t *Tree) emit(now time.Time, c Change) {
 
 func (t *Tree) noteFlap(trigger string) {
 	t.stats.FlapDampened++
-	t.log.Warn("flap dampening engaged, discretionary parent switching suppressed",
+	t.log.Warn("Flap dampening engaged, discretionary parent switching suppressed",
 		"trigger", trigger, "dampening_secs", t.flap.durationMs/1000)
 }
