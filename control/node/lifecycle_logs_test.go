@@ -13,8 +13,11 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane/tun"
 	"github.com/fips-go/fips/fallback/udp"
 )
@@ -188,5 +191,49 @@ func runServing(t *testing.T, n *Node, state State) func() {
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
+	}
+}
+
+// TestPathMtuNotificationBelowFloorLogged: a session's PathMtuNotification
+// under the actionable floor is upstream's WARN "PathMtuNotification
+// reports a path MTU below the actionable floor; ignoring" (src,
+// reported_mtu, floor) and leaves the path MTU alone; one above it logs
+// nothing.
+func TestPathMtuNotificationBelowFloorLogged(t *testing.T) {
+	var buf lockedBuffer
+	n := logNode(t, &buf, nil, "127.0.0.1:0")
+	now := time.Now()
+	remote := identity.NodeAddr{0x42}
+	n.core.sessionUp(now, remote, true)
+	for _, mtu := range []uint16{100, 1200} {
+		var body [wire.PathMtuNotificationSize]byte
+		if _, err := (wire.PathMtuNotification{PathMTU: mtu}).MarshalTo(body[:]); err != nil {
+			t.Fatal(err)
+		}
+		n.core.sessionFrame(now, remote, session.Frame{Type: wire.SessionMsgPathMtuNotification, Body: body[:], Recorded: true})
+	}
+	want := fmt.Sprintf(" WARN fips::node::handlers::session: PathMtuNotification reports a path MTU below the actionable floor; ignoring src=%s reported_mtu=100 floor=%d\n",
+		remote.ShortHex(), mmp.MinActionablePathMTU)
+	if out := buf.String(); !strings.Contains(out, want) || strings.Count(out, "PathMtuNotification") != 1 {
+		t.Errorf("want one %q in:\n%s", want, out)
+	}
+	if got := n.core.smmp[remote].link.PathMTU().Current(); got < mmp.MinActionablePathMTU {
+		t.Errorf("path MTU %d after a sub-floor notification", got)
+	}
+}
+
+// TestProbeStartedLogged: an admitted probe is upstream's INFO "Probe
+// started" (fips::node::handlers::probe) with npub, probe_id, budget_ms.
+func TestProbeStartedLogged(t *testing.T) {
+	var buf lockedBuffer
+	n := logNode(t, &buf, nil, "127.0.0.1:0")
+	npub, pk := otherNpub(t)
+	data, _, err := n.probeStart(time.Now(), npub, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" INFO fips::node::handlers::probe: Probe started npub=%s probe_id=%d budget_ms=%d\n", npub, data["probe_id"], data["budget_ms"])
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("no %q in:\n%s", want, buf.String())
 	}
 }

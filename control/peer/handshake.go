@@ -290,7 +290,8 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		}
 		if epoch != p.Epoch {
 			m.stats.PeerRestarts++
-			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
+			m.log.Info("Peer restart detected during FMP rekey, replacing stale endpoint session", "peer", m.name(na),
+				"old_epoch", p.Epoch.String(), "new_epoch", epoch.String())
 			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
 			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
@@ -303,10 +304,11 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	case existing.Epoch != epoch:
 		m.stats.PeerRestarts++
-		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
-			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
+		oldEpoch, loser := existing.Epoch, existing.LinkID
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
-		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
+		if p := m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID); p != nil {
+			m.restartedOnPromotion(p, loser, oldEpoch)
+		}
 	default:
 		// Both sides dialed at once. Both keep the link the smaller
 		// NodeAddr initiated, so both converge on the same session.
@@ -480,4 +482,12 @@ func (m *Manager) rejectedByACL(pk identity.PublicKey, t transport.ID, addr tran
 	logging.WithTarget(m.log, "fips::node::acl").Warn("Rejected peer by ACL", "peer", m.name(pk.NodeAddr()),
 		"npub", pk.Npub(), "transport_id", uint32(t), "remote_addr", addr.String(), "context", context,
 		"decision", decision, "rule", d.Rule)
+}
+
+// restartedOnPromotion is upstream's line for a handshake that found the
+// peer already active under an older epoch: p is the new link (the
+// winner), loser the replaced one; the epochs are ours.
+func (m *Manager) restartedOnPromotion(p *Peer, loser uint64, oldEpoch noise.Epoch) {
+	m.log.Info("Peer restart detected during promotion, replacing stale active peer", "peer", m.name(p.NodeAddr),
+		"winner_link", p.LinkID, "loser_link", loser, "old_epoch", oldEpoch.String(), "new_epoch", p.Epoch.String())
 }

@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,8 +146,16 @@ func TestRestartDetectedByEpoch(t *testing.T) {
 	if a.m.Stats().PeerRestarts != 1 {
 		t.Errorf("restarts %d", a.m.Stats().PeerRestarts)
 	}
-	if !strings.Contains(a.logs.String(), "peer restarted") {
-		t.Errorf("survivor did not log the restart:\n%s", a.logs)
+	// Upstream's line, with the new link (winner) and the replaced one.
+	found := false
+	for _, l := range strings.Split(a.logs.String(), "\n") {
+		if strings.Contains(l, `level=INFO msg="Peer restart detected during promotion, replacing stale active peer" `) {
+			found = strings.Contains(l, " peer=") && strings.Contains(l, " winner_link=") && strings.Contains(l, " loser_link=") &&
+				!strings.Contains(l, fmt.Sprintf(" winner_link=%d loser_link=%d ", a.m.Peer(b.id.NodeAddr()).LinkID, a.m.Peer(b.id.NodeAddr()).LinkID))
+		}
+	}
+	if !found {
+		t.Errorf("survivor did not log the restart with peer, winner_link and loser_link:\n%s", a.logs)
 	}
 	if a.m.Peer(b.id.NodeAddr()).Epoch != b2.m.Epoch() {
 		t.Error("survivor kept the old epoch")

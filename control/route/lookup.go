@@ -496,6 +496,7 @@ func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg
 	}
 	if err := pk.Verify(resp.ProofBytes(r.scratch(0)), resp.Proof); err != nil {
 		L.RespProofFailed++
+		r.log.Warn("LookupResponse proof verification failed, discarding", "request_id", resp.RequestID, "target", r.name(resp.Target))
 		return fmt.Errorf("%w: %s: %w", ErrProof, resp.Target.Short(), err)
 	}
 	L.RespAccepted++

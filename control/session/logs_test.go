@@ -2,11 +2,13 @@ package session
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/wire"
@@ -46,5 +48,39 @@ func TestUpstreamSessionLogLines(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "(all epochs) node=b src="+a.addr.ShortHex()+" counter=") {
 		t.Errorf("decryption failure line lacks src or counter:\n%s", buf.String())
+	}
+}
+
+// TestMtuExceededLogged: an MtuExceeded that lowers a session's path MTU
+// is upstream's INFO "Path MTU decreased via reactive MtuExceeded signal"
+// (dest, old_mtu, new_mtu, reporter); one below the floor is WARN
+// "MtuExceeded reports a path MTU below the actionable floor; ignoring"
+// (dest, reporter, bottleneck_mtu, floor); a looser one logs nothing.
+func TestMtuExceededLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(logging.New(&buf, logging.Options{Level: slog.LevelDebug}))
+	cfg := DefaultConfig()
+	m, a, b := pair(t, 15, cfg)
+	a.tbl = New(a.id, noise.Epoch{101}, cfg, a, a, log, m.rnd)
+	establish(t, m, a, b)
+	in, _ := a.tbl.Session(b.addr)
+	old := in.PathMTU
+	rep := identity.NodeAddr{0x42}
+	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 1000))
+	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 1200))
+	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 255))
+	out := buf.String()
+	for _, want := range []string{
+		fmt.Sprintf(" INFO fips::node::handlers::session: Path MTU decreased via reactive MtuExceeded signal dest=%s old_mtu=%d new_mtu=1000 reporter=%s\n",
+			b.addr.ShortHex(), old, rep),
+		fmt.Sprintf(" WARN fips::node::handlers::session: MtuExceeded reports a path MTU below the actionable floor; ignoring dest=%s reporter=%s bottleneck_mtu=255 floor=256\n",
+			b.addr.ShortHex(), rep),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "new_mtu=1200") {
+		t.Errorf("a looser MTU is logged as a decrease:\n%s", out)
 	}
 }

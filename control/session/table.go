@@ -858,6 +858,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 	}
 	var dest identity.NodeAddr
 	var mtu uint16
+	var reporter identity.NodeAddr
 	switch typ {
 	case wire.SignalCoordsRequired:
 		t.stats.CoordsRequired++
@@ -882,7 +883,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest, mtu = m.DestAddr, m.MTU
+		dest, mtu, reporter = m.DestAddr, m.MTU, m.Reporter
 	}
 	switch v := t.signalVerdict(src, dest); v {
 	case forged, unbound:
@@ -924,10 +925,15 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 	case wire.SignalMtuExceeded:
 		if mtu < MinActionablePathMTU {
 			t.stats.MtuExceededBelowFloor++
+			t.log.Warn("MtuExceeded reports a path MTU below the actionable floor; ignoring", "dest", t.name(dest),
+				"reporter", reporter.String(), "bottleneck_mtu", mtu, "floor", MinActionablePathMTU)
 			return
 		}
-		if e.pathMTU == 0 || mtu < e.pathMTU {
+		if old := e.pathMTU; old == 0 || mtu < old {
 			e.pathMTU = mtu
+			// old_mtu 0: no path MTU was known for the session yet.
+			t.log.Info("Path MTU decreased via reactive MtuExceeded signal", "dest", t.name(dest),
+				"old_mtu", old, "new_mtu", mtu, "reporter", reporter.String())
 		}
 		if old, ok := t.clamp[dest]; !ok || mtu < old {
 			t.clamp[dest] = mtu
