@@ -396,13 +396,15 @@ func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 			"kernel_drop_counter", drops, "buffers", "unknown: "+err.Error())
 		return nil
 	}
+	// Upstream's lines, from its socket-setup module.
+	bl := logging.WithTarget(t.log, bufLogTarget)
 	if rcv < t.opts.RecvBufSize {
-		t.log.Warn("UDP recv buffer clamped by kernel (raise net.core.rmem_max)",
-			"requested", t.opts.RecvBufSize, "granted", rcv)
+		bl.Warn("UDP recv buffer clamped by kernel (increase net.core.rmem_max)",
+			"requested", t.opts.RecvBufSize, "actual", rcv)
 	}
 	if snd < t.opts.SendBufSize {
-		t.log.Warn("UDP send buffer clamped by kernel (raise net.core.wmem_max)",
-			"requested", t.opts.SendBufSize, "granted", snd)
+		bl.Warn("UDP send buffer clamped by kernel (increase net.core.wmem_max)",
+			"requested", t.opts.SendBufSize, "actual", snd)
 	}
 	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops, "workers", t.workerCount())
