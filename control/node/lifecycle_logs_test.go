@@ -88,6 +88,7 @@ func TestLifecycleLogs(t *testing.T) {
 	stopA()
 	inOrder(t, la.String(),
 		" INFO fips::node::lifecycle: Transports initialized count=1\n",
+		" INFO fips::node::dataplane::rx_loop: RX event loop started\n",
 		" INFO fips: RX loop exited\n",
 		" INFO fips: FIPS shutting down\n",
 		" INFO fips::node::lifecycle: Node draining state=draining\n",

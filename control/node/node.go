@@ -407,6 +407,7 @@ func (n *Node) Run(ctx context.Context) error {
 	n.startLAN()
 	n.flushSends()
 	n.publish(now)
+	logging.WithTarget(n.log, "fips::node::dataplane::rx_loop").Info("RX event loop started")
 	n.loop(ctx)
 	logging.WithTarget(n.log, logging.DefaultTarget).Info("RX loop exited")
 	close(n.stopped)
@@ -503,7 +504,7 @@ func (n *Node) receive(now time.Time, it rxItem) {
 		return
 	}
 	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
-		n.rdvProtocolMismatch(now, p.Transport)
+		n.rdvProtocolMismatch(now, p.Transport, p.Data[0]>>4)
 	}
 	if p.CE && len(p.Data) > 0 && p.Data[0] == wire.FMPVersion<<4|wire.FMPPhaseEstablished {
 		n.outerCE.Add(1)

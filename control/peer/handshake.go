@@ -164,6 +164,8 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	// who sent it. Only the peer that owns the address may use it.
 	if known != nil && known.NodeAddr != na {
 		m.stats.Msg1IdentityMismatch++
+		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
+			"expected", m.name(known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
 		return
 	}
 	if d := m.acl.Check(pk); !d.Allowed {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -373,6 +374,12 @@ func TestMsg1SpoofedFromPeerAddressDropped(t *testing.T) {
 	}
 	if b.m.Peer(a.id.NodeAddr()).Addr != a.addr {
 		t.Error("established peer moved")
+	}
+	// Upstream's warning names whom the address belongs to and who came.
+	want := fmt.Sprintf(`level=WARN msg="Msg1 admitted by the established-address waiver carries a different identity, dropping" log.target=fips::node::handlers::handshake expected=%s actual=%s transport_id=1`,
+		identity.ShortNpub(a.id.Npub()), c.id.NodeAddr().ShortHex()) // a is a peer, its key known; c is not
+	if !strings.Contains(b.logs.String(), want) {
+		t.Errorf("no %q in:\n%s", want, b.logs)
 	}
 }
 

@@ -145,7 +145,8 @@ type Transport struct {
 	bufs  *transport.BufferPool // receive copies handed to the node
 	// adopted is a socket bound elsewhere (a NAT-traversal punch) that
 	// Start uses instead of binding; nil for a configured transport.
-	adopted *net.UDPConn
+	adopted    *net.UDPConn
+	wasAdopted bool // made by Adopt: its start line is upstream's for that
 
 	// The batched send path (Queue, Flush): one goroutine, the node's
 	// loop. queue is nil until Start.
@@ -225,7 +226,7 @@ func Adopt(id transport.ID, name string, conn *net.UDPConn, opts Options, log *s
 	if err != nil {
 		return nil, err
 	}
-	t.adopted = conn
+	t.adopted, t.wasAdopted = conn, true
 	return t, nil
 }
 
@@ -390,9 +391,13 @@ func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 	if !primary {
 		return nil
 	}
+	started := "UDP transport started"
+	if t.wasAdopted {
+		started = "UDP transport adopted existing socket"
+	}
 	rcv, snd, err := grantedBufSizes(conn)
 	if err != nil {
-		t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+		t.log.Info(started, "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 			"kernel_drop_counter", drops, "buffers", "unknown: "+err.Error())
 		return nil
 	}
@@ -406,7 +411,7 @@ func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 		bl.Warn("UDP send buffer clamped by kernel (increase net.core.wmem_max)",
 			"requested", t.opts.SendBufSize, "actual", snd)
 	}
-	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+	t.log.Info(started, "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops, "workers", t.workerCount())
 	return nil
 }
