@@ -103,3 +103,40 @@ func TestRejectedPeerByACLLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestInitiationFailureLogged: a configured peer that cannot be dialled
+// (here the ACL refuses it) is upstream's WARN "Failed to initiate peer
+// connection" (fips::node::lifecycle; npub, alias in Rust's Option form,
+// error) on the first attempt and "Retry connection initiation failed"
+// (fips::node::peering::driver; peer, error) on the retries.
+func TestInitiationFailureLogged(t *testing.T) {
+	n := newSimNet(t, 11)
+	a, b := n.add(1, DefaultConfig()), n.add(2, DefaultConfig())
+	acl := &ACL{}
+	acl.deny, _ = ParseACL(strings.NewReader(b.id.Npub()+"\n"), nil, func(int, string, error) {})
+	a.m.SetACL(acl)
+	a.m.AddStatic(n.now, StaticPeer{PublicKey: b.id.PublicKey(), Alias: "gw", Addresses: []Candidate{a.candidate(b)}, AutoReconnect: true})
+	hasLine := func(parts ...string) bool {
+		for _, l := range strings.Split(a.logs.String(), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(l, p)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	if !hasLine(`level=WARN msg="Failed to initiate peer connection" `, ` log.target=fips::node::lifecycle npub=`+b.id.Npub()+` alias="Some(\"gw\")" error="peer denied by ACL (deny)"`) {
+		t.Fatalf("no first-attempt line in:\n%s", a.logs)
+	}
+	if _, ok := waitSim(n, 10*time.Minute, func() bool {
+		return hasLine(`level=WARN msg="Retry connection initiation failed" `, ` log.target=fips::node::peering::driver peer=`, ` error="peer denied by ACL (deny)"`)
+	}); !ok {
+		t.Fatalf("no retry line:\n%s", a.logs)
+	}
+	if c := strings.Count(a.logs.String(), `msg="Failed to initiate peer connection"`); c != 1 {
+		t.Errorf("%d first-attempt lines, want 1", c)
+	}
+}
