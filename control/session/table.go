@@ -627,7 +627,8 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		}
 		if identity.XOnly(static) != e.remote {
 			e.rekeyR = nil
-			t.reject(&t.stats.RekeyKeyMismatch, "rekey msg3 from a different static key", src)
+			t.stats.RekeyKeyMismatch++
+			t.log.Warn("FSP rekey: initiator static key differs from the established peer key", "src", t.name(src))
 			return
 		}
 		s, err := hs.Session()
@@ -635,11 +636,13 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 			e.rekeyR = nil
 			return
 		}
-		if e.pending != nil {
-			t.stats.PendingReplaced++
-		}
+		superseded := e.pending != nil
 		e.pending, e.rekeyR = s, nil
 		e.rekeyCompleted = now
+		if superseded {
+			t.stats.PendingReplaced++
+			t.log.Warn("FSP rekey: newly completed session replaced one still awaiting cutover", "src", t.name(src))
+		}
 		return
 	}
 	if e.state != StateAwaitingMsg3 {
@@ -656,7 +659,9 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	}
 	pk := identity.XOnly(static)
 	if pk.NodeAddr() != src {
-		t.reject(&t.stats.AddrMismatch, "msg3 static does not match the datagram source", src)
+		t.stats.AddrMismatch++
+		t.log.Warn("SessionMsg3 source address does not match the authenticated static key", "src", t.name(src),
+			"derived", pk.NodeAddr().String())
 		return
 	}
 	t.env.LearnIdentity(src, pk)
@@ -1044,6 +1049,8 @@ func (t *Table) rekeyTick(now time.Time, e *entry) {
 	if !e.rekeyInitiator && e.rekeyR != nil && !e.lastPeerRekey.IsZero() && now.Sub(e.lastPeerRekey) > t.cfg.HandshakeTimeout {
 		e.rekeyR = nil
 		t.stats.RekeyExpired++
+		t.log.Info("FSP rekey armed by peer expired without msg3, session retained", "peer", t.name(e.addr),
+			"age_ms", now.Sub(e.lastPeerRekey).Milliseconds())
 		return
 	}
 	// Deviation: upstream never expires a rekey handshake this side
