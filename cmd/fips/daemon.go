@@ -174,8 +174,9 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			return err // replaced since the check above; still never removed
 		}
 		if err != nil {
-			// The mesh still works without the socket; upstream treats it the same way.
-			log.Error("control socket unavailable", "path", controlPath, "error", err)
+			// The mesh still works without the socket; upstream treats it the
+			// same way, with this line (path is ours).
+			logging.WithTarget(log, "fips::node::dataplane::rx_loop").Warn("Failed to bind control socket", "error", err, "path", controlPath)
 			srv = nil
 		}
 	}

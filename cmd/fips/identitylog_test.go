@@ -136,3 +136,16 @@ func TestDNSResponderLogged(t *testing.T) {
 		t.Errorf("no %q in:\n%s", want, out)
 	}
 }
+
+// TestControlSocketBindFailureLogged: a control socket that cannot be
+// created is upstream's WARN "Failed to bind control socket" (error; path
+// is ours), and the daemon serves on without it.
+func TestControlSocketBindFailureLogged(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, strings.Repeat("s", 120)+".sock") // longer than a Unix socket address holds
+	out := runUntilServing(t, dir, fmt.Sprintf("node:\n  control: {socket_path: %q}\n", sock))
+	if want := " WARN fips::node::dataplane::rx_loop: Failed to bind control socket error="; !strings.Contains(out, want) ||
+		!strings.Contains(out, " path="+sock+"\n") {
+		t.Errorf("no %q with path=%s in:\n%s", want, sock, out)
+	}
+}
