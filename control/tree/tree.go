@@ -271,7 +271,8 @@ func (t *Tree) PeerUp(now time.Time, peer identity.NodeAddr) {
 		t.order = slices.Insert(t.order, i, peer)
 	}
 	if err := t.sendTo(now, peer); err != nil {
-		t.log.Debug("failed to send initial TreeAnnounce", "peer", peer.Short(), "error", err)
+		// Upstream logs this from its handshake handler.
+		logging.WithTarget(t.log, "fips::node::handlers::handshake").Debug("Failed to send initial TreeAnnounce", "peer", t.name(peer), "error", err)
 	}
 }
 
