@@ -336,12 +336,19 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 			return fail(err)
 		}
 	}
+	// Upstream's warning when the kernel refuses GSO (its encrypt
+	// workers'); here once per socket, each of which falls back alone.
+	gsoRefused := func(err error) {
+		logging.WithTarget(t.log, "fips::node::encrypt_worker").Warn(
+			"UDP_GSO refused by kernel; falling back to sendmmsg for life of process", "error", err)
+	}
 	var extraBC []*udpio.Conn
 	for _, c := range extra {
 		bc, err := udpio.Open(c, max(RecvBatch, SendBatch))
 		if err != nil {
 			return fail(err)
 		}
+		bc.SetGSORefused(gsoRefused)
 		extraBC = append(extraBC, bc)
 	}
 	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
@@ -350,6 +357,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.state = transport.StateFailed
 		return err
 	}
+	bc.SetGSORefused(gsoRefused)
 	t.queue = udpio.NewSendQueue(bc, SendBatch, min(t.opts.MTU, udpio.MaxMessage))
 	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
