@@ -20,6 +20,7 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	fipsdns "github.com/fips-go/fips/control/dns"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/metrics"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
@@ -83,12 +84,11 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		}
 	}
 
-	id, source, err := resolveIdentity(cfg, loaded, noConfig, log)
+	id, source, keyPath, err := resolveIdentity(cfg, loaded, noConfig, log)
 	if err != nil {
 		return err
 	}
-	log.Info("identity", "npub", id.Npub(), "node_addr", id.NodeAddr().String(), "address", id.IPv6().String(),
-		"source", string(source))
+	logIdentitySource(log, source, keyPath)
 
 	transports, ids, err := buildTransports(cfg, log)
 	if err != nil {
@@ -175,8 +175,9 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			return err // replaced since the check above; still never removed
 		}
 		if err != nil {
-			// The mesh still works without the socket; upstream treats it the same way.
-			log.Error("control socket unavailable", "path", controlPath, "error", err)
+			// The mesh still works without the socket; upstream treats it the
+			// same way, with this line (path is ours).
+			logging.WithTarget(log, "fips::node::dataplane::rx_loop").Warn("Failed to bind control socket", "error", err, "path", controlPath)
 			srv = nil
 		}
 	}
@@ -185,12 +186,17 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		res := &fipsdns.Resolver{Hosts: hosts, Alias: peerAliases, Prime: n.LearnIdentity, TTL: cfg.DNS.TTL}
 		addr := net.JoinHostPort(cfg.DNS.BindAddr, strconv.Itoa(int(cfg.DNS.Port)))
 		dnsSrv, err = fipsdns.Listen(ctx, addr, res, log)
+		// Upstream's lines (its node lifecycle starts the responder).
+		// mesh_ifindex is not given: here the responder starts before the
+		// adapter and learns its index once it is up (the reload tick).
+		lc := logging.WithTarget(log, "fips::node::lifecycle")
 		if err != nil {
 			// Names stop resolving; the mesh itself is unaffected.
-			log.Warn("DNS responder unavailable", "addr", addr, "error", err)
+			lc.Warn("Failed to start DNS responder", "bind", addr, "error", err)
 			dnsSrv = nil
 		} else {
-			log.Info("DNS responder listening", "addr", dnsSrv.Addr().String())
+			lc.Info("DNS responder started for .fips domain (auto-reload enabled)", "bind", dnsSrv.Addr().String(),
+				"hosts", hostCount(hosts.Hosts(), aliased))
 			defer dnsSrv.Close()
 		}
 	}
@@ -289,19 +295,38 @@ func loadConfig(path string) (*config.Config, []string, []config.Warning, error)
 	return config.LoadSearchPaths()
 }
 
-func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *slog.Logger) (*identity.Identity, identity.Source, error) {
+// resolveIdentity applies node.identity; the key file read or written is
+// returned for the log line. Upstream logs resolution's warnings under
+// fips::config (its config module resolves the identity).
+func resolveIdentity(cfg *config.Config, loaded []string, noConfig bool, log *slog.Logger) (*identity.Identity, identity.Source, string, error) {
 	if noConfig {
 		id, err := identity.Generate(nil)
-		return id, identity.SourceEphemeral, err
+		return id, identity.SourceEphemeral, "", err
 	}
 	r, err := identity.Resolve(identity.ResolveOptions{
 		Nsec: cfg.Node.Identity.NsecValue(), Persistent: cfg.Node.Identity.Persistent,
-		KeyDir: config.KeyDir(loaded), LegacyKeyDir: config.LegacySystemConfigDir(), Log: log,
+		KeyDir: config.KeyDir(loaded), LegacyKeyDir: config.LegacySystemConfigDir(),
+		Log: logging.WithTarget(log, "fips::config"),
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return r.Identity, r.Source, nil
+	return r.Identity, r.Source, r.KeyPath, nil
+}
+
+// logIdentitySource is upstream's line saying where the identity came
+// from; the npub and addresses follow in the "Node created:" block.
+func logIdentitySource(log *slog.Logger, source identity.Source, keyPath string) {
+	switch source {
+	case identity.SourceConfig:
+		log.Info("Using identity from configuration")
+	case identity.SourceKeyFile:
+		log.Info("Loaded persistent identity from key file", "path", keyPath)
+	case identity.SourceGenerated:
+		log.Info("Generated persistent identity, saved to key file", "path", keyPath)
+	default:
+		log.Info("Using ephemeral identity (new keypair each start)")
+	}
 }
 
 func peerConfig(cfg *config.Config) peer.Config {
@@ -500,6 +525,18 @@ func staticPeers(cfg *config.Config) []node.StaticPeer {
 		out = append(out, sp)
 	}
 	return out
+}
+
+// hostCount is how many names resolve: the hosts file's and the peers'
+// aliases it does not override (upstream's merged host map).
+func hostCount(h fipsdns.Hosts, statics []node.StaticPeer) int {
+	names := map[string]struct{}{}
+	for _, s := range statics {
+		if _, inFile := h.Lookup(s.Alias); s.Alias != "" && !inFile {
+			names[strings.ToLower(s.Alias)] = struct{}{}
+		}
+	}
+	return h.Len() + len(names)
 }
 
 func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, bool) {

@@ -207,22 +207,30 @@ func (f *HostsFile) stat() (time.Time, bool) {
 	return fi.ModTime(), true
 }
 
+// load reads the file, logging as upstream's load_hosts_file does.
 func (f *HostsFile) load() {
 	var h Hosts
 	fh, err := os.Open(f.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		f.log.Debug("no hosts file", "path", f.path)
+		f.log.Debug("No hosts file found, skipping", "path", f.path)
 	case err != nil:
-		f.log.Warn("cannot read hosts file", "path", f.path, "err", err)
+		f.log.Warn("Failed to read hosts file", "path", f.path, "error", err)
 	default:
 		h, err = ParseHosts(fh, func(line int, text string, err error) {
-			f.log.Warn("skipping hosts file entry", "path", f.path, "line", line, "content", text, "err", err)
+			if errors.Is(err, ErrMalformedLine) {
+				f.log.Warn("Expected 'hostname npub', skipping", "path", f.path, "line", line, "content", text)
+				return
+			}
+			f.log.Warn("Skipping invalid hosts file entry", "path", f.path, "line", line, "error", err, "content", text)
 		})
 		fh.Close()
 		if err != nil {
-			f.log.Warn("cannot read hosts file", "path", f.path, "err", err)
+			f.log.Warn("Failed to read hosts file", "path", f.path, "error", err)
 			h = Hosts{}
+		}
+		if h.Len() > 0 {
+			f.log.Info("Loaded hosts file", "path", f.path, "count", h.Len())
 		}
 	}
 	f.cur.Store(&h)
@@ -239,7 +247,7 @@ func (f *HostsFile) Reload() bool {
 	}
 	f.mtime, f.exist = mtime, exist
 	f.load()
-	f.log.Info("reloaded hosts file", "path", f.path, "entries", f.Hosts().Len())
+	f.log.Info("Reloaded hosts file", "path", f.path, "entries", f.Hosts().Len())
 	return true
 }
 

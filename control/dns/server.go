@@ -164,7 +164,7 @@ func (s *Server) serve() {
 			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("dns recv error", "err", err)
+			s.log.Warn("DNS socket recv error", "error", err)
 			continue
 		}
 		if ign := s.ignore.Load(); ign != 0 && ifindex != 0 && int64(ifindex) == ign {

@@ -29,7 +29,7 @@ type ResolveOptions struct {
 	// directory from /etc/fips to /usr/local/etc/fips).
 	LegacyKeyDir string
 	Rand         io.Reader    // nil: crypto/rand
-	Log          *slog.Logger // nil: slog.Default()
+	Log          *slog.Logger // nil: slog.Default(); upstream logs these under fips::config
 }
 
 // Resolved is the outcome of Resolve.
@@ -74,12 +74,12 @@ func Resolve(o ResolveOptions) (*Resolved, error) {
 				return nil, err
 			}
 			if p != keyPath {
-				log.Warn("identity key found at the legacy path but not at the current default; using it so the node keeps its identity — move it to the current path",
+				log.Warn("Identity key found at the legacy path but not at the current default; using it so the node keeps its identity — move it to the current path",
 					"legacy", p, "current", keyPath)
 			}
 			id := New(sk)
 			if err := WritePubFile(pubPath, id.PublicKey()); err != nil {
-				log.Warn("failed to write the public key file", "path", pubPath, "error", err)
+				log.Warn("Failed to write the public key file", "path", pubPath, "error", err)
 			}
 			return &Resolved{Identity: id, Source: SourceKeyFile, KeyPath: p}, nil
 		}
@@ -89,12 +89,12 @@ func Resolve(o ResolveOptions) (*Resolved, error) {
 		}
 		_ = os.MkdirAll(filepath.Dir(keyPath), 0o755)
 		if err := WriteKeyFile(keyPath, id.Secret()); err != nil {
-			log.Warn("failed to persist the generated identity key; this node is starting with an ephemeral identity and its npub will change on every start",
+			log.Warn("Failed to persist the generated identity key; this node is starting with an ephemeral identity and its npub will change on every start",
 				"path", keyPath, "error", err)
 			return &Resolved{Identity: id, Source: SourceEphemeral}, nil
 		}
 		if err := WritePubFile(pubPath, id.PublicKey()); err != nil {
-			log.Warn("failed to write the public key file", "path", pubPath, "error", err)
+			log.Warn("Failed to write the public key file", "path", pubPath, "error", err)
 		}
 		return &Resolved{Identity: id, Source: SourceGenerated, KeyPath: keyPath}, nil
 	}
@@ -105,14 +105,14 @@ func Resolve(o ResolveOptions) (*Resolved, error) {
 	}
 	_ = os.MkdirAll(filepath.Dir(keyPath), 0o755)
 	if _, err := os.Lstat(keyPath); err == nil {
-		log.Warn("an existing key file at this path is being replaced by a fresh ephemeral identity; set node.identity.persistent: true to keep the existing identity",
+		log.Warn("An existing key file at this path is being replaced by a fresh ephemeral identity; set node.identity.persistent: true to keep the existing identity",
 			"path", keyPath, "config_key", "node.identity.persistent")
 	}
 	if err := WriteKeyFile(keyPath, id.Secret()); err != nil {
-		log.Warn("failed to write the ephemeral key file", "path", keyPath, "error", err)
+		log.Warn("Failed to write the ephemeral key file", "path", keyPath, "error", err)
 	}
 	if err := WritePubFile(pubPath, id.PublicKey()); err != nil {
-		log.Warn("failed to write the public key file", "path", pubPath, "error", err)
+		log.Warn("Failed to write the public key file", "path", pubPath, "error", err)
 	}
 	return &Resolved{Identity: id, Source: SourceEphemeral, KeyPath: keyPath}, nil
 }

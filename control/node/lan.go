@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/transport"
@@ -34,15 +35,18 @@ func (n *Node) startLAN() {
 			break
 		}
 	}
+	// Upstream's lines (DEBUG when it does not start, as upstream).
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	if port == 0 {
-		n.log.Warn("LAN rendezvous not started: no operational UDP transport to advertise")
+		lc.Debug("LAN mDNS discovery not started", "error", "no operational UDP transport to advertise")
 		return
 	}
 	l, err := lan.Start(n.runCtx, lan.Config{Identity: n.id, ServiceType: o.ServiceType, Scope: o.Scope, Port: port, Log: n.log})
 	if err != nil {
-		n.log.Warn("LAN rendezvous not started", "error", err)
+		lc.Debug("LAN mDNS discovery not started", "error", err)
 		return
 	}
+	lc.Info("LAN mDNS discovery enabled")
 	n.lan = l
 	n.bg.Add(1)
 	go func() {
@@ -77,11 +81,13 @@ func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
 			continue // an IPv4 socket cannot reach an IPv6 peer
 		}
 		to := netip.AddrPortFrom(d.Addr.Addr().Unmap(), d.Addr.Port())
+		// Upstream's lines; scope is ours.
+		lc := logging.WithTarget(n.log, "fips::node::lifecycle")
+		lc.Info("Auto-connecting to discovered peer", "peer", n.displayName(na, d.PublicKey.Npub()), "transport_id", uint32(id),
+			"remote_addr", to.String(), "active_refresh", false, "scope", d.Scope)
 		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: transport.AddrFromIP(to)}); err != nil {
-			n.log.Debug("cannot dial LAN peer", "peer", d.PublicKey.Npub(), "addr", to.String(), "error", err)
-			return
+			lc.Warn("Failed to auto-connect to discovered peer", "error", err)
 		}
-		n.log.Info("LAN peer discovered via mDNS; dialling", "peer", d.PublicKey.Npub(), "addr", to.String(), "scope", d.Scope)
 		return
 	}
 }

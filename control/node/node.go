@@ -340,6 +340,8 @@ func (n *Node) Run(ctx context.Context) error {
 	n.state.Store(StateStarting)
 	n.started = time.Now()
 	up := 0
+	var failed []string
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	// Transports outlive ctx: shutdown still needs them to send Disconnect.
 	tctx, stopTransports := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopTransports()
@@ -347,13 +349,24 @@ func (n *Node) Run(ctx context.Context) error {
 	for _, id := range n.order {
 		t := n.transports[id]
 		if err := t.Start(tctx, n.deliver); err != nil {
-			n.log.Error("transport failed to start", "transport", describe(t), "error", err)
+			// Upstream's line: transport_type, name when the instance has
+			// one, error.
+			args := []any{"transport_type", t.Type()}
+			if t.Name() != "" {
+				args = append(args, "name", t.Name())
+			}
+			lc.Warn("Transport failed to start", append(args, "error", err)...)
+			failed = append(failed, describe(t))
 			continue
 		}
 		up++
 		n.log.Info("transport up", "transport", describe(t), "local_addr", t.LocalAddr(), "mtu", t.MTU())
 	}
+	if up > 0 {
+		lc.Info("Transports initialized", "count", up)
+	}
 	if up == 0 {
+		lc.Warn("Node start failed: no operational transports came up; tearing down partially-started children")
 		n.state.Store(StateFailed)
 		n.publish(time.Now())
 		n.closeTransports()
@@ -368,16 +381,18 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if up < len(n.order) {
 		n.state.Store(StateDegraded)
+		lc.Warn("Node started DEGRADED: one or more configured optional children failed to start",
+			"degraded_children", fmt.Sprintf("%v", failed))
 	} else {
 		n.state.Store(StateRunning)
 	}
 	// Upstream's four lines, which its harness waits for ("Node
 	// started"); the first carries the identity as fields too.
-	n.log.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
+	lc.Info("Node started:", "npub", n.id.Npub(), "node_addr", n.id.NodeAddr().String(),
 		"address", n.id.IPv6().String(), "state", string(n.State()), "leaf_only", n.opts.LeafOnly)
-	n.log.Info("       state: " + string(n.State()))
-	n.log.Info(fmt.Sprintf("  transports: %d", up))
-	n.log.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
+	lc.Info("       state: " + string(n.State()))
+	lc.Info(fmt.Sprintf("  transports: %d", up))
+	lc.Info(fmt.Sprintf(" connections: %d", n.peers.PeerCount()))
 	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS running")
 
 	if n.opts.TUN.Enabled {
@@ -392,7 +407,9 @@ func (n *Node) Run(ctx context.Context) error {
 	n.startLAN()
 	n.flushSends()
 	n.publish(now)
+	logging.WithTarget(n.log, "fips::node::dataplane::rx_loop").Info("RX event loop started")
 	n.loop(ctx)
+	logging.WithTarget(n.log, logging.DefaultTarget).Info("RX loop exited")
 	close(n.stopped)
 	n.shutdown()
 	n.bg.Wait()
@@ -487,7 +504,7 @@ func (n *Node) receive(now time.Time, it rxItem) {
 		return
 	}
 	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
-		n.rdvProtocolMismatch(now, p.Transport)
+		n.rdvProtocolMismatch(now, p.Transport, p.Data[0]>>4)
 	}
 	if p.CE && len(p.Data) > 0 && p.Data[0] == wire.FMPVersion<<4|wire.FMPPhaseEstablished {
 		n.outerCE.Add(1)
@@ -537,9 +554,14 @@ func (n *Node) Do(ctx context.Context, f func(now time.Time) any) (any, error) {
 func (n *Node) shutdown() {
 	n.state.Store(StateDraining)
 	now := time.Now()
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	logging.WithTarget(n.log, logging.DefaultTarget).Info("FIPS shutting down")
-	n.log.Info("shutting down: sending Disconnect to peers", "peers", n.peers.PeerCount())
-	n.peers.Shutdown(now)
+	lc.Info("Node draining", "state", string(StateDraining))
+	if sent, total := n.peers.Shutdown(now); total > 0 {
+		lc.Info("Sent disconnect notifications", "sent", sent, "total", total, "reason", wire.DisconnectShutdown.String())
+	} else {
+		lc.Debug("No sendable peers for disconnect notification", "total_peers", 0)
+	}
 	n.flushSends() // the Disconnects
 	if n.rdv != nil {
 		n.rdv.svc.Close()
@@ -560,17 +582,29 @@ func (n *Node) shutdown() {
 	}
 	n.stopDataplane()
 	if n.tun != nil {
-		n.tun.Close() // the policy rule (Linux) or route (Windows) first
+		lc.Info("Shutting down TUN interface", "name", n.tunName)
+		if err := n.tun.Close(); err != nil { // the policy rule (Linux) or route (Windows) first
+			lc.Warn("Failed to shutdown TUN interface", "name", n.tunName, "error", err)
+		}
 	}
 	n.state.Store(StateStopped)
 	n.publish(time.Now())
-	n.log.Info("node stopped")
+	lc.Info("Node stopped", "state", string(StateStopped))
 }
 
+// closeTransports closes every transport, logging upstream's per-transport
+// teardown line (transport_id, transport_type).
 func (n *Node) closeTransports() {
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	for _, id := range n.order {
-		if err := n.transports[id].Close(); err != nil {
-			n.log.Warn("closing transport", "transport", describe(n.transports[id]), "error", err)
+		t := n.transports[id]
+		wasUp := t.State() == transport.StateUp
+		if err := t.Close(); err != nil {
+			lc.Warn("Transport stop failed", "transport_id", uint32(id), "transport_type", t.Type(), "error", err)
+			continue
+		}
+		if wasUp { // one that never started is not reported stopped
+			lc.Info("Transport stopped", "transport_id", uint32(id), "transport_type", t.Type())
 		}
 	}
 }
@@ -735,15 +769,21 @@ func (n *Node) startTUN() {
 			dev.Close()
 		}
 	}
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	if err != nil {
 		n.tunState = "failed"
 		n.state.Store(StateDegraded)
-		logging.WithTarget(n.log, "fips::upper::tun").Error("IPv6 adapter unavailable", "tun", name, "error", err)
+		lc.Warn("Failed to initialize TUN, continuing without it", "error", err, "name", name)
 		return
 	}
 	n.tunIndex.Store(int64(dev.Index))
 	n.tun, n.tunName, n.tunState = dev, dev.Name, "active"
-	logging.WithTarget(n.log, "fips::upper::tun").Info("IPv6 adapter up", "tun", dev.Name, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	// Upstream's block; the first line carries the same as fields (ours).
+	lc.Info("TUN device active:", "name", dev.Name, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	lc.Info("     name: " + dev.Name)
+	lc.Info("  address: " + n.id.IPv6().String())
+	lc.Info(fmt.Sprintf("      mtu: %d", mtu))
+	lc.Info(fmt.Sprintf("effective MTU: %d bytes", n.transportMTU()-ipv6Overhead))
 }
 
 // TUNIndex is the IPv6 adapter's interface index once the device is up,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
@@ -293,8 +294,10 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	n.stepProbe(now, j)
 	drive := !t.driving
 	t.driving = true
+	budgetMs := uint64(budget / time.Millisecond)
+	logging.WithTarget(n.log, "fips::node::handlers::probe").Info("Probe started", "npub", npub, "probe_id", j.rep.ProbeID, "budget_ms", budgetMs)
 	return map[string]any{"probe_id": j.rep.ProbeID, "npub": npub, "node_addr": target.String(),
-		"display_name": j.rep.Target.DisplayName, "budget_ms": uint64(budget / time.Millisecond)}, drive, nil
+		"display_name": j.rep.Target.DisplayName, "budget_ms": budgetMs}, drive, nil
 }
 
 // probeName is the target's display name, as upstream's probe names it

@@ -13,6 +13,7 @@ import (
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // RendezvousOptions wire Nostr discovery into the node (nil Service: off).
@@ -202,8 +203,9 @@ func (n *Node) initRendezvous(tctx context.Context) {
 	if policy == "" {
 		policy = "configured_only"
 	}
-	n.log.Info("Nostr rendezvous enabled", "npub", n.id.Npub(), "policy", policy, "via_nostr_peers", len(o.Peers),
-		"advertised_transports", len(o.Advertised))
+	// Upstream's line; the fields are ours.
+	logging.WithTarget(n.log, "fips::node::lifecycle").Info("Nostr overlay discovery enabled", "npub", n.id.Npub(),
+		"policy", policy, "via_nostr_peers", len(o.Peers), "advertised_transports", len(o.Advertised))
 }
 
 // rdvPublishEndpoints builds our advert body from the transports.
@@ -534,15 +536,16 @@ func (n *Node) adoptTraversal(now time.Time, est rendezvous.Established) {
 	}
 	id := rs.nextID
 	rs.nextID++
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 	t, err := rs.opts.Adopt(id, est.Conn)
 	if err != nil {
 		est.Conn.Close()
-		n.log.Warn("cannot adopt traversal socket", "peer", est.Peer.Npub(), "error", err)
+		lc.Warn("Failed to adopt NAT traversal", "peer_npub", est.Peer.Npub(), "error", err)
 		return
 	}
 	if err := t.Start(rs.tctx, n.deliver); err != nil {
 		t.Close()
-		n.log.Warn("cannot start traversal transport", "peer", est.Peer.Npub(), "error", err)
+		lc.Warn("Failed to adopt NAT traversal", "peer_npub", est.Peer.Npub(), "error", err)
 		return
 	}
 	n.transports[id] = t
@@ -554,7 +557,7 @@ func (n *Node) adoptTraversal(now time.Time, est rendezvous.Established) {
 		n.batchers[id] = b
 	}
 	rs.bootstrap[id] = bootstrapTransport{peer: na, npub: est.Peer.Npub(), adopted: now}
-	n.log.Info("traversal path adopted as a UDP transport", "peer", est.Peer.Npub(), "transport_id", uint32(id),
+	lc.Info("Adopted NAT traversal socket", "peer_npub", est.Peer.Npub(), "transport_id", uint32(id),
 		"local_addr", t.LocalAddr(), "remote", est.Remote.String(), "initiator", est.Initiator)
 	if err := n.peers.Dial(now, est.Peer, peer.Candidate{Transport: id, Addr: transport.AddrFromIP(est.Remote)}); err != nil {
 		n.log.Warn("link handshake over the traversal path failed to start", "peer", est.Peer.Npub(), "error", err)
@@ -711,13 +714,15 @@ func (n *Node) rdvRefetch(ps *nostrPeerState) {
 // transport means the peer runs an incompatible FIPS; traversal to it
 // stops for protocol_mismatch_cooldown_secs (upstream's
 // record_protocol_mismatch), with one WARN per cooldown.
-func (n *Node) rdvProtocolMismatch(now time.Time, id transport.ID) {
+func (n *Node) rdvProtocolMismatch(now time.Time, id transport.ID, peerVersion uint8) {
 	bt, ok := n.rdv.bootstrap[id]
 	if !ok {
 		return
 	}
-	if n.rdv.svc.Failures().RecordProtocolMismatch(bt.npub, uint64(now.UnixMilli())) {
-		n.log.Warn("peer speaks another FMP version over the traversal path; Nostr traversal to it is suspended",
-			"peer", bt.npub, "transport_id", uint32(id))
+	f := n.rdv.svc.Failures()
+	if f.RecordProtocolMismatch(bt.npub, uint64(now.UnixMilli())) {
+		logging.WithTarget(n.log, "fips::node::dataplane::rx_loop").Warn("Nostr-discovered peer speaks a different FMP version; suppressing retraversal",
+			"peer_npub", bt.npub, "transport_id", uint32(id), "peer_version", peerVersion, "our_version", wire.FMPVersion,
+			"cooldown_secs", f.MismatchCooldownSecs())
 	}
 }

@@ -184,6 +184,15 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	if !observed.MatchString(la) || !observed.MatchString(lb) {
 		t.Errorf("a STUN observation line is missing:\n--- a ---\n%s\n--- b ---\n%s", la, lb)
 	}
+	// Upstream's lifecycle lines: discovery on, and the punched socket
+	// adopted (peer_npub, transport_id, local_addr) on both sides.
+	enabled := regexp.MustCompile(`(?m) INFO fips::node::lifecycle: Nostr overlay discovery enabled `)
+	adopted := regexp.MustCompile(`(?m) INFO fips::node::lifecycle: Adopted NAT traversal socket peer_npub=npub1\w+ transport_id=\d+ local_addr=[0-9.]+:\d+ `)
+	for _, l := range []string{la, lb} {
+		if !enabled.MatchString(l) || !adopted.MatchString(l) {
+			t.Errorf("no discovery-enabled or adoption line:\n%s", l)
+		}
+	}
 	// A frame of another FMP version on the traversal transport puts the
 	// peer in the protocol-mismatch cooldown.
 	var local string
@@ -208,6 +217,11 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no protocol-mismatch cooldown: %+v", v.Peers)
 		}
+	}
+	mismatch := regexp.MustCompile(`(?m) WARN fips::node::dataplane::rx_loop: Nostr-discovered peer speaks a different FMP version; suppressing retraversal peer_npub=` +
+		idb.Npub() + ` transport_id=\d+ peer_version=7 our_version=0 cooldown_secs=\d+$`)
+	if !mismatch.MatchString(logA.String()) {
+		t.Errorf("no protocol-mismatch line:\n%s", logA.String())
 	}
 }
 

@@ -45,6 +45,10 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 		}
 	case wire.SessionMsgPathMtuNotification:
 		if n, err := wire.ParsePathMtuNotification(f.Body); err == nil {
+			if n.PathMTU < mmp.MinActionablePathMTU {
+				c.sessLog.Warn("PathMtuNotification reports a path MTU below the actionable floor; ignoring",
+					"src", logging.Named(c.displayName, src), "reported_mtu", n.PathMTU, "floor", mmp.MinActionablePathMTU)
+			}
 			sm.link.PathMTU().ApplyNotification(now, n.PathMTU)
 		}
 	}

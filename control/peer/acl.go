@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 )
 
 // ACL is the peers.allow / peers.deny pair. Decision: an allow match (or
@@ -26,6 +27,7 @@ type ACL struct {
 	allow, deny       aclList
 	allowMod, denyMod time.Time
 	allowOK, denyOK   bool
+	loaded            bool // a file has been loaded once (the next load is a reload)
 }
 
 type aclList struct {
@@ -64,12 +66,24 @@ func (a *ACL) Check(pk identity.PublicKey) ACLDecision {
 // or vanished). It returns whether anything was reloaded. A missing file is
 // an empty list.
 func (a *ACL) Reload(log *slog.Logger) bool {
+	log = logging.WithTarget(log, "fips::node::acl")
 	changed := false
 	if l, mod, ok, did := reloadList(a.AllowFile, a.allowMod, a.allowOK, a.Aliases, log); did {
 		a.allow, a.allowMod, a.allowOK, changed = l, mod, ok, true
 	}
 	if l, mod, ok, did := reloadList(a.DenyFile, a.denyMod, a.denyOK, a.Aliases, log); did {
 		a.deny, a.denyMod, a.denyOK, changed = l, mod, ok, true
+	}
+	if changed {
+		// Upstream's lines: DEBUG at every load, INFO when it replaces
+		// what was loaded before.
+		args := []any{"allow_entries", len(a.allow.keys), "deny_entries", len(a.deny.keys),
+			"allow_all", a.allow.all, "deny_all", a.deny.all}
+		log.Debug("Loaded peer ACL files", args...)
+		if a.loaded {
+			log.Info("Reloaded peer ACL files", append([]any{"allow_file", a.AllowFile, "deny_file", a.DenyFile}, args...)...)
+		}
+		a.loaded = true
 	}
 	return changed
 }
@@ -152,7 +166,7 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 			}
 			return aclList{}, time.Time{}, false, false
 		}
-		log.Warn("cannot stat ACL file", "path", path, "error", err)
+		log.Warn("Failed to read ACL file", "path", path, "error", err)
 		return aclList{}, time.Time{}, false, false
 	}
 	if wasPresent && fi.ModTime().Equal(lastMod) {
@@ -160,20 +174,27 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		log.Warn("cannot read ACL file", "path", path, "error", err)
+		log.Warn("Failed to read ACL file", "path", path, "error", err)
 		return aclList{}, time.Time{}, false, false
 	}
 	defer f.Close()
 	l, err := ParseACL(f, aliases, func(line int, tok string, err error) {
-		log.Warn("skipping invalid ACL entry", "path", path, "line", line, "entry", tok, "error", err)
+		if errors.Is(err, ErrACLLineFields) {
+			log.Warn("Expected one ACL entry per line, skipping", "path", path, "line", line, "content", tok)
+			return
+		}
+		log.Warn("Skipping invalid ACL entry", "path", path, "line", line, "entry", tok, "error", err)
 	})
 	if err != nil {
-		log.Warn("cannot read ACL file", "path", path, "error", err)
+		log.Warn("Failed to read ACL file", "path", path, "error", err)
 		return aclList{}, time.Time{}, false, false
 	}
-	log.Info("loaded ACL file", "path", path, "entries", len(l.entries), "all", l.all)
 	return l, fi.ModTime(), true, true
 }
+
+// ErrACLLineFields is reported for an ACL line holding more than one
+// whitespace-separated token (upstream skips the line).
+var ErrACLLineFields = errors.New("expected one ACL entry per line")
 
 // maxACLEntries bounds one ACL file.
 const maxACLEntries = 65536
@@ -194,6 +215,10 @@ func ParseACL(r interface{ Read([]byte) (int, error) }, aliases func(string) (id
 		}
 		tok := strings.TrimSpace(line)
 		if tok == "" {
+			continue
+		}
+		if len(strings.Fields(tok)) != 1 {
+			bad(n, tok, ErrACLLineFields)
 			continue
 		}
 		if len(l.entries) >= maxACLEntries {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -119,8 +120,14 @@ func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, i
 	case wire.MsgDisconnect:
 		m.stats.DisconnectsRecv++
 		reason := wire.DisconnectOther
+		dl := logging.WithTarget(m.log, "fips::node::dataplane::dispatch")
 		if d, err := wire.ParseDisconnect(in.Message); err == nil {
 			reason = d.Reason
+			dl.Info("Peer sent disconnect notification", "peer", m.name(p.NodeAddr), "reason", reason.String())
+		} else {
+			// Upstream drops a malformed one; the peer is removed here
+			// regardless, as it has said it is leaving.
+			dl.Debug("Malformed disconnect message", "from", m.name(p.NodeAddr), "error", err)
 		}
 		m.removePeer(now, p, "peer sent Disconnect: "+reason.String(), true)
 	default:
@@ -182,18 +189,29 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 
 // Disconnect tells p we are closing the link and removes it.
 func (m *Manager) Disconnect(now time.Time, p *Peer, reason wire.DisconnectReason, reconnect bool) {
+	m.disconnect(now, p, reason, reconnect)
+}
+
+// disconnect is Disconnect, saying whether the message was sent.
+func (m *Manager) disconnect(now time.Time, p *Peer, reason wire.DisconnectReason, reconnect bool) bool {
 	msg := [2]byte{byte(wire.MsgDisconnect), byte(reason)}
-	if err := m.SendLink(now, p, 0, msg[:]); err == nil {
+	err := m.SendLink(now, p, 0, msg[:])
+	if err == nil {
 		m.stats.DisconnectsSent++
 	}
 	m.removePeer(now, p, "local Disconnect: "+reason.String(), reconnect)
+	return err == nil
 }
 
 // Shutdown sends Disconnect(Shutdown) to every peer and forgets them all,
-// scheduling nothing.
-func (m *Manager) Shutdown(now time.Time) {
+// scheduling nothing. It returns how many Disconnects were sent and to how
+// many peers, for upstream's "Sent disconnect notifications" line.
+func (m *Manager) Shutdown(now time.Time) (sent, total int) {
 	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
-		m.Disconnect(now, p, wire.DisconnectShutdown, false)
+		total++
+		if m.disconnect(now, p, wire.DisconnectShutdown, false) {
+			sent++
+		}
 	}
 	for _, l := range m.legs {
 		m.dropLeg(l)
@@ -201,4 +219,5 @@ func (m *Manager) Shutdown(now time.Time) {
 	for _, st := range m.static {
 		st.pending = false
 	}
+	return sent, total
 }

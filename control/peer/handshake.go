@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/transport"
@@ -58,6 +59,7 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 		return ErrConnectionLimit
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
+		m.rejectedByACL(pk, c.Transport, c.Addr, "outbound_connect", d)
 		return fmt.Errorf("%w (%s)", ErrACLDenied, d.Rule)
 	}
 	l, err := m.newLeg(now, pk, c.Transport, c.Addr, nil)
@@ -162,11 +164,13 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	// who sent it. Only the peer that owns the address may use it.
 	if known != nil && known.NodeAddr != na {
 		m.stats.Msg1IdentityMismatch++
+		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
+			"expected", m.name(known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
 		return
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
-		m.log.Debug("msg1 denied by ACL", "peer", na.Short(), "rule", d.Rule)
+		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
 		return
 	}
 	existing := m.peers[na]
@@ -276,6 +280,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	m.dropLeg(l)
 	if d := m.acl.Check(l.expect); !d.Allowed {
 		m.stats.Msg2ACLDenied++
+		m.rejectedByACL(l.expect, l.t, l.addr, "outbound_handshake", d)
 		return
 	}
 	na := l.expectAddr
@@ -287,7 +292,8 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		}
 		if epoch != p.Epoch {
 			m.stats.PeerRestarts++
-			m.log.Info("peer restarted (new epoch in rekey msg2); replacing its link", "peer", p.String())
+			m.log.Info("Peer restart detected during FMP rekey, replacing stale endpoint session", "peer", m.name(na),
+				"old_epoch", p.Epoch.String(), "new_epoch", epoch.String())
 			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
 			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 			return
@@ -300,10 +306,11 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
 	case existing.Epoch != epoch:
 		m.stats.PeerRestarts++
-		m.log.Info("peer restarted (new epoch in msg2); replacing its link", "peer", existing.String(),
-			"old_epoch", existing.Epoch.String(), "new_epoch", epoch.String())
+		oldEpoch, loser := existing.Epoch, existing.LinkID
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
-		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
+		if p := m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID); p != nil {
+			m.restartedOnPromotion(p, loser, oldEpoch)
+		}
 	default:
 		// Both sides dialed at once. Both keep the link the smaller
 		// NodeAddr initiated, so both converge on the same session.
@@ -465,3 +472,24 @@ func (m *Manager) send(t transport.ID, to transport.Addr, pkt []byte) {
 
 // Connecting reports whether a handshake to na is in flight.
 func (m *Manager) Connecting(na identity.NodeAddr) bool { return m.hasLegTo(na) }
+
+// rejectedByACL is upstream's WARN for a peer the ACL refuses: context is
+// upstream's (outbound_connect, inbound_handshake, outbound_handshake),
+// decision its wording of the matching rule; rule is ours.
+func (m *Manager) rejectedByACL(pk identity.PublicKey, t transport.ID, addr transport.Addr, context string, d ACLDecision) {
+	decision := "denylist match"
+	if d.Allowed {
+		decision = "default allow"
+	}
+	logging.WithTarget(m.log, "fips::node::acl").Warn("Rejected peer by ACL", "peer", m.name(pk.NodeAddr()),
+		"npub", pk.Npub(), "transport_id", uint32(t), "remote_addr", addr.String(), "context", context,
+		"decision", decision, "rule", d.Rule)
+}
+
+// restartedOnPromotion is upstream's line for a handshake that found the
+// peer already active under an older epoch: p is the new link (the
+// winner), loser the replaced one; the epochs are ours.
+func (m *Manager) restartedOnPromotion(p *Peer, loser uint64, oldEpoch noise.Epoch) {
+	m.log.Info("Peer restart detected during promotion, replacing stale active peer", "peer", m.name(p.NodeAddr),
+		"winner_link", p.LinkID, "loser_link", loser, "old_epoch", oldEpoch.String(), "new_epoch", p.Epoch.String())
+}

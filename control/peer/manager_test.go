@@ -3,10 +3,12 @@ package peer
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -145,8 +147,16 @@ func TestRestartDetectedByEpoch(t *testing.T) {
 	if a.m.Stats().PeerRestarts != 1 {
 		t.Errorf("restarts %d", a.m.Stats().PeerRestarts)
 	}
-	if !strings.Contains(a.logs.String(), "peer restarted") {
-		t.Errorf("survivor did not log the restart:\n%s", a.logs)
+	// Upstream's line, with the new link (winner) and the replaced one.
+	found := false
+	for _, l := range strings.Split(a.logs.String(), "\n") {
+		if strings.Contains(l, `level=INFO msg="Peer restart detected during promotion, replacing stale active peer" `) {
+			found = strings.Contains(l, " peer=") && strings.Contains(l, " winner_link=") && strings.Contains(l, " loser_link=") &&
+				!strings.Contains(l, fmt.Sprintf(" winner_link=%d loser_link=%d ", a.m.Peer(b.id.NodeAddr()).LinkID, a.m.Peer(b.id.NodeAddr()).LinkID))
+		}
+	}
+	if !found {
+		t.Errorf("survivor did not log the restart with peer, winner_link and loser_link:\n%s", a.logs)
 	}
 	if a.m.Peer(b.id.NodeAddr()).Epoch != b2.m.Epoch() {
 		t.Error("survivor kept the old epoch")
@@ -364,6 +374,12 @@ func TestMsg1SpoofedFromPeerAddressDropped(t *testing.T) {
 	}
 	if b.m.Peer(a.id.NodeAddr()).Addr != a.addr {
 		t.Error("established peer moved")
+	}
+	// Upstream's warning names whom the address belongs to and who came.
+	want := fmt.Sprintf(`level=WARN msg="Msg1 admitted by the established-address waiver carries a different identity, dropping" log.target=fips::node::handlers::handshake expected=%s actual=%s transport_id=1`,
+		identity.ShortNpub(a.id.Npub()), c.id.NodeAddr().ShortHex()) // a is a peer, its key known; c is not
+	if !strings.Contains(b.logs.String(), want) {
+		t.Errorf("no %q in:\n%s", want, b.logs)
 	}
 }
 

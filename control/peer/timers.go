@@ -3,11 +3,13 @@ package peer
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -48,6 +50,8 @@ func (m *Manager) dialStatic(now time.Time, st *staticState) {
 
 var errNoResolver = errors.New("no resolver for configured addresses")
 
+var errNoUsableAddress = errors.New("no usable address")
+
 // StaticResolved delivers a resolution ResolveStatic answered later, and
 // dials (or schedules the retry) as the answer allows.
 func (m *Manager) StaticResolved(now time.Time, na identity.NodeAddr, res Resolution) {
@@ -73,7 +77,11 @@ func (m *Manager) dialCandidates(now time.Time, st *staticState, cands []Candida
 			return // nothing configured to dial: nothing to retry
 		}
 		st.lastErr = resolveErr
-		m.log.Warn("configured peer has no usable address", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", resolveErr)
+		why := errNoUsableAddress
+		if resolveErr != nil {
+			why = fmt.Errorf("%w: %w", errNoUsableAddress, resolveErr)
+		}
+		m.initiationFailed(st, why)
 		m.scheduleRetry(now, st.nodeAddr, true)
 		return
 	}
@@ -85,9 +93,27 @@ func (m *Manager) dialCandidates(now time.Time, st *staticState, cands []Candida
 	st.lastAddr, st.lastErr = c.Addr.String(), nil
 	if err := m.Dial(now, st.cfg.PublicKey, c); err != nil {
 		st.lastErr = err
-		m.log.Warn("cannot dial configured peer", "peer", st.nodeAddr.Short(), "alias", st.cfg.Alias, "error", err)
+		m.initiationFailed(st, err)
 		m.scheduleRetry(now, st.nodeAddr, true)
 	}
+}
+
+// initiationFailed is upstream's WARN for a configured peer that could
+// not be dialled: "Failed to initiate peer connection" (npub, alias as
+// Rust's Option debug form) on the first attempt, "Retry connection
+// initiation failed" (peer) on a retry.
+func (m *Manager) initiationFailed(st *staticState, err error) {
+	if st.retries > 0 {
+		logging.WithTarget(m.log, "fips::node::peering::driver").Warn("Retry connection initiation failed",
+			"peer", m.name(st.nodeAddr), "error", err)
+		return
+	}
+	alias := "None"
+	if st.cfg.Alias != "" {
+		alias = fmt.Sprintf("Some(%q)", st.cfg.Alias)
+	}
+	logging.WithTarget(m.log, "fips::node::lifecycle").Warn("Failed to initiate peer connection",
+		"npub", st.cfg.PublicKey.Npub(), "alias", alias, "error", err)
 }
 
 // RetryInfo is one configured peer's retry state (show_routing.retries).

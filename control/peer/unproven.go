@@ -164,6 +164,7 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 	m.stats.HandshakesProven++
 	if d := m.acl.Check(u.pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
+		m.rejectedByACL(u.pk, t, addr, "inbound_handshake", d)
 		return nil
 	}
 	existing := m.peers[u.na]
@@ -196,9 +197,13 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		return existing
 	case existing != nil:
 		m.stats.PeerRestarts++
-		m.log.Info("peer restarted (new epoch in handshake, proved by its first frame); replacing its link",
-			"peer", existing.String(), "old_epoch", existing.Epoch.String(), "new_epoch", u.epoch.String())
+		oldEpoch, loser := existing.Epoch, existing.LinkID
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, addr})
+		p := m.promote(now, u.pk, u.epoch, t, addr, Inbound, u.sess.s, u.sess.ourIndex, u.sess.theirIndex, 0)
+		if p != nil {
+			m.restartedOnPromotion(p, loser, oldEpoch)
+		}
+		return p
 	case m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers && !m.hasLegTo(u.na):
 		// Other handshakes proved first and filled the table.
 		m.stats.Msg1PeerLimit++

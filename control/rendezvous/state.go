@@ -223,6 +223,10 @@ func (f *FailureState) RecordProtocolMismatch(npub string, nowMs uint64) bool {
 	return warn
 }
 
+// MismatchCooldownSecs is how long RecordProtocolMismatch holds a peer
+// in cooldown, in seconds (protocol_mismatch_cooldown_secs).
+func (f *FailureState) MismatchCooldownSecs() uint64 { return f.pol.MismatchCooldownMs / 1000 }
+
 // RecordSuccess clears npub's streak and cooldown.
 func (f *FailureState) RecordSuccess(npub string) {
 	f.mu.Lock()

@@ -2,6 +2,7 @@ package route
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -54,5 +55,23 @@ func TestUpstreamLookupLogLines(t *testing.T) {
 		if !found {
 			t.Errorf("no %s %q in\n%s", w.level, w.msg, buf.String())
 		}
+	}
+}
+
+// TestLookupProofFailureLogged: a LookupResponse whose proof does not
+// verify is upstream's WARN "LookupResponse proof verification failed,
+// discarding" with request_id and target.
+func TestLookupProofFailureLogged(t *testing.T) {
+	f, _, ta, coords, _ := originatorFixture(t)
+	var buf bytes.Buffer
+	f.r = New(f.id, DefaultConfig(), f.topo, f.flt, f.links, f.ids,
+		slog.New(logging.New(&buf, logging.Options{Level: logging.LevelTrace})), f.rnd)
+	wrong := mustIdentity(t, newSeeded(8))
+	if err := f.r.HandleLookupResponse(t0, addr(0xAA), signedResponse(t, wrong, 701, ta, coords, 1280)); !errors.Is(err, ErrProof) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	if want := " WARN fips::node::handlers::lookup: LookupResponse proof verification failed, discarding request_id=701 target=" +
+		ta.ShortHex() + "\n"; !strings.Contains(buf.String(), want) {
+		t.Errorf("no %q in:\n%s", want, buf.String())
 	}
 }

@@ -517,6 +517,7 @@ func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg
 		if pending {
 			p.badProofs++
 		}
+		r.log.Warn("LookupResponse proof verification failed, discarding", "request_id", resp.RequestID, "target", r.name(resp.Target))
 		return fmt.Errorf("%w: %s: %w", ErrProof, resp.Target.Short(), err)
 	}
 	L.RespAccepted++

@@ -3,10 +3,13 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -175,6 +178,8 @@ func TestWarmupStandaloneWhenCoordsDoNotFit(t *testing.T) {
 func TestMsg3AntiSpoofing(t *testing.T) {
 	m := newMesh(t, 8)
 	b := m.addNode(DefaultConfig())
+	var logs bytes.Buffer
+	b.tbl = New(b.id, noise.Epoch{m.epochN}, DefaultConfig(), b, b, slog.New(logging.New(&logs, logging.Options{})), m.rnd)
 	mal, err := identity.Generate(m.rnd)
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +213,11 @@ func TestMsg3AntiSpoofing(t *testing.T) {
 	b.tbl.HandleFSP(m.now, victim, victim, false, mb)
 	if b.tbl.Len() != 0 || b.tbl.Stats().AddrMismatch != 1 {
 		t.Fatalf("spoofed msg3 accepted: len %d stats %+v", b.tbl.Len(), b.tbl.Stats())
+	}
+	// Upstream's warning: the claimed source and the address the key gives.
+	if want := " WARN fips::node::handlers::session: SessionMsg3 source address does not match the authenticated static key src=" +
+		victim.ShortHex() + " derived=" + mal.NodeAddr().String() + "\n"; !strings.Contains(logs.String(), want) {
+		t.Errorf("no %q in:\n%s", want, logs.String())
 	}
 	for _, ev := range b.events {
 		if ev.Kind == EventUp {

@@ -719,7 +719,8 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		}
 		if identity.XOnly(static) != e.remote {
 			e.rekeyR = nil
-			t.reject(&t.stats.RekeyKeyMismatch, "rekey msg3 from a different static key", src)
+			t.stats.RekeyKeyMismatch++
+			t.log.Warn("FSP rekey: initiator static key differs from the established peer key", "src", t.name(src))
 			return
 		}
 		s, err := hs.Session()
@@ -727,11 +728,13 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 			e.rekeyR = nil
 			return
 		}
-		if e.pending != nil {
-			t.stats.PendingReplaced++
-		}
+		superseded := e.pending != nil
 		e.pending, e.rekeyR = s, nil
 		e.rekeyCompleted = now
+		if superseded {
+			t.stats.PendingReplaced++
+			t.log.Warn("FSP rekey: newly completed session replaced one still awaiting cutover", "src", t.name(src))
+		}
 		return
 	}
 	if e.state != StateAwaitingMsg3 {
@@ -750,7 +753,9 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	delete(t.sessions, src)
 	pk := identity.XOnly(static)
 	if pk.NodeAddr() != src {
-		t.reject(&t.stats.AddrMismatch, "msg3 static does not match the datagram source", src)
+		t.stats.AddrMismatch++
+		t.log.Warn("SessionMsg3 source address does not match the authenticated static key", "src", t.name(src),
+			"derived", pk.NodeAddr().String())
 		return
 	}
 	t.env.LearnIdentity(src, pk)
@@ -952,6 +957,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 	}
 	var dest identity.NodeAddr
 	var mtu uint16
+	var reporter identity.NodeAddr
 	switch typ {
 	case wire.SignalCoordsRequired:
 		t.stats.CoordsRequired++
@@ -976,7 +982,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest, mtu = m.DestAddr, m.MTU
+		dest, mtu, reporter = m.DestAddr, m.MTU, m.Reporter
 	}
 	switch v := t.signalVerdict(src, dest); v {
 	case forged, unbound:
@@ -1018,10 +1024,15 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 	case wire.SignalMtuExceeded:
 		if mtu < MinActionablePathMTU {
 			t.stats.MtuExceededBelowFloor++
+			t.log.Warn("MtuExceeded reports a path MTU below the actionable floor; ignoring", "dest", t.name(dest),
+				"reporter", reporter.String(), "bottleneck_mtu", mtu, "floor", MinActionablePathMTU)
 			return
 		}
-		if e.pathMTU == 0 || mtu < e.pathMTU {
+		if old := e.pathMTU; old == 0 || mtu < old {
 			e.pathMTU = mtu
+			// old_mtu 0: no path MTU was known for the session yet.
+			t.log.Info("Path MTU decreased via reactive MtuExceeded signal", "dest", t.name(dest),
+				"old_mtu", old, "new_mtu", mtu, "reporter", reporter.String())
 		}
 		if old, ok := t.clamp[dest]; !ok || mtu < old {
 			t.clamp[dest] = mtu
@@ -1147,6 +1158,8 @@ func (t *Table) rekeyTick(now time.Time, e *entry) {
 	if !e.rekeyInitiator && e.rekeyR != nil && !e.lastPeerRekey.IsZero() && now.Sub(e.lastPeerRekey) > t.cfg.HandshakeTimeout {
 		e.rekeyR = nil
 		t.stats.RekeyExpired++
+		t.log.Info("FSP rekey armed by peer expired without msg3, session retained", "peer", t.name(e.addr),
+			"age_ms", now.Sub(e.lastPeerRekey).Milliseconds())
 		return
 	}
 	// Deviation: upstream never expires a rekey handshake this side

@@ -46,12 +46,12 @@ func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte)
 	t.sigBuf = ann.SigningBytes(t.sigBuf[:0])
 	if err := pk.Verify(t.sigBuf, ann.Signature); err != nil {
 		t.stats.SigFailed++
-		t.log.Warn("TreeAnnounce signature verification failed", "from", from.Short(), "error", err)
+		t.log.Warn("TreeAnnounce signature verification failed", "from", t.name(from), "error", err)
 		return &RejectError{Reason: ReasonSigFailed, Peer: from, Err: err}
 	}
 	if err := ann.Validate(); err != nil {
 		t.stats.AncestryInvalid++
-		t.log.Warn("rejected TreeAnnounce with invalid ancestry", "from", from.Short(), "error", err)
+		t.log.Warn("Rejected TreeAnnounce with invalid ancestry", "from", t.name(from), "error", err)
 		return &RejectError{Reason: ReasonAncestryInvalid, Peer: from, Err: err}
 	}
 

@@ -137,6 +137,7 @@ func TestRejectsInconsistentRoot(t *testing.T) {
 	if !errors.Is(err, ReasonAncestryInvalid) || !errors.Is(err, wire.ErrValue) {
 		t.Fatalf("got %v", err)
 	}
+	f.logged(" WARN fips::node::tree: Rejected TreeAnnounce with invalid ancestry from=" + a.NodeAddr().ShortHex() + " error=")
 	after := f.tr.Snapshot()
 	if after.Root != before.Root || after.Depth != before.Depth || after.Stats.Accepted != before.Stats.Accepted {
 		t.Fatalf("state changed: %+v -> %+v", before, after)

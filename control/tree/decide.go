@@ -206,7 +206,8 @@ func (t *Tree) applySwitch(now time.Time, parent identity.NodeAddr, trig Trigger
 	attrs := []any{"new_parent", t.name(parent), "new_seq", seq, "new_root", t.root.String(), "depth", t.coords.depth()}
 	switch trig {
 	case TriggerFirstRTT:
-		t.log.Info("Parent switched after first RTT measurement", append(attrs, "trigger", "first-rtt")...)
+		// Upstream logs the first-RTT hook from its MMP handler.
+		t.mmpLog().Info("Parent switched after first RTT measurement", append(attrs, "trigger", "first-rtt")...)
 	case TriggerPeriodic:
 		t.log.Info("Parent switched via periodic cost re-evaluation", append(attrs, "trigger", "periodic")...)
 	default:
@@ -227,7 +228,18 @@ func (t *Tree) applySelfRoot(now time.Time, trig Trigger, from identity.NodeAddr
 		return
 	}
 	t.stats.ParentSwitches++
-	t.log.Info("self-promoted to root: smallest visible node address", "trigger", trig.String())
+	// Upstream's three lines, one per path (the first-RTT one from its
+	// MMP handler); trigger is upstream's on the latter two, ours on the
+	// first.
+	root := t.root.String()
+	switch trig {
+	case TriggerFirstRTT:
+		t.mmpLog().Info("Self-promoted to root after first RTT: smallest visible NodeAddr", "new_root", root, "trigger", "first-rtt")
+	case TriggerPeriodic:
+		t.log.Info("Self-promoted to root in periodic reeval: smallest visible NodeAddr", "new_root", root, "trigger", "periodic")
+	default:
+		t.log.Info("Self-promoted to root: smallest visible NodeAddr", "new_root", root, "trigger", trig.String())
+	}
 	t.sendAll(now)
 	t.emit(now, Change{Kind: ChangeSelfRoot, Trigger: trig, From: from})
 }
@@ -252,7 +264,7 @@ func (t *Tree) classifyAnnounce(now time.Time, from identity.NodeAddr) {
 	}
 	if t.peers[from].pos.contains(t.self) {
 		t.stats.LoopDetected++
-		t.log.Warn("parent ancestry contains us: loop detected, dropping parent", "parent", from.Short())
+		t.log.Warn("Parent ancestry contains us — loop detected, dropping parent", "parent", t.name(from))
 		dampened := t.recover(now, costs)
 		if t.sign() != nil {
 			return
@@ -279,8 +291,8 @@ func (t *Tree) classifyAnnounce(now time.Time, from identity.NodeAddr) {
 	changed := !slices.Equal(old, t.coords.addrs)
 	if changed {
 		t.stats.AncestryChanged++
-		t.log.Info("parent ancestry changed, re-announcing", "parent", from.Short(),
-			"old_root", oldRoot.Short(), "new_root", t.root.Short(),
+		t.log.Info("Parent ancestry changed, re-announcing", "parent", t.name(from),
+			"old_root", oldRoot.String(), "new_root", t.root.String(),
 			"old_depth", oldDepth, "new_depth", t.coords.depth())
 		t.sendAll(now)
 	}

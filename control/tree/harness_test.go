@@ -1,13 +1,17 @@
 package tree
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -107,6 +111,7 @@ type fixture struct {
 	env   *fakeEnv
 	tr    *Tree
 	peers map[identity.NodeAddr]*identity.Identity
+	logs  *bytes.Buffer // the Tree's log in upstream's layout
 }
 
 // newFixture builds a Tree for identity seed 1000 (plus offset).
@@ -114,8 +119,18 @@ func newFixture(tb testing.TB, cfg Config) *fixture {
 	f := &fixture{tb: tb, now: t0, peers: map[identity.NodeAddr]*identity.Identity{}}
 	f.env = &fakeEnv{keys: map[identity.NodeAddr]identity.PublicKey{}, costs: map[identity.NodeAddr]float64{}, now: &f.now}
 	f.id = testIdentity(tb, 1000)
-	f.tr = New(f.now, f.id, cfg, f.env, nil, seeded(1))
+	f.logs = &bytes.Buffer{}
+	f.tr = New(f.now, f.id, cfg, f.env, slog.New(logging.New(f.logs, logging.Options{Level: slog.LevelDebug})), seeded(1))
 	return f
+}
+
+// logged fails unless the Tree logged line (level, target, message and
+// fields, from the level on; the line's end when it ends in "\n").
+func (f *fixture) logged(line string) {
+	f.tb.Helper()
+	if !strings.Contains(f.logs.String(), line) {
+		f.tb.Errorf("no %q in the log:\n%s", line, f.logs)
+	}
 }
 
 // peer brings up a peer with identity seed and returns it.

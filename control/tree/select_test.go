@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,6 +128,7 @@ func TestFlapDampening(t *testing.T) {
 	if st := f.tr.Stats(); st.FlapDampened != 1 || st.ParentSwitches != 4 || f.parent() != b.NodeAddr() {
 		t.Fatalf("after 4 changes: %+v parent %s", st, f.parent().Short())
 	}
+	f.logged(" WARN fips::node::tree: Flap dampening engaged, discretionary parent switching suppressed trigger=announce dampening_secs=120\n")
 	if c := f.env.changes[len(f.env.changes)-1]; c.Kind != ChangeSwitch || !c.FlapDampened {
 		t.Fatalf("change %+v", c)
 	}
@@ -182,6 +184,9 @@ func TestUnmeasuredPeerRule(t *testing.T) {
 	if c.Kind != ChangeSwitch || c.Trigger != TriggerFirstRTT || c.From != b.NodeAddr() || c.Bloom() != BloomAll {
 		t.Fatalf("change %+v", c)
 	}
+	// Upstream writes this one from its MMP handler.
+	f.logged(" INFO fips::node::handlers::mmp: Parent switched after first RTT measurement new_parent=" + b.NodeAddr().ShortHex() +
+		" new_seq=" + fmt.Sprint(f.tr.Sequence()) + " new_root=" + addrOf(0).String() + " depth=")
 }
 
 // In a cold start (nobody measured) every peer costs 1, so the shallowest
@@ -233,6 +238,7 @@ func TestSelfRootPromotion(t *testing.T) {
 	if f.tr.Stats().ParentSwitches != before+1 {
 		t.Fatal("parent_switches not counted")
 	}
+	f.logged(" INFO fips::node::tree: Self-promoted to root: smallest visible NodeAddr new_root=" + f.tr.Self().String() + " trigger=announce\n")
 	c := f.env.changes[len(f.env.changes)-1]
 	if r, ok := c.InvalidateOtherRoots(); c.Kind != ChangeSelfRoot || !ok || r != f.tr.Self() || c.InvalidateViaSelf() || c.Bloom() != BloomAll {
 		t.Fatalf("change %+v", c)
@@ -250,6 +256,7 @@ func TestLoopDetection(t *testing.T) {
 	if st := f.tr.Stats(); st.LoopDetected != 1 {
 		t.Fatalf("stats %+v", st)
 	}
+	f.logged(" WARN fips::node::tree: Parent ancestry contains us — loop detected, dropping parent parent=" + q.NodeAddr().ShortHex() + "\n")
 	if !f.tr.IsRoot() || f.tr.Sequence() != seq+1 {
 		t.Fatal("did not fall back to root")
 	}
@@ -314,6 +321,8 @@ func TestSameParentAncestryUpdate(t *testing.T) {
 	if f.env.sentTo(q.NodeAddr()) != sent+1 {
 		t.Fatal("changed path not re-announced")
 	}
+	f.logged(fmt.Sprintf(" INFO fips::node::tree: Parent ancestry changed, re-announcing parent=%s old_root=%s new_root=%s old_depth=%d new_depth=%d\n",
+		q.NodeAddr().ShortHex(), root, root, depth, depth))
 	ch := f.env.changes[len(f.env.changes)-1]
 	if ch.Kind != ChangeAncestryUpdate || !ch.PathChanged || ch.From != q.NodeAddr() || ch.Bloom() != BloomChanged ||
 		!ch.InvalidateViaSelf() || !ch.ResetLookupBackoff() {
@@ -351,6 +360,7 @@ func TestSelfRootAfterParentLoss(t *testing.T) {
 	if !f.tr.IsRoot() || f.tr.Sequence() != seq+1 || f.tr.Stats().ParentLosses != 1 {
 		t.Fatalf("root %v seq %d stats %+v", f.tr.IsRoot(), f.tr.Sequence(), f.tr.Stats())
 	}
+	f.logged(" INFO fips::node::tree: Tree state updated after parent loss new_root=" + f.tr.Self().String() + " is_root=true\n")
 	c := f.env.changes[len(f.env.changes)-1]
 	if r, ok := c.InvalidateOtherRoots(); c.Kind != ChangeParentLost || c.From != a.NodeAddr() || !ok || r != f.tr.Self() ||
 		!c.InvalidateViaSelf() || c.ResetLookupBackoff() || c.Bloom() != BloomNone {

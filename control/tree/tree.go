@@ -149,6 +149,10 @@ func (t *Tree) SetNamer(f func(identity.NodeAddr) string) { t.namer = f }
 
 func (t *Tree) name(a identity.NodeAddr) slog.LogValuer { return logging.Named(t.namer, a) }
 
+// mmpLog is the logger of the lines upstream writes from its MMP handler
+// (the first-RTT hook).
+func (t *Tree) mmpLog() *slog.Logger { return logging.WithTarget(t.log, "fips::node::handlers::mmp") }
+
 // ---------------------------------------------------------------------------
 // Queries
 
@@ -272,7 +276,8 @@ func (t *Tree) PeerUp(now time.Time, peer identity.NodeAddr) {
 		t.order = slices.Insert(t.order, i, peer)
 	}
 	if err := t.sendTo(now, peer); err != nil {
-		t.log.Debug("failed to send initial TreeAnnounce", "peer", peer.Short(), "error", err)
+		// Upstream logs this from its handshake handler.
+		logging.WithTarget(t.log, "fips::node::handlers::handshake").Debug("Failed to send initial TreeAnnounce", "peer", t.name(peer), "error", err)
 	}
 }
 
@@ -294,7 +299,7 @@ func (t *Tree) PeerDown(now time.Time, peer identity.NodeAddr) {
 	t.stats.ParentLosses++
 	dampened := t.recover(now, t.peerCosts())
 	_ = t.sign() // on failure upstream still invalidates and re-announces
-	t.log.Info("tree state updated after parent loss", "new_root", t.root.Short(), "is_root", t.IsRoot())
+	t.log.Info("Tree state updated after parent loss", "new_root", t.root.String(), "is_root", t.IsRoot())
 	if dampened {
 		t.noteFlap("parent-loss")
 	}
@@ -428,6 +433,6 @@ func (t *Tree) emit(now time.Time, c Change) {
 
 func (t *Tree) noteFlap(trigger string) {
 	t.stats.FlapDampened++
-	t.log.Warn("flap dampening engaged, discretionary parent switching suppressed",
+	t.log.Warn("Flap dampening engaged, discretionary parent switching suppressed",
 		"trigger", trigger, "dampening_secs", t.flap.durationMs/1000)
 }

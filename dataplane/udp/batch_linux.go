@@ -26,8 +26,10 @@ type Conn struct {
 	rc  syscall.RawConn
 	v6  bool // AF_INET6 socket (IPv4 peers as v4-mapped addresses)
 	gro bool
-	// gso is switched off by the first writer a GSO send fails for.
-	gso atomic.Bool
+	// gso is switched off by the first writer a GSO send fails for;
+	// onGSORefused (SetGSORefused) hears of it once.
+	gso          atomic.Bool
+	onGSORefused func(error)
 
 	r batchState
 	w *Writer
@@ -142,6 +144,11 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 // GSO reports whether WriteBatch sends runs as one UDP_SEGMENT message.
 func (c *Conn) GSO() bool { return c.gso.Load() }
 
+// SetGSORefused sets what is called, once, when the kernel refuses a GSO
+// send and the socket falls back to one datagram per message. Set it
+// before the first write.
+func (c *Conn) SetGSORefused(f func(error)) { c.onGSORefused = f }
+
 // GRO reports whether received runs may arrive coalesced (Segment > 0);
 // receive buffers then need MaxMessage bytes.
 func (c *Conn) GRO() bool { return c.gro }
@@ -238,7 +245,9 @@ func (w *Writer) WriteBatch(ms []Message) (sent int, err error) {
 		// offload answers EIO) turns GSO off and goes again datagram by
 		// datagram; any other refusal skips that message.
 		if ms[0].segments() > 1 && (errno == unix.EIO || errno == unix.EINVAL) {
-			c.gso.Store(false)
+			if c.gso.CompareAndSwap(true, false) && c.onGSORefused != nil {
+				c.onGSORefused(errno)
+			}
 			n, e := w.writeSplit(&ms[0])
 			sent += n
 			if err == nil && e != nil {

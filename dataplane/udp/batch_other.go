@@ -24,6 +24,9 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 // GSO is false: every datagram is its own send.
 func (c *Conn) GSO() bool { return false }
 
+// SetGSORefused does nothing: there is no GSO here to refuse.
+func (c *Conn) SetGSORefused(func(error)) {}
+
 // GRO is false: every datagram is its own message.
 func (c *Conn) GRO() bool { return false }
 

@@ -8,6 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// bufLogTarget is the target of the buffer-clamp warnings (upstream's
+// Unix socket-setup module).
+const bufLogTarget = "fips::transport::udp::io::unix"
+
 // grantedBufSizes reads back SO_RCVBUF and SO_SNDBUF (Linux reports twice
 // the request, its bookkeeping overhead included).
 func grantedBufSizes(c syscall.Conn) (rcv, snd int, err error) {

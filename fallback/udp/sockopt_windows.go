@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// bufLogTarget is the target of the buffer-clamp warnings (upstream's
+// Windows socket setup logs none; named after its module).
+const bufLogTarget = "fips::transport::udp::io::windows"
+
 // grantedBufSizes reads back SO_RCVBUF and SO_SNDBUF.
 func grantedBufSizes(c syscall.Conn) (rcv, snd int, err error) {
 	rc, err := c.SyscallConn()

@@ -145,7 +145,8 @@ type Transport struct {
 	bufs  *transport.BufferPool // receive copies handed to the node
 	// adopted is a socket bound elsewhere (a NAT-traversal punch) that
 	// Start uses instead of binding; nil for a configured transport.
-	adopted *net.UDPConn
+	adopted    *net.UDPConn
+	wasAdopted bool // made by Adopt: its start line is upstream's for that
 
 	// The batched send path (Queue, Flush): one goroutine, the node's
 	// loop. queue is nil until Start.
@@ -225,7 +226,7 @@ func Adopt(id transport.ID, name string, conn *net.UDPConn, opts Options, log *s
 	if err != nil {
 		return nil, err
 	}
-	t.adopted = conn
+	t.adopted, t.wasAdopted = conn, true
 	return t, nil
 }
 
@@ -335,12 +336,19 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 			return fail(err)
 		}
 	}
+	// Upstream's warning when the kernel refuses GSO (its encrypt
+	// workers'); here once per socket, each of which falls back alone.
+	gsoRefused := func(err error) {
+		logging.WithTarget(t.log, "fips::node::encrypt_worker").Warn(
+			"UDP_GSO refused by kernel; falling back to sendmmsg for life of process", "error", err)
+	}
 	var extraBC []*udpio.Conn
 	for _, c := range extra {
 		bc, err := udpio.Open(c, max(RecvBatch, SendBatch))
 		if err != nil {
 			return fail(err)
 		}
+		bc.SetGSORefused(gsoRefused)
 		extraBC = append(extraBC, bc)
 	}
 	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
@@ -349,6 +357,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		t.state = transport.StateFailed
 		return err
 	}
+	bc.SetGSORefused(gsoRefused)
 	t.queue = udpio.NewSendQueue(bc, SendBatch, min(t.opts.MTU, udpio.MaxMessage))
 	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
@@ -390,21 +399,27 @@ func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 	if !primary {
 		return nil
 	}
+	started := "UDP transport started"
+	if t.wasAdopted {
+		started = "UDP transport adopted existing socket"
+	}
 	rcv, snd, err := grantedBufSizes(conn)
 	if err != nil {
-		t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+		t.log.Info(started, "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 			"kernel_drop_counter", drops, "buffers", "unknown: "+err.Error())
 		return nil
 	}
+	// Upstream's lines, from its socket-setup module.
+	bl := logging.WithTarget(t.log, bufLogTarget)
 	if rcv < t.opts.RecvBufSize {
-		t.log.Warn("UDP recv buffer clamped by kernel (raise net.core.rmem_max)",
-			"requested", t.opts.RecvBufSize, "granted", rcv)
+		bl.Warn("UDP recv buffer clamped by kernel (increase net.core.rmem_max)",
+			"requested", t.opts.RecvBufSize, "actual", rcv)
 	}
 	if snd < t.opts.SendBufSize {
-		t.log.Warn("UDP send buffer clamped by kernel (raise net.core.wmem_max)",
-			"requested", t.opts.SendBufSize, "granted", snd)
+		bl.Warn("UDP send buffer clamped by kernel (increase net.core.wmem_max)",
+			"requested", t.opts.SendBufSize, "actual", snd)
 	}
-	t.log.Info("UDP transport started", "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
+	t.log.Info(started, "local_addr", conn.LocalAddr().String(), "mtu", t.opts.MTU,
 		"recv_buf", rcv, "send_buf", snd, "kernel_drop_counter", drops, "workers", t.workerCount())
 	return nil
 }

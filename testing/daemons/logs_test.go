@@ -29,11 +29,13 @@ func TestLogsRustLogAndFormat(t *testing.T) {
 		" INFO fips: Loaded config file path=" + a.Config,
 		" INFO fips: Node created:",
 		" INFO fips::control: Control socket listening path=" + a.Socket,
-		" INFO fips::node: Node started: npub=",
+		" INFO fips::node::lifecycle: Node started: npub=",
 		" INFO fips: FIPS running",
 		" INFO fips::node::handlers::handshake: Peer promoted to active peer=npub1",
 		"DEBUG fips::node::handlers::handshake: Connection initiated peer=npub1", // handlers at debug
 		" INFO fips: FIPS shutting down",
+		" INFO fips::node::lifecycle: Sent disconnect notifications sent=1 total=1 reason=Shutdown",
+		" INFO fips::node::lifecycle: Node stopped state=stopped",
 		" INFO fips: FIPS shutdown complete",
 	} {
 		if !strings.Contains(logs, want) {
@@ -97,7 +99,7 @@ func TestLogsJSON(t *testing.T) {
 				t.Errorf("%s: path field %v", d.Name, rec.Fields["path"])
 			}
 		}
-		for _, want := range []string{"INFO fips Loaded config file", "INFO fips::node Node started:", "INFO fips FIPS shutdown complete"} {
+		for _, want := range []string{"INFO fips Loaded config file", "INFO fips::node::lifecycle Node started:", "INFO fips FIPS shutdown complete"} {
 			if !seen[want] {
 				t.Errorf("%s: no %q in\n%s", d.Name, want, d.Logs())
 			}

@@ -91,7 +91,7 @@ func TestTwoDaemonsLinkAndSurviveKill9(t *testing.T) {
 			b.Kill()
 			b.Start()
 			took, ok = WaitFor(5*time.Second, func() bool {
-				return b.HasPeer(npubA) && a.HasPeer(npubB) && strings.Contains(a.Logs(), "peer restarted")
+				return b.HasPeer(npubA) && a.HasPeer(npubB) && strings.Contains(a.Logs(), "INFO fips::node::handlers::handshake: Peer restart detected during ")
 			})
 			if !ok {
 				t.Fatalf("not relinked after restart (%v)\nA:\n%s\nB:\n%s", took, a.Logs(), b.Logs())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/control/identity"
 )
 
 // TestMDNSLANDiscovery: two nodes on one LAN segment, with no peers
@@ -72,9 +74,14 @@ peers: []
 				t.Fatalf("%s never saw %s on mDNS:\n%s", p[0].Name, p[1].Name, tail(p[0].Logs(), 30))
 			}
 		}
-		dialled = dialled || strings.Contains(p[0].Logs(), `: LAN peer discovered via mDNS; dialling peer=`+p[1].Npub())
+		dialled = dialled || strings.Contains(p[0].Logs(), `: Auto-connecting to discovered peer peer=`+identity.ShortNpub(p[1].Npub())+` `)
 	}
 	if !dialled {
 		t.Error("neither node dialled the other after an mDNS discovery")
+	}
+	for _, n := range []*Node{a, b} {
+		if !strings.Contains(n.Logs(), " INFO fips::node::lifecycle: LAN mDNS discovery enabled\n") {
+			t.Errorf("%s: no LAN mDNS discovery enabled line:\n%s", n.Name, tail(n.Logs(), 30))
+		}
 	}
 }

@@ -350,7 +350,7 @@ func TestNATTraversalPing(t *testing.T) {
 	}
 	for _, n := range []*Node{a, b} {
 		if !regexp.MustCompile(`Nostr rendezvous configured: the node will advertise udp:nat, reach 1 peer`).MatchString(n.Logs()) ||
-			!strings.Contains(n.Logs(), "traversal path adopted as a UDP transport") {
+			!strings.Contains(n.Logs(), "Adopted NAT traversal socket") {
 			t.Errorf("%s's log lacks the rendezvous lines:\n%s", n.Name, tail(n.Logs(), 40))
 		}
 	}
@@ -595,7 +595,7 @@ func TestNATSharedLANLocalCandidates(t *testing.T) {
 			!strings.HasPrefix(links.Links[0].RemoteAddr, hosts[p[1]]+":") {
 			t.Errorf("%s's link: %v %+v (want %s's LAN address %s)", p[0].Name, err, links, p[1].Name, hosts[p[1]])
 		}
-		if !strings.Contains(p[0].Logs(), "traversal path adopted as a UDP transport") {
+		if !strings.Contains(p[0].Logs(), "Adopted NAT traversal socket") {
 			t.Errorf("%s's log has no adopted traversal path:\n%s", p[0].Name, tail(p[0].Logs(), 40))
 		}
 		out, err := m.Exec(p[0].Name, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", p[1].Npub()+".fips")
