@@ -2,9 +2,11 @@ package afxdp
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ func TestTxQueueSendsFramesTheKernelAccepts(t *testing.T) {
 	// NODAD) and the kernel drops what is sent to it: wait for that, not
 	// for a time (under load the link watcher can take seconds).
 	usableV6(t, la, netip.MustParseAddr("fd09::1"))
+	// The kernel announces the address before it inserts its local
+	// route: wait for the route too, or the first datagrams are dropped.
+	localRouteV6(t, netip.MustParseAddr("fd09::1"))
 	s, err := Open(Options{Ifindex: b, Queue: 0, Frames: 16, TxFrames: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -92,9 +97,16 @@ func TestTxQueueSendsFramesTheKernelAccepts(t *testing.T) {
 				if err != nil {
 					st, _ := s.Statistics()
 					snmp, _ := os.ReadFile("/proc/thread-self/net/snmp")
+					snmp6, _ := os.ReadFile("/proc/thread-self/net/snmp6")
 					dev, _ := os.ReadFile("/proc/thread-self/net/dev")
 					addrs, _ := netlink.AddrList(la, netlink.FAMILY_ALL)
-					t.Fatalf("%v datagram %d: %v; %+v\n%s\n%s\naddresses of %s: %+v", dst, k, err, st, snmp, dev, la.Attrs().Name, addrs)
+					var flags []string
+					for _, a := range addrs {
+						flags = append(flags, fmt.Sprintf("%s flags %#x", a.IPNet, a.Flags))
+					}
+					routes, _ := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+					t.Fatalf("%v datagram %d: %v; %+v\n%s\n%s\n%s\naddresses of %s: %v\nIPv6 routes, every table: %v",
+						dst, k, err, st, snmp, nonZero(snmp6), dev, la.Attrs().Name, flags, routes)
 				}
 				want := make([]byte, 100+k)
 				for j := range want {
@@ -176,4 +188,54 @@ func usableV6(t *testing.T, l netlink.Link, addr netip.Addr) {
 			t.Fatalf("%v on %s still tentative or absent after 20 s: %+v", addr, l.Attrs().Name, as)
 		}
 	}
+}
+
+// localRouteV6 waits, on route notifications, until the local table
+// holds addr's /128 local route.
+func localRouteV6(t *testing.T, addr netip.Addr) {
+	t.Helper()
+	updates, done := make(chan netlink.RouteUpdate, 16), make(chan struct{})
+	defer close(done)
+	if err := netlink.RouteSubscribe(updates, done); err != nil {
+		t.Fatal(err)
+	}
+	isLocal := func(r netlink.Route) bool {
+		if r.Type != unix.RTN_LOCAL || r.Dst == nil {
+			return false
+		}
+		a, ok := netip.AddrFromSlice(r.Dst.IP)
+		ones, _ := r.Dst.Mask.Size()
+		return ok && a == addr && ones == 128
+	}
+	rs, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Table: unix.RT_TABLE_LOCAL}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if isLocal(r) {
+			return
+		}
+	}
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case u := <-updates:
+			if u.Type == unix.RTM_NEWROUTE && isLocal(u.Route) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no local route for %v after 20 s: %v", addr, rs)
+		}
+	}
+}
+
+// nonZero keeps the lines of a /proc/net/snmp6 dump whose value is not 0.
+func nonZero(b []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[1] != "0" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
