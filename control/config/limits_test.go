@@ -78,3 +78,36 @@ func TestWarningBound(t *testing.T) {
 		t.Errorf("merged load: %d warnings, last %v", len(w), w[len(w)-1])
 	}
 }
+
+// Merging search-path files is linear in their keys: two files of many
+// keys each (unknown ones, which only warn) used to be merged by comparing
+// every key with every other, minutes of CPU at startup for a few MB.
+func TestMergeManyKeys(t *testing.T) {
+	const keys = 20000
+	var b strings.Builder
+	b.WriteString("node:\n")
+	for i := range keys {
+		fmt.Fprintf(&b, "  unknown_%d: %d\n", i, i)
+	}
+	b.WriteString("  limits:\n    max_peers: 7\n")
+	dir := t.TempDir()
+	p1, p2 := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	over := strings.Replace(b.String(), "max_peers: 7", "max_peers: 9", 1)
+	if err := os.WriteFile(p1, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p2, []byte(over), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, _, _, err := LoadFiles([]string{p1, p2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("merging two files of %d keys took %v", keys, d)
+	}
+	if c.Node.Limits.MaxPeers != 9 {
+		t.Errorf("max_peers %d, want the later file's 9", c.Node.Limits.MaxPeers)
+	}
+}

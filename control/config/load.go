@@ -583,33 +583,39 @@ func mergeMappings(b, o *yaml.Node, sh *shared, classify func(string) (reflect.T
 		_, c := classify(k.Value)
 		return c
 	}
+	// first maps a canonical key to the index of its first pair in out, so
+	// the merge is linear in the keys (a scan per key was quadratic).
+	first := make(map[string]int, len(out.Content)/2)
+	index := func(j int) {
+		if c := canon(out.Content[j]); first[c] == 0 {
+			first[c] = j + 1 // 0 means absent
+		}
+	}
+	for j := 0; j+1 < len(out.Content); j += 2 {
+		index(j)
+	}
 	for i := 0; i+1 < len(o.Content); i += 2 {
 		ok, ov := o.Content[i], o.Content[i+1]
 		if ok.Kind != yaml.ScalarNode {
 			out.Content = append(out.Content, ok, ov)
+			index(len(out.Content) - 2)
 			continue
 		}
 		if isNullish(ov) {
 			continue
 		}
 		ft, name := classify(ok.Value)
-		found := false
-		for j := 0; j+1 < len(out.Content); j += 2 {
-			if canon(out.Content[j]) != name {
-				continue
-			}
-			found = true
+		if j := first[name] - 1; j >= 0 {
 			if ft != nil {
 				out.Content[j+1] = mergeNodes(out.Content[j+1], ov, ft, sh)
 			} else {
 				out.Content[j+1] = ov
 			}
 			out.Content[j] = ok
-			break
+			continue
 		}
-		if !found {
-			out.Content = append(out.Content, ok, ov)
-		}
+		out.Content = append(out.Content, ok, ov)
+		index(len(out.Content) - 2)
 	}
 	return out
 }
