@@ -111,3 +111,26 @@ func TestMergeManyKeys(t *testing.T) {
 		t.Errorf("max_peers %d, want the later file's 9", c.Node.Limits.MaxPeers)
 	}
 }
+
+// Lint is bounded like the loaders: a list of many peers with a
+// placeholder npub gives maxWarnings warnings and a count, not one log
+// line per peer.
+func TestLintBound(t *testing.T) {
+	const peers = 1000
+	var b strings.Builder
+	b.WriteString("peers:\n")
+	for range peers {
+		b.WriteString("  - {npub: npub1placeholder}\n")
+	}
+	c, _, err := LoadBytes("peers.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Lint()
+	if len(w) != maxWarnings+1 {
+		t.Fatalf("%d lint warnings, want %d", len(w), maxWarnings+1)
+	}
+	if last := w[len(w)-1]; !strings.Contains(last.Message, fmt.Sprintf("%d more warnings not shown", peers+1-maxWarnings)) {
+		t.Errorf("last warning %v", last)
+	}
+}
