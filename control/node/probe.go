@@ -32,6 +32,8 @@ const (
 	probeDoTimeout   = 200 * time.Millisecond // one driver step's wait for the loop
 	probeRTTMS       = 3000                   // rtt budget floor: the remote's report cold start and two of its ticks
 	probeWarmupRetry = time.Second            // the one warmup retransmit
+	// maxFinishedProbes bounds the finished reports awaiting their poll.
+	maxFinishedProbes = 64
 )
 
 // Stage verdicts and the reasons the probe can report.
@@ -188,6 +190,7 @@ type probeTable struct {
 	jobs    map[uint64]*probeJob
 	next    uint64
 	driving bool
+	evicted uint64
 }
 
 // probes is the node's probe table; its jobs are touched only on the
@@ -291,10 +294,41 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	n.core.LearnIdentity(pk)
 	t.jobs[j.rep.ProbeID] = j
 	n.stepProbe(now, j)
+	n.trimFinishedProbes()
 	drive := !t.driving
 	t.driving = true
 	return map[string]any{"probe_id": j.rep.ProbeID, "npub": npub, "node_addr": target.String(),
 		"display_name": j.rep.Target.DisplayName, "budget_ms": uint64(budget / time.Millisecond)}, drive, nil
+}
+
+// trimFinishedProbes drops the oldest finished, unpolled reports past
+// maxFinishedProbes (fips-go: upstream keeps every one for its reap time,
+// so probes that fail at once pile up as fast as a client can start them).
+// A dropped report's id is then unknown, as a reaped one's is.
+func (n *Node) trimFinishedProbes() {
+	t := n.probes()
+	for {
+		finished := 0
+		var oldest *probeJob
+		for _, j := range t.jobs {
+			if !j.finished() {
+				continue
+			}
+			finished++
+			if oldest == nil || j.ended.Before(oldest.ended) || (j.ended.Equal(oldest.ended) && j.rep.ProbeID < oldest.rep.ProbeID) {
+				oldest = j
+			}
+		}
+		if finished <= maxFinishedProbes {
+			return
+		}
+		delete(t.jobs, oldest.rep.ProbeID)
+		t.evicted++
+		if e := t.evicted; e&(e-1) == 0 { // 1, 2, 4 …: bounded log volume
+			n.log.Warn("Probe report dropped before it was polled: too many finished probes held",
+				"probe_id", oldest.rep.ProbeID, "max", maxFinishedProbes, "dropped_total", e)
+		}
+	}
 }
 
 // probeName is the target's display name, as upstream's probe names it
