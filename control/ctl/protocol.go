@@ -140,7 +140,8 @@ func reqErrf(format string, a ...any) error { return &RequestError{Msg: fmt.Spri
 // DecodeRequest decodes one request. line is the request without its
 // surrounding whitespace (the server trims it, as upstream does). Unknown
 // top-level fields are ignored, field names match case-sensitively, a
-// duplicated field is an error, and — like serde's derived decoder — the
+// duplicated field is an error, params nested 128 deep (serde_json's
+// recursion limit) are an error, and — like serde's derived decoder — the
 // sequence form ["command", params] is accepted too.
 func DecodeRequest(line []byte) (Request, error) {
 	if len(bytes.TrimLeft(line, " \t\r\n")) == 0 {
@@ -201,6 +202,9 @@ func decodeRequestObject(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		case "params":
+			if err := checkDepth(raw, dec.InputOffset()); err != nil {
+				return Request{}, err
+			}
 			haveParams = true
 			req.Params = paramsValue(raw)
 		}
@@ -234,6 +238,9 @@ func decodeRequestSeq(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		} else {
+			if err := checkDepth(raw, dec.InputOffset()); err != nil {
+				return Request{}, err
+			}
 			req.Params = paramsValue(raw)
 		}
 		n++
@@ -262,6 +269,39 @@ func commandString(raw json.RawMessage, end int64) (string, error) {
 		col = end - int64(len(raw))
 	}
 	return "", reqErrf("invalid type: %s, expected a string at line 1 column %d", describeRaw(raw), col)
+}
+
+// maxDepth is serde_json's recursion limit: the 128th container open at
+// once (the request itself counting as the first) is refused.
+const maxDepth = 128
+
+// checkDepth refuses params nested as deep as serde_json refuses them,
+// with its message and the column of the offending bracket; end is the
+// input offset just past raw, which sits one level inside the request.
+func checkDepth(raw json.RawMessage, end int64) error {
+	depth, inString, escaped := 1, false, false
+	for i, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth >= maxDepth {
+				return reqErrf("recursion limit exceeded at line 1 column %d", end-int64(len(raw))+int64(i)+1)
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return nil
 }
 
 func paramsValue(raw json.RawMessage) json.RawMessage {

@@ -1,0 +1,38 @@
+package ctl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// serde_json refuses a value nested 128 deep (its recursion limit, the
+// request object counting as one level) with "recursion limit exceeded"
+// at the column of the offending bracket; upstream answers that as
+// "invalid request: …". Values of unknown fields are skipped without a
+// limit, as serde skips them.
+func TestDecodeRequestRecursionLimit(t *testing.T) {
+	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, tc := range []struct{ in, want string }{
+		{`{"command":"x","params":` + nest(126) + `}`, ""},
+		{`{"command":"x","params":` + nest(127) + `}`, "recursion limit exceeded at line 1 column 151"},
+		{`{"command":"x","params":{"a":` + nest(126) + `}}`, "recursion limit exceeded at line 1 column 155"},
+		{`["x",` + nest(126) + `]`, ""},
+		{`["x",` + nest(127) + `]`, "recursion limit exceeded at line 1 column 132"},
+		{`{"command":"x","deep":` + nest(500) + `}`, ""},
+		// An earlier error wins, as serde stops at the first.
+		{`{"command":5,"params":` + nest(200) + `}`, "invalid type: integer `5`, expected a string at line 1 column 12"},
+	} {
+		_, err := DecodeRequest([]byte(tc.in))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%.40s…: %v", tc.in, err)
+			}
+			continue
+		}
+		var re *RequestError
+		if !errors.As(err, &re) || err.Error() != tc.want {
+			t.Errorf("%.40s…: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
