@@ -36,3 +36,31 @@ func TestDecodeRequestRecursionLimit(t *testing.T) {
 		}
 	}
 }
+
+// A number in params beyond f64 is refused as serde_json refuses it:
+// "number out of range", at the column where its parser gave up (past the
+// number, or at the exponent digit overflowing an i32). Go's decoder
+// accepted it as text.
+func TestDecodeRequestNumberOutOfRange(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"command":"x","params":1e400}`, "number out of range at line 1 column 29"},
+		{`{"command":"x","params":[-1e400]}`, "number out of range at line 1 column 31"},
+		{`{"command":"x","params":{"a":1e99999999999}}`, "number out of range at line 1 column 41"},
+		{`{"command":"x","params":1` + strings.Repeat("0", 400) + `}`, "number out of range at line 1 column 425"},
+		{`{"command":"x","params":[1e308,1e-400,0e99999999999,-0,18446744073709551616]}`, ""},
+		{`{"command":"x","params":["1e400"]}`, ""},
+		{`{"command":"x","other":1e400}`, ""},
+	} {
+		_, err := DecodeRequest([]byte(tc.in))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%.50s: %v", tc.in, err)
+			}
+			continue
+		}
+		var re *RequestError
+		if !errors.As(err, &re) || err.Error() != tc.want {
+			t.Errorf("%.50s: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -141,7 +142,7 @@ func reqErrf(format string, a ...any) error { return &RequestError{Msg: fmt.Spri
 // surrounding whitespace (the server trims it, as upstream does). Unknown
 // top-level fields are ignored, field names match case-sensitively, a
 // duplicated field is an error, params nested 128 deep (serde_json's
-// recursion limit) are an error, and — like serde's derived decoder — the
+// recursion limit) or holding a number beyond f64 are an error, and — like serde's derived decoder — the
 // sequence form ["command", params] is accepted too.
 func DecodeRequest(line []byte) (Request, error) {
 	if len(bytes.TrimLeft(line, " \t\r\n")) == 0 {
@@ -202,7 +203,7 @@ func decodeRequestObject(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		case "params":
-			if err := checkDepth(raw, dec.InputOffset()); err != nil {
+			if err := checkParams(raw, dec.InputOffset()); err != nil {
 				return Request{}, err
 			}
 			haveParams = true
@@ -238,7 +239,7 @@ func decodeRequestSeq(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		} else {
-			if err := checkDepth(raw, dec.InputOffset()); err != nil {
+			if err := checkParams(raw, dec.InputOffset()); err != nil {
 				return Request{}, err
 			}
 			req.Params = paramsValue(raw)
@@ -275,12 +276,16 @@ func commandString(raw json.RawMessage, end int64) (string, error) {
 // once (the request itself counting as the first) is refused.
 const maxDepth = 128
 
-// checkDepth refuses params nested as deep as serde_json refuses them,
-// with its message and the column of the offending bracket; end is the
-// input offset just past raw, which sits one level inside the request.
-func checkDepth(raw json.RawMessage, end int64) error {
+// checkParams refuses what serde_json refuses in a params value that Go's
+// decoder takes as text: nesting as deep as its recursion limit, and a
+// number beyond f64. The message and column are serde_json's (the
+// offending bracket; where its number parser gave up). end is the input
+// offset just past raw, which sits one level inside the request.
+func checkParams(raw json.RawMessage, end int64) error {
+	base := end - int64(len(raw)) // line offset of raw[0]
 	depth, inString, escaped := 1, false, false
-	for i, c := range raw {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
 		switch {
 		case inString:
 			switch {
@@ -295,13 +300,46 @@ func checkDepth(raw json.RawMessage, end int64) error {
 			inString = true
 		case c == '[' || c == '{':
 			if depth++; depth >= maxDepth {
-				return reqErrf("recursion limit exceeded at line 1 column %d", end-int64(len(raw))+int64(i)+1)
+				return reqErrf("recursion limit exceeded at line 1 column %d", base+int64(i)+1)
 			}
 		case c == ']' || c == '}':
 			depth--
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(raw) && strings.IndexByte("+-0123456789.eE", raw[j]) >= 0 {
+				j++
+			}
+			if col, bad := numberOutOfRange(string(raw[i:j])); bad {
+				return reqErrf("number out of range at line 1 column %d", base+int64(i+col))
+			}
+			i = j - 1
 		}
 	}
 	return nil
+}
+
+// numberOutOfRange reports whether serde_json refuses the JSON number s
+// as out of range, and after how many of its bytes it gives up: at the
+// exponent digit that overflows an i32 (for a non-zero significand and a
+// positive exponent), else past the number when its value is infinite.
+func numberOutOfRange(s string) (int, bool) {
+	mant, exp, hasExp := s, "", false
+	if k := strings.IndexAny(s, "eE"); k >= 0 {
+		mant, exp, hasExp = s[:k], s[k+1:], true
+	}
+	if hasExp && strings.Trim(mant, "-0.") != "" {
+		digits := strings.TrimLeft(exp, "+-")
+		if !strings.HasPrefix(exp, "-") {
+			var e int64
+			for k := 0; k < len(digits); k++ {
+				if e = e*10 + int64(digits[k]-'0'); e > math.MaxInt32 {
+					return len(s) - len(digits) + k + 1, true
+				}
+			}
+		}
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return len(s), math.IsInf(f, 0)
 }
 
 func paramsValue(raw json.RawMessage) json.RawMessage {
