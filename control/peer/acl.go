@@ -164,9 +164,15 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 		return aclList{}, time.Time{}, false, false
 	}
 	defer f.Close()
+	bad := 0
 	l, err := ParseACL(f, aliases, func(line int, tok string, err error) {
-		log.Warn("skipping invalid ACL entry", "path", path, "line", line, "entry", tok, "error", err)
+		if bad++; bad <= maxLoggedBadEntries {
+			log.Warn("skipping invalid ACL entry", "path", path, "line", line, "entry", tok, "error", err)
+		}
 	})
+	if bad > maxLoggedBadEntries {
+		log.Warn("more invalid ACL entries skipped, not logged", "path", path, "more", bad-maxLoggedBadEntries)
+	}
 	if err != nil {
 		log.Warn("cannot read ACL file", "path", path, "error", err)
 		return aclList{}, time.Time{}, false, false
@@ -174,6 +180,10 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 	log.Info("loaded ACL file", "path", path, "entries", len(l.entries), "all", l.all)
 	return l, fi.ModTime(), true, true
 }
+
+// maxLoggedBadEntries bounds the invalid entries logged per load of an
+// ACL file; one more line counts the rest.
+const maxLoggedBadEntries = 20
 
 // maxACLEntries bounds one ACL file.
 const maxACLEntries = 65536
