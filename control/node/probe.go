@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
@@ -190,7 +191,7 @@ type probeTable struct {
 	jobs    map[uint64]*probeJob
 	next    uint64
 	driving bool
-	evicted uint64
+	evicted atomic.Uint64 // finished reports dropped unpolled (read by show_status)
 }
 
 // probes is the node's probe table; its jobs are touched only on the
@@ -323,8 +324,7 @@ func (n *Node) trimFinishedProbes() {
 			return
 		}
 		delete(t.jobs, oldest.rep.ProbeID)
-		t.evicted++
-		if e := t.evicted; e&(e-1) == 0 { // 1, 2, 4 …: bounded log volume
+		if e := t.evicted.Add(1); e&(e-1) == 0 { // 1, 2, 4 …: bounded log volume
 			n.log.Warn("Probe report dropped before it was polled: too many finished probes held",
 				"probe_id", oldest.rep.ProbeID, "max", maxFinishedProbes, "dropped_total", e)
 		}

@@ -123,8 +123,8 @@ func TestProbeFinishedBound(t *testing.T) {
 	if len(tab.jobs) != maxFinishedProbes {
 		t.Errorf("%d jobs retained after %d finished probes, want %d", len(tab.jobs), started, maxFinishedProbes)
 	}
-	if tab.evicted != started-maxFinishedProbes {
-		t.Errorf("evicted %d, want %d", tab.evicted, started-maxFinishedProbes)
+	if tab.evicted.Load() != started-maxFinishedProbes {
+		t.Errorf("evicted %d, want %d", tab.evicted.Load(), started-maxFinishedProbes)
 	}
 	if v := n.probePoll(now, ids[0]); errText(asErr(v)) != "unknown probe id: "+itoa(ids[0]) {
 		t.Errorf("oldest report still held: %v", v)
@@ -253,4 +253,41 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// show_status reports what the local surfaces refused: the dropped probe
+// reports, and the counters of the control socket and metrics endpoint
+// the daemon hands over with SetLocalLimits.
+func TestShowStatusLocalLimits(t *testing.T) {
+	n := probeTestNode(t)
+	now := time.Now()
+	for i := range maxFinishedProbes + 3 {
+		npub, pk := otherNpub(t)
+		if _, _, err := n.probeStart(now.Add(time.Duration(i)*time.Millisecond), npub, pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.SetLocalLimits(func(l *LocalLimits) {
+		l.ControlConnectionsRefused, l.ControlConnectionsEvicted, l.ControlRequestsBusy, l.MetricsConnectionsRefused = 1, 2, 3, 4
+	})
+	b, err := json.Marshal(n.showStatus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		L map[string]uint64 `json:"local_limits"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"control_connections_refused": 1, "control_connections_evicted": 2, "control_requests_busy": 3,
+		"metrics_connections_refused": 4, "probe_reports_dropped": 3}
+	if len(got.L) != len(want) {
+		t.Fatalf("local_limits %v, want %v", got.L, want)
+	}
+	for k, v := range want {
+		if got.L[k] != v {
+			t.Errorf("%s = %d, want %d", k, got.L[k], v)
+		}
+	}
 }
