@@ -232,10 +232,22 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 
 	// The Prometheus endpoint (metrics.listen) reads the published
 	// snapshot; like DNS, a bind failure leaves the mesh running.
+	var msrv *metrics.Server
 	if cfg.Metrics.Listen != "" {
-		stopMetrics := startMetrics(ctx, cfg, n, log)
+		var stopMetrics func()
+		msrv, stopMetrics = startMetrics(ctx, cfg, n, log)
 		defer stopMetrics()
 	}
+	// show_status' local_limits: what the control socket and the metrics
+	// endpoint refused at their bounds.
+	n.SetLocalLimits(func(l *node.LocalLimits) {
+		if srv != nil {
+			l.ControlConnectionsRefused, l.ControlConnectionsEvicted, l.ControlRequestsBusy = srv.Refused(), srv.Evicted(), srv.Busy()
+		}
+		if msrv != nil {
+			l.MetricsConnectionsRefused = msrv.Refused()
+		}
+	})
 
 	srvDone := make(chan error, 1)
 	srvCtx, stopSrv := context.WithCancel(context.Background())
@@ -256,18 +268,19 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 }
 
 // startMetrics serves /metrics on metrics.listen until the returned stop
-// is called (or ctx ends); stop waits for the server to shut down.
-func startMetrics(ctx context.Context, cfg *config.Config, n *node.Node, log *slog.Logger) (stop func()) {
+// is called (or ctx ends); stop waits for the server to shut down. The
+// server is nil when the endpoint could not start.
+func startMetrics(ctx context.Context, cfg *config.Config, n *node.Node, log *slog.Logger) (*metrics.Server, func()) {
 	reg, _, err := metrics.NewRegistry(n, metrics.Options{MaxPeerLabels: int(cfg.Metrics.MaxPeerLabels),
 		Info: metrics.Info{Version: Version, Npub: n.Identity().Npub(), NodeAddr: n.Identity().NodeAddr().String()}})
 	if err != nil {
 		log.Error("metrics endpoint unavailable", "error", err)
-		return func() {}
+		return nil, func() {}
 	}
 	srv, err := metrics.Listen(cfg.Metrics.Listen, metrics.Handler(reg, log), log)
 	if err != nil {
 		log.Error("metrics endpoint unavailable", "addr", cfg.Metrics.Listen, "error", err)
-		return func() {}
+		return nil, func() {}
 	}
 	log.Info("metrics endpoint listening", "addr", srv.Addr().String(), "path", "/metrics")
 	mctx, cancel := context.WithCancel(ctx)
@@ -278,7 +291,7 @@ func startMetrics(ctx context.Context, cfg *config.Config, n *node.Node, log *sl
 			log.Warn("metrics endpoint", "error", err)
 		}
 	}()
-	return func() {
+	return srv, func() {
 		cancel()
 		<-done
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -53,9 +54,12 @@ func runProbe(e *env, args []string) error {
 	if started.BudgetMs == 0 {
 		started.BudgetMs = 30_000
 	}
-	ceiling := time.Duration(started.BudgetMs)*time.Millisecond + 5*time.Second
+	ceiling := saturate(started.BudgetMs, time.Millisecond) + 5*time.Second
+	if ceiling < 0 {
+		ceiling = math.MaxInt64
+	}
 	if *timeout > 0 {
-		ceiling = time.Duration(*timeout) * time.Second
+		ceiling = saturate(uint64(*timeout), time.Second)
 	}
 	var out *probeView
 	if !*asJSON {
@@ -365,4 +369,13 @@ func (v *probeView) finish(r *probeReport) {
 		fmt.Fprintln(v.w, "cleanup   nothing to clean up")
 	}
 	fmt.Fprintf(v.w, "overall   %s  (%d ms; stage timings are quantized to the %d ms tick)\n", r.Overall, r.ElapsedMs, r.TickMs)
+}
+
+// saturate is n units as a duration, the longest duration when that does
+// not fit (a ceiling too far away to reach, never a negative one).
+func saturate(n uint64, unit time.Duration) time.Duration {
+	if n > uint64(math.MaxInt64/unit) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * unit
 }

@@ -60,8 +60,10 @@ type decoder struct {
 	// boolean or null is not accepted as a string.
 	untagged bool
 	errs     []error
-	warns    []Warning
-	src      map[string]srcPos
+	warns    []Warning // at most maxWarnings
+	// moreWarns counts the warnings past maxWarnings, left out.
+	moreWarns int
+	src       map[string]srcPos
 }
 
 func newDecoder(file string, sh *shared) *decoder {
@@ -80,7 +82,7 @@ func (d *decoder) adopt(c *decoder) {
 	if len(d.errs) > maxErrors {
 		d.errs = d.errs[:maxErrors]
 	}
-	d.warns = append(d.warns, c.warns...)
+	d.addWarnings(c.warns, c.moreWarns)
 	for k, v := range c.src {
 		d.src[k] = v
 	}
@@ -109,7 +111,18 @@ func (d *decoder) warnAt(n *yaml.Node, key, format string, args ...any) {
 		return
 	}
 	d.reported[n] = true
-	d.warns = append(d.warns, Warning{File: d.fileOf(n), Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	d.addWarnings([]Warning{{File: d.fileOf(n), Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)}}, 0)
+}
+
+// addWarnings keeps warnings up to maxWarnings and counts the rest.
+func (d *decoder) addWarnings(ws []Warning, more int) {
+	room := max(0, maxWarnings-len(d.warns))
+	if len(ws) > room {
+		more += len(ws) - room
+		ws = ws[:room]
+	}
+	d.warns = append(d.warns, ws...)
+	d.moreWarns += more
 }
 
 func (d *decoder) record(path string, n *yaml.Node) {

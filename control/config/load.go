@@ -20,8 +20,14 @@ import (
 // FileName is the configuration file's name in every search directory.
 const FileName = "fips.yaml"
 
-// maxFileSize bounds what the loaders read.
-const maxFileSize = 16 << 20
+// maxFileSize bounds what the loaders read: yaml.v3 holds some 40 bytes
+// of node tree per byte of input, so this bounds a load to about 100 MB.
+// A fips.yaml listing ten thousand peers is well under it.
+const maxFileSize = 2 << 20
+
+// maxWarnings bounds the warnings one load returns (each is a log line at
+// startup); one more warning says how many were left out.
+const maxWarnings = 100
 
 // Load reads exactly one file, as `fips -c FILE` does: no search, no
 // merge. Warnings (ignored keys, deprecated spellings) are returned, not
@@ -36,17 +42,54 @@ func Load(path string) (*Config, []Warning, error) {
 
 // LoadBytes parses data as a fips.yaml called name (used in messages).
 func LoadBytes(name string, data []byte) (*Config, []Warning, error) {
+	if len(data) > maxFileSize {
+		return nil, nil, tooLarge(name)
+	}
 	sh := newShared()
 	f := parseFile(name, data, sh)
+	var warns warnings
+	warns.add(f.warns, f.moreWarns, name)
 	if len(f.errs) > 0 {
-		return nil, f.warns, errList(f.errs)
+		return nil, warns.result(), errList(f.errs)
 	}
 	cfg, d := decodeRoot(name, f.root, sh, false)
-	warns := append(f.warns, d.warns...)
+	warns.add(d.warns, d.moreWarns, name)
 	if len(d.errs) > 0 {
-		return nil, warns, errList(d.errs)
+		return nil, warns.result(), errList(d.errs)
 	}
-	return cfg, warns, nil
+	return cfg, warns.result(), nil
+}
+
+// warnings collects a load's warnings, keeping maxWarnings of them.
+type warnings struct {
+	list []Warning
+	more int
+	file string // the file of the first warning left out
+}
+
+func (w *warnings) add(ws []Warning, more int, file string) {
+	room := max(0, maxWarnings-len(w.list))
+	if len(ws) > room {
+		more += len(ws) - room
+		ws = ws[:room]
+	}
+	w.list = append(w.list, ws...)
+	if more > 0 && w.more == 0 {
+		w.file = file
+	}
+	w.more += more
+}
+
+// result is the kept warnings, then one counting those left out.
+func (w *warnings) result() []Warning {
+	if w.more == 0 {
+		return w.list
+	}
+	return append(w.list, Warning{File: w.file, Message: fmt.Sprintf("%d more warnings not shown (at most %d are reported)", w.more, maxWarnings)})
+}
+
+func tooLarge(name string) error {
+	return &Error{File: name, Reason: fmt.Sprintf("file larger than %d bytes", maxFileSize), Err: ErrRead}
 }
 
 // LoadSearchPaths loads and merges every file of SearchPaths() that exists,
@@ -66,7 +109,7 @@ func LoadFiles(paths []string) (*Config, []string, []Warning, error) {
 	var (
 		loaded []string
 		files  []parsedFile
-		warns  []Warning
+		warns  warnings
 		errs   []error
 		last   *Config
 	)
@@ -76,17 +119,17 @@ func LoadFiles(paths []string) (*Config, []string, []Warning, error) {
 		}
 		data, err := readFile(p)
 		if err != nil {
-			return nil, loaded, warns, err
+			return nil, loaded, warns.result(), err
 		}
 		loaded = append(loaded, p)
 		f := parseFile(p, data, sh)
-		warns = append(warns, f.warns...)
+		warns.add(f.warns, f.moreWarns, p)
 		if len(f.errs) > 0 {
 			errs = append(errs, f.errs...)
 			continue
 		}
 		cfg, d := decodeRoot(p, f.root, sh, false)
-		warns = append(warns, d.warns...)
+		warns.add(d.warns, d.moreWarns, p)
 		if len(d.errs) > 0 {
 			errs = append(errs, d.errs...)
 			continue
@@ -95,13 +138,13 @@ func LoadFiles(paths []string) (*Config, []string, []Warning, error) {
 		last = cfg
 	}
 	if len(errs) > 0 {
-		return nil, loaded, warns, errList(errs)
+		return nil, loaded, warns.result(), errList(errs)
 	}
 	switch len(files) {
 	case 0:
-		return Default(), loaded, warns, nil
+		return Default(), loaded, warns.result(), nil
 	case 1:
-		return last, loaded, warns, nil
+		return last, loaded, warns.result(), nil
 	}
 	sh.origin = make(map[*yaml.Node]string)
 	var merged *yaml.Node
@@ -111,9 +154,9 @@ func LoadFiles(paths []string) (*Config, []string, []Warning, error) {
 	}
 	cfg, d := decodeRoot(loaded[len(loaded)-1], merged, sh, true)
 	if len(d.errs) > 0 {
-		return nil, loaded, warns, errList(d.errs)
+		return nil, loaded, warns.result(), errList(d.errs)
 	}
-	return cfg, loaded, warns, nil
+	return cfg, loaded, warns.result(), nil
 }
 
 // SearchPaths lists where fips looks for fips.yaml without -c, lowest
@@ -181,7 +224,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, &Error{File: path, Reason: err.Error(), Err: ErrRead}
 	}
 	if len(data) > maxFileSize {
-		return nil, &Error{File: path, Reason: fmt.Sprintf("file larger than %d bytes", maxFileSize), Err: ErrRead}
+		return nil, tooLarge(path)
 	}
 	return data, nil
 }
@@ -200,6 +243,8 @@ type parsedFile struct {
 	root  *yaml.Node // nil for an empty document
 	errs  []error
 	warns []Warning
+	// moreWarns counts warnings past maxWarnings, left out.
+	moreWarns int
 }
 
 var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -240,7 +285,7 @@ func parseFile(name string, data []byte, sh *shared) (f parsedFile) {
 	}
 	d := newDecoder(name, sh)
 	f.root = d.foldLegacyDiscovery(f.root)
-	f.errs, f.warns = d.errs, d.warns
+	f.errs, f.warns, f.moreWarns = d.errs, d.warns, d.moreWarns
 	return f
 }
 
@@ -538,33 +583,39 @@ func mergeMappings(b, o *yaml.Node, sh *shared, classify func(string) (reflect.T
 		_, c := classify(k.Value)
 		return c
 	}
+	// first maps a canonical key to the index of its first pair in out, so
+	// the merge is linear in the keys (a scan per key was quadratic).
+	first := make(map[string]int, len(out.Content)/2)
+	index := func(j int) {
+		if c := canon(out.Content[j]); first[c] == 0 {
+			first[c] = j + 1 // 0 means absent
+		}
+	}
+	for j := 0; j+1 < len(out.Content); j += 2 {
+		index(j)
+	}
 	for i := 0; i+1 < len(o.Content); i += 2 {
 		ok, ov := o.Content[i], o.Content[i+1]
 		if ok.Kind != yaml.ScalarNode {
 			out.Content = append(out.Content, ok, ov)
+			index(len(out.Content) - 2)
 			continue
 		}
 		if isNullish(ov) {
 			continue
 		}
 		ft, name := classify(ok.Value)
-		found := false
-		for j := 0; j+1 < len(out.Content); j += 2 {
-			if canon(out.Content[j]) != name {
-				continue
-			}
-			found = true
+		if j := first[name] - 1; j >= 0 {
 			if ft != nil {
 				out.Content[j+1] = mergeNodes(out.Content[j+1], ov, ft, sh)
 			} else {
 				out.Content[j+1] = ov
 			}
 			out.Content[j] = ok
-			break
+			continue
 		}
-		if !found {
-			out.Content = append(out.Content, ok, ov)
-		}
+		out.Content = append(out.Content, ok, ov)
+		index(len(out.Content) - 2)
 	}
 	return out
 }

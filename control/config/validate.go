@@ -195,7 +195,8 @@ func (c *Config) Validate() error {
 // Lint reports what upstream accepts but is probably a mistake: settings
 // upstream ignores or clamps, values that stop one part of the node from
 // working, and a node that has nothing to start. None of it stops a start
-// that upstream would allow.
+// that upstream would allow. At most maxWarnings are returned, then one
+// counting the rest.
 func (c *Config) Lint() []Warning {
 	var ws []Warning
 	w := func(key, format string, args ...any) { ws = append(ws, c.warn(key, format, args...)) }
@@ -283,6 +284,11 @@ func (c *Config) Lint() []Warning {
 		if _, ok := c.src["gateway.conntrack"]; ok {
 			w("gateway.conntrack", "parsed but never applied (as upstream)")
 		}
+	}
+	if len(ws) > maxWarnings {
+		more := len(ws) - maxWarnings
+		ws = append(ws[:maxWarnings], Warning{File: ws[maxWarnings].File,
+			Message: fmt.Sprintf("%d more warnings not shown (at most %d are reported)", more, maxWarnings)})
 	}
 	return ws
 }

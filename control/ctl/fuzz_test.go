@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"command":"show_status"}`, `{"command":"connect","params":{"npub":"n","address":"a","transport":"udp"}}`,
 		`{"command":null}`, `{}`, `[]`, `["x",{}]`, `{"command":"a","command":"b"}`, `{"command":"x"} y`,
 		``, `"x"`, `{"command":"\ud800"}`, `{"params":null,"command":"x"}`, `[1,2,3]`, `{"a":[{"b":{}}]}`,
+		`{"command":"x","params":[1e400,"[[",{"a":-1e99999999999}]}`, `["x",[[[[[[[[0e999]]]]]]]]]`,
+		`{"command":"x","params":` + strings.Repeat("[", 130) + strings.Repeat("]", 130) + `}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -140,7 +141,8 @@ func reqErrf(format string, a ...any) error { return &RequestError{Msg: fmt.Spri
 // DecodeRequest decodes one request. line is the request without its
 // surrounding whitespace (the server trims it, as upstream does). Unknown
 // top-level fields are ignored, field names match case-sensitively, a
-// duplicated field is an error, and — like serde's derived decoder — the
+// duplicated field is an error, params nested 128 deep (serde_json's
+// recursion limit) or holding a number beyond f64 are an error, and — like serde's derived decoder — the
 // sequence form ["command", params] is accepted too.
 func DecodeRequest(line []byte) (Request, error) {
 	if len(bytes.TrimLeft(line, " \t\r\n")) == 0 {
@@ -201,6 +203,9 @@ func decodeRequestObject(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		case "params":
+			if err := checkParams(raw, dec.InputOffset()); err != nil {
+				return Request{}, err
+			}
 			haveParams = true
 			req.Params = paramsValue(raw)
 		}
@@ -234,6 +239,9 @@ func decodeRequestSeq(dec *json.Decoder, line []byte) (Request, error) {
 			}
 			req.Command = cmd
 		} else {
+			if err := checkParams(raw, dec.InputOffset()); err != nil {
+				return Request{}, err
+			}
 			req.Params = paramsValue(raw)
 		}
 		n++
@@ -262,6 +270,76 @@ func commandString(raw json.RawMessage, end int64) (string, error) {
 		col = end - int64(len(raw))
 	}
 	return "", reqErrf("invalid type: %s, expected a string at line 1 column %d", describeRaw(raw), col)
+}
+
+// maxDepth is serde_json's recursion limit: the 128th container open at
+// once (the request itself counting as the first) is refused.
+const maxDepth = 128
+
+// checkParams refuses what serde_json refuses in a params value that Go's
+// decoder takes as text: nesting as deep as its recursion limit, and a
+// number beyond f64. The message and column are serde_json's (the
+// offending bracket; where its number parser gave up). end is the input
+// offset just past raw, which sits one level inside the request.
+func checkParams(raw json.RawMessage, end int64) error {
+	base := end - int64(len(raw)) // line offset of raw[0]
+	depth, inString, escaped := 1, false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth >= maxDepth {
+				return reqErrf("recursion limit exceeded at line 1 column %d", base+int64(i)+1)
+			}
+		case c == ']' || c == '}':
+			depth--
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(raw) && strings.IndexByte("+-0123456789.eE", raw[j]) >= 0 {
+				j++
+			}
+			if col, bad := numberOutOfRange(string(raw[i:j])); bad {
+				return reqErrf("number out of range at line 1 column %d", base+int64(i+col))
+			}
+			i = j - 1
+		}
+	}
+	return nil
+}
+
+// numberOutOfRange reports whether serde_json refuses the JSON number s
+// as out of range, and after how many of its bytes it gives up: at the
+// exponent digit that overflows an i32 (for a non-zero significand and a
+// positive exponent), else past the number when its value is infinite.
+func numberOutOfRange(s string) (int, bool) {
+	mant, exp, hasExp := s, "", false
+	if k := strings.IndexAny(s, "eE"); k >= 0 {
+		mant, exp, hasExp = s[:k], s[k+1:], true
+	}
+	if hasExp && strings.Trim(mant, "-0.") != "" {
+		digits := strings.TrimLeft(exp, "+-")
+		if !strings.HasPrefix(exp, "-") {
+			var e int64
+			for k := 0; k < len(digits); k++ {
+				if e = e*10 + int64(digits[k]-'0'); e > math.MaxInt32 {
+					return len(s) - len(digits) + k + 1, true
+				}
+			}
+		}
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return len(s), math.IsInf(f, 0)
 }
 
 func paramsValue(raw json.RawMessage) json.RawMessage {

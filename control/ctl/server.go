@@ -20,6 +20,7 @@ import (
 // Defaults for [Config] fields left zero.
 const (
 	DefaultMaxConns       = 64
+	DefaultMaxHandlers    = 4
 	DefaultReadTimeout    = 5 * time.Second
 	DefaultWriteTimeout   = 5 * time.Second
 	DefaultHandlerTimeout = 5 * time.Second
@@ -40,7 +41,10 @@ type Config struct {
 	Path string
 	// MaxConns bounds the connections served at once; further connections
 	// are answered "too many connections", closed and counted.
-	MaxConns       int
+	MaxConns int
+	// MaxHandlers bounds the handlers running at once (each may build a
+	// large response); a request waits for a slot within HandlerTimeout.
+	MaxHandlers    int
 	ReadTimeout    time.Duration // whole-request read budget
 	WriteTimeout   time.Duration // response write budget
 	HandlerTimeout time.Duration // "query timeout" after this
@@ -53,6 +57,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxHandlers <= 0 {
+		c.MaxHandlers = DefaultMaxHandlers
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -82,6 +89,8 @@ type Server struct {
 	refuseSem chan struct{}
 	refused   atomic.Uint64
 	evicted   atomic.Uint64
+	handlers  chan struct{}
+	busy      atomic.Uint64
 	wg        sync.WaitGroup // connection and handler goroutines
 
 	// readers are the connections still waiting for their request line,
@@ -115,7 +124,7 @@ func listenWith(cfg Config, reg *Registry, chown func(string)) (*Server, error) 
 	if reg == nil {
 		reg = NewRegistry()
 	}
-	s := &Server{cfg: cfg, reg: reg, log: logging.WithTarget(cfg.Logger, "fips::control"), sem: make(chan struct{}, cfg.MaxConns), refuseSem: make(chan struct{}, maxRefusers)}
+	s := &Server{cfg: cfg, reg: reg, log: logging.WithTarget(cfg.Logger, "fips::control"), sem: make(chan struct{}, cfg.MaxConns), handlers: make(chan struct{}, cfg.MaxHandlers), refuseSem: make(chan struct{}, maxRefusers)}
 	if chown == nil {
 		chown = func(p string) { chownFipsGroup(p, s.log) }
 	}
@@ -137,6 +146,10 @@ func (s *Server) Refused() uint64 { return s.refused.Load() }
 // Evicted is how many connections that had not sent a complete request
 // were closed to make room for a new one while every slot was taken.
 func (s *Server) Evicted() uint64 { return s.evicted.Load() }
+
+// Busy is how many requests were answered "query timeout" because no
+// handler slot came free within the handler timeout.
+func (s *Server) Busy() uint64 { return s.busy.Load() }
 
 // Registry returns the registry the server dispatches through.
 func (s *Server) Registry() *Registry { return s.reg }
@@ -458,10 +471,25 @@ func (s *Server) handle(ctx context.Context, req Request) Response {
 	}
 	hctx, cancel := context.WithTimeout(ctx, s.cfg.HandlerTimeout)
 	defer cancel()
+	// The slot is the handler goroutine's until the handler returns, even
+	// after its client was told "query timeout".
+	select {
+	case s.handlers <- struct{}{}:
+	case <-hctx.Done():
+		if ctx.Err() != nil {
+			return Fail(MsgShuttingDown)
+		}
+		if n := s.busy.Add(1); n&(n-1) == 0 { // 1, 2, 4 …: bounded log volume
+			s.log.Warn("Control handlers all busy, request timed out waiting", "command", req.Command,
+				"max", s.cfg.MaxHandlers, "timeout", s.cfg.HandlerTimeout, "busy_total", n)
+		}
+		return Fail(MsgQueryTimeout)
+	}
 	ch := make(chan Response, 1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() { <-s.handlers }()
 		ch <- s.reg.dispatch(hctx, req, s.log)
 	}()
 	select {

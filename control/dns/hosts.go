@@ -33,6 +33,18 @@ var ErrMalformedLine = errors.New("expected 'hostname npub'")
 // upstream cannot read such a file at all, so none of it is used.
 var ErrNotUTF8 = errors.New("hosts file is not valid UTF-8")
 
+// MaxHostsFileSize bounds a hosts file (fips-go; upstream reads any size):
+// some hundred thousand entries.
+const MaxHostsFileSize = 8 << 20
+
+// ErrHostsTooLarge is returned by ParseHosts for input longer than
+// MaxHostsFileSize; nothing of it is used.
+var ErrHostsTooLarge = fmt.Errorf("hosts file larger than %d bytes", MaxHostsFileSize)
+
+// maxLoggedBadLines bounds the bad entries logged per load of a hosts
+// file; one more line counts the rest.
+const maxLoggedBadLines = 20
+
 // ValidateHostname checks a hosts-file or alias name: 1..63 ASCII letters,
 // digits and hyphens, no leading or trailing hyphen, and not starting with
 // "npub1" in any case (that would be ambiguous with an npub label).
@@ -137,11 +149,15 @@ func (h Hosts) Len() int { return len(h.byName) }
 // line has too many fields and is skipped). Each skipped line is reported to
 // bad (if non-nil) with its 1-based number, trimmed text and reason; parsing
 // goes on. Later entries for the same name win. The error is non-nil only
-// if r fails or the input is not UTF-8, in which case the Hosts is empty.
+// if r fails, the input is not UTF-8 or it is longer than MaxHostsFileSize
+// (ErrHostsTooLarge), in which case the Hosts is empty.
 func ParseHosts(r io.Reader, bad func(line int, text string, err error)) (Hosts, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxHostsFileSize+1))
 	if err != nil {
 		return Hosts{}, err
+	}
+	if len(data) > MaxHostsFileSize {
+		return Hosts{}, ErrHostsTooLarge
 	}
 	if !utf8.Valid(data) {
 		return Hosts{}, ErrNotUTF8
@@ -217,7 +233,11 @@ func (f *HostsFile) load() {
 	case err != nil:
 		f.log.Warn("Failed to read hosts file", "path", f.path, "error", err)
 	default:
+		bad := 0
 		h, err = ParseHosts(fh, func(line int, text string, err error) {
+			if bad++; bad > maxLoggedBadLines {
+				return
+			}
 			if errors.Is(err, ErrMalformedLine) {
 				f.log.Warn("Expected 'hostname npub', skipping", "path", f.path, "line", line, "content", text)
 				return
@@ -225,6 +245,9 @@ func (f *HostsFile) load() {
 			f.log.Warn("Skipping invalid hosts file entry", "path", f.path, "line", line, "error", err, "content", text)
 		})
 		fh.Close()
+		if bad > maxLoggedBadLines {
+			f.log.Warn("more hosts file entries skipped, not logged", "path", f.path, "more", bad-maxLoggedBadLines)
+		}
 		if err != nil {
 			f.log.Warn("Failed to read hosts file", "path", f.path, "error", err)
 			h = Hosts{}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,11 +51,59 @@ type slogErrorLog struct{ log *slog.Logger }
 
 func (l slogErrorLog) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }
 
+// MaxConns bounds the connections the endpoint holds at once (fips-go's
+// endpoint; a scraper needs one). Past it a new connection is closed at
+// once and counted: connections that send nothing would otherwise hold
+// file descriptors the transports and the control socket need.
+const MaxConns = 32
+
 // Server is the /metrics HTTP endpoint.
 type Server struct {
-	ln  net.Listener
+	ln  *limitListener
 	srv *http.Server
 	log *slog.Logger
+}
+
+// limitListener admits at most max connections at once and closes the
+// rest as it accepts them.
+type limitListener struct {
+	net.Listener
+	log     *slog.Logger
+	max     int64
+	open    atomic.Int64
+	refused atomic.Uint64
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) <= l.max {
+			return &limitConn{Conn: c, l: l}, nil
+		}
+		l.open.Add(-1)
+		n := l.refused.Add(1)
+		c.Close()
+		if n&(n-1) == 0 { // 1, 2, 4 …: bounded log volume
+			l.log.Warn("metrics: connection limit reached, refusing", "max", l.max, "refused_total", n)
+		}
+	}
+}
+
+// limitConn gives its slot back when closed (once, however often Close
+// is called).
+type limitConn struct {
+	net.Conn
+	l    *limitListener
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return err
 }
 
 // Listen binds addr (metrics.listen) for h.
@@ -62,10 +112,17 @@ func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen %s: %w", addr, err)
 	}
-	return &Server{ln: ln, log: log, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+	lim := &limitListener{Listener: ln, log: log, max: MaxConns}
+	return &Server{ln: lim, log: log, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second,
 		MaxHeaderBytes: 16 << 10}}, nil
 }
+
+// Refused counts connections closed because MaxConns were open.
+func (s *Server) Refused() uint64 { return s.ln.refused.Load() }
+
+// Open is how many connections the endpoint holds.
+func (s *Server) Open() int { return int(s.ln.open.Load()) }
 
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

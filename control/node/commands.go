@@ -74,6 +74,42 @@ type StatusData struct {
 	// Dataplane says which dataplane runs (xdp or userspace) and why, and
 	// where the XDP program is attached.
 	Dataplane DataplaneView `json:"dataplane"`
+	// LocalLimits counts what the local surfaces refused.
+	LocalLimits LocalLimits `json:"local_limits"`
+}
+
+// LocalLimits counts what the operator-facing surfaces refused at their
+// bounds (fips-go addition to show_status).
+type LocalLimits struct {
+	// ControlConnectionsRefused: connections turned away with every
+	// control socket slot running a command.
+	ControlConnectionsRefused uint64 `json:"control_connections_refused"`
+	// ControlConnectionsEvicted: idle connections (no complete request)
+	// closed to make room for a new one.
+	ControlConnectionsEvicted uint64 `json:"control_connections_evicted"`
+	// ControlRequestsBusy: requests answered "query timeout" because no
+	// handler slot came free within the handler timeout.
+	ControlRequestsBusy uint64 `json:"control_requests_busy"`
+	// MetricsConnectionsRefused: metrics endpoint connections closed at
+	// its connection bound.
+	MetricsConnectionsRefused uint64 `json:"metrics_connections_refused"`
+	// ProbeReportsDropped: finished probe reports dropped unpolled past
+	// the bound on held reports.
+	ProbeReportsDropped uint64 `json:"probe_reports_dropped"`
+}
+
+// SetLocalLimits installs what fills show_status' local_limits beyond the
+// node's own counters (the daemon's control socket and metrics endpoint).
+// f is called on every show_status, off the event loop.
+func (n *Node) SetLocalLimits(f func(*LocalLimits)) { n.localLimits.Store(&f) }
+
+func (n *Node) localLimitsView() LocalLimits {
+	var l LocalLimits
+	if f := n.localLimits.Load(); f != nil {
+		(*f)(&l)
+	}
+	l.ProbeReportsDropped = n.probeTab.evicted.Load()
+	return l
 }
 
 func (n *Node) showStatus() StatusData {
@@ -91,7 +127,7 @@ func (n *Node) showStatus() StatusData {
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane}
+	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView()}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

@@ -148,6 +148,8 @@ type Node struct {
 	runOnce sync.Once
 
 	probeTab *probeTable
+	// localLimits fills show_status' local_limits (SetLocalLimits).
+	localLimits atomic.Pointer[func(*LocalLimits)]
 
 	// kernelDrops is each transport's KernelDrops at the last tick;
 	// dropping marks the transports whose count grew since (touched on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
@@ -33,6 +34,8 @@ const (
 	probeDoTimeout   = 200 * time.Millisecond // one driver step's wait for the loop
 	probeRTTMS       = 3000                   // rtt budget floor: the remote's report cold start and two of its ticks
 	probeWarmupRetry = time.Second            // the one warmup retransmit
+	// maxFinishedProbes bounds the finished reports awaiting their poll.
+	maxFinishedProbes = 64
 )
 
 // Stage verdicts and the reasons the probe can report.
@@ -189,6 +192,7 @@ type probeTable struct {
 	jobs    map[uint64]*probeJob
 	next    uint64
 	driving bool
+	evicted atomic.Uint64 // finished reports dropped unpolled (read by show_status)
 }
 
 // probes is the node's probe table; its jobs are touched only on the
@@ -292,12 +296,42 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	n.core.LearnIdentity(pk)
 	t.jobs[j.rep.ProbeID] = j
 	n.stepProbe(now, j)
+	n.trimFinishedProbes()
 	drive := !t.driving
 	t.driving = true
 	budgetMs := uint64(budget / time.Millisecond)
 	logging.WithTarget(n.log, "fips::node::handlers::probe").Info("Probe started", "npub", npub, "probe_id", j.rep.ProbeID, "budget_ms", budgetMs)
 	return map[string]any{"probe_id": j.rep.ProbeID, "npub": npub, "node_addr": target.String(),
 		"display_name": j.rep.Target.DisplayName, "budget_ms": budgetMs}, drive, nil
+}
+
+// trimFinishedProbes drops the oldest finished, unpolled reports past
+// maxFinishedProbes (fips-go: upstream keeps every one for its reap time,
+// so probes that fail at once pile up as fast as a client can start them).
+// A dropped report's id is then unknown, as a reaped one's is.
+func (n *Node) trimFinishedProbes() {
+	t := n.probes()
+	for {
+		finished := 0
+		var oldest *probeJob
+		for _, j := range t.jobs {
+			if !j.finished() {
+				continue
+			}
+			finished++
+			if oldest == nil || j.ended.Before(oldest.ended) || (j.ended.Equal(oldest.ended) && j.rep.ProbeID < oldest.rep.ProbeID) {
+				oldest = j
+			}
+		}
+		if finished <= maxFinishedProbes {
+			return
+		}
+		delete(t.jobs, oldest.rep.ProbeID)
+		if e := t.evicted.Add(1); e&(e-1) == 0 { // 1, 2, 4 …: bounded log volume
+			n.log.Warn("Probe report dropped before it was polled: too many finished probes held",
+				"probe_id", oldest.rep.ProbeID, "max", maxFinishedProbes, "dropped_total", e)
+		}
+	}
 }
 
 // probeName is the target's display name, as upstream's probe names it

@@ -100,6 +100,53 @@ func TestProbeTableBound(t *testing.T) {
 	}
 }
 
+// Finished reports awaiting their poll are bounded too: probes that fail
+// at once (no peers, so every bloom gate misses) started faster than
+// probeReap forgets them used to pile up without limit — one control
+// client could hold hundreds of thousands of reports. Past
+// maxFinishedProbes the oldest unpolled report is dropped and counted;
+// the newest stay pollable.
+func TestProbeFinishedBound(t *testing.T) {
+	n := probeTestNode(t)
+	now := time.Now()
+	tab := n.probes()
+	const started = 10 * maxFinishedProbes
+	var ids []uint64
+	for i := range started {
+		npub, pk := otherNpub(t)
+		data, _, err := n.probeStart(now.Add(time.Duration(i)*time.Millisecond), npub, pk)
+		if err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+		ids = append(ids, data["probe_id"].(uint64))
+	}
+	if len(tab.jobs) != maxFinishedProbes {
+		t.Errorf("%d jobs retained after %d finished probes, want %d", len(tab.jobs), started, maxFinishedProbes)
+	}
+	if tab.evicted.Load() != started-maxFinishedProbes {
+		t.Errorf("evicted %d, want %d", tab.evicted.Load(), started-maxFinishedProbes)
+	}
+	if v := n.probePoll(now, ids[0]); errText(asErr(v)) != "unknown probe id: "+itoa(ids[0]) {
+		t.Errorf("oldest report still held: %v", v)
+	}
+	if m, ok := n.probePoll(now, ids[len(ids)-1]).(map[string]any); !ok || m["state"] != "done" {
+		t.Errorf("newest report not pollable")
+	}
+	// Unfinished probes are never dropped for finished ones.
+	for i := range maxProbes - 1 {
+		tab.jobs[uint64(1_000_000+i)] = &probeJob{stage: stageSession}
+	}
+	npub, pk := otherNpub(t)
+	if _, _, err := n.probeStart(now, npub, pk); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxProbes - 1 {
+		if _, ok := tab.jobs[uint64(1_000_000+i)]; !ok {
+			t.Fatalf("running probe %d dropped", i)
+		}
+	}
+}
+
 // A node with no peers: the bloom gate finds no filter claiming the
 // target, the probe fails at once, and the report is delivered once.
 func TestProbeBloomMissReportOnce(t *testing.T) {
@@ -206,4 +253,41 @@ func str(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// show_status reports what the local surfaces refused: the dropped probe
+// reports, and the counters of the control socket and metrics endpoint
+// the daemon hands over with SetLocalLimits.
+func TestShowStatusLocalLimits(t *testing.T) {
+	n := probeTestNode(t)
+	now := time.Now()
+	for i := range maxFinishedProbes + 3 {
+		npub, pk := otherNpub(t)
+		if _, _, err := n.probeStart(now.Add(time.Duration(i)*time.Millisecond), npub, pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.SetLocalLimits(func(l *LocalLimits) {
+		l.ControlConnectionsRefused, l.ControlConnectionsEvicted, l.ControlRequestsBusy, l.MetricsConnectionsRefused = 1, 2, 3, 4
+	})
+	b, err := json.Marshal(n.showStatus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		L map[string]uint64 `json:"local_limits"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"control_connections_refused": 1, "control_connections_evicted": 2, "control_requests_busy": 3,
+		"metrics_connections_refused": 4, "probe_reports_dropped": 3}
+	if len(got.L) != len(want) {
+		t.Fatalf("local_limits %v, want %v", got.L, want)
+	}
+	for k, v := range want {
+		if got.L[k] != v {
+			t.Errorf("%s = %d, want %d", k, got.L[k], v)
+		}
+	}
 }

@@ -178,13 +178,20 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 		return aclList{}, time.Time{}, false, false
 	}
 	defer f.Close()
+	bad := 0
 	l, err := ParseACL(f, aliases, func(line int, tok string, err error) {
+		if bad++; bad > maxLoggedBadEntries {
+			return
+		}
 		if errors.Is(err, ErrACLLineFields) {
 			log.Warn("Expected one ACL entry per line, skipping", "path", path, "line", line, "content", tok)
 			return
 		}
 		log.Warn("Skipping invalid ACL entry", "path", path, "line", line, "entry", tok, "error", err)
 	})
+	if bad > maxLoggedBadEntries {
+		log.Warn("more invalid ACL entries skipped, not logged", "path", path, "more", bad-maxLoggedBadEntries)
+	}
 	if err != nil {
 		log.Warn("Failed to read ACL file", "path", path, "error", err)
 		return aclList{}, time.Time{}, false, false
@@ -195,6 +202,10 @@ func reloadList(path string, lastMod time.Time, wasPresent bool, aliases func(st
 // ErrACLLineFields is reported for an ACL line holding more than one
 // whitespace-separated token (upstream skips the line).
 var ErrACLLineFields = errors.New("expected one ACL entry per line")
+
+// maxLoggedBadEntries bounds the invalid entries logged per load of an
+// ACL file; one more line counts the rest.
+const maxLoggedBadEntries = 20
 
 // maxACLEntries bounds one ACL file.
 const maxACLEntries = 65536
