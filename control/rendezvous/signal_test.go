@@ -74,7 +74,13 @@ func TestWrapUnwrapSignal(t *testing.T) {
 		t.Errorf("third party opened it: %v", err)
 	}
 	tampered := gw
-	tampered.Content = strings.Replace(gw.Content, gw.Content[10:11], "A", 1)
+	// Change the 11th base64 character to another one (replacing it by a
+	// fixed "A" left the wrap intact whenever it already was one).
+	c10 := byte('A')
+	if gw.Content[10] == c10 {
+		c10 = 'B'
+	}
+	tampered.Content = gw.Content[:10] + string(c10) + gw.Content[11:]
 	if _, err := UnwrapSignal(keysOf(b), &tampered); !errors.Is(err, ErrInvalidEvent) {
 		t.Errorf("tampered wrap accepted: %v", err)
 	}
