@@ -175,6 +175,7 @@ func TestAFXDPOuterCE(t *testing.T) {
 		t.Fatalf("b: AF_XDP not enabled: %+v", dp.AFXDP)
 	}
 	addr := resolve(t, m, a, c)
+	waitReply(t, m, a, addr, 20*time.Second)
 	ping := func(count int) {
 		t.Helper()
 		out, err := m.Exec("a", "ping", "-6", "-c", strconv.Itoa(count), "-i", "0.1", "-W", "2", addr)

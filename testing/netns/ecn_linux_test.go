@@ -127,6 +127,7 @@ func TestTCECN(t *testing.T) {
 	t.Logf("a: %s", dataplaneOf(t, a).TC.Reason)
 
 	addr := resolve(t, m, a, c)
+	waitReply(t, m, a, addr, 20*time.Second)
 	ping := func(count int) {
 		t.Helper()
 		out, err := m.Exec("a", "ping", "-6", "-c", fmt.Sprint(count), "-i", "0.1", "-W", "2", addr)

@@ -61,6 +61,7 @@ func reorderCounters(t *testing.T, m *Mesh, ns string) uint64 {
 func TestEngineCarriesTransitWithoutReordering(t *testing.T) {
 	m, a, b, c, _ := ipv6Chain(t, Options{})
 	addr := resolve(t, m, a, c)
+	waitReply(t, m, a, addr, 20*time.Second)
 	if out, err := m.Exec("a", "ping", "-6", "-c", "5", "-i", "0.2", "-W", "2", addr); err != nil {
 		t.Fatalf("ping6 A→C: %v\n%s", err, out)
 	}

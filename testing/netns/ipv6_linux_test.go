@@ -36,6 +36,29 @@ func ipv6ChainRelay(tb testing.TB, o Options, relay string) (m *Mesh, a, b, c *N
 	return m, a, b, c, took
 }
 
+// waitReply pings addr from node until the first echo reply comes back
+// (one request every 0.2 s, for at most timeout) and returns how long that
+// took: the first packet to a node with no session waits for a lookup and
+// a session handshake, whose lost attempts are retried after 1 s and more,
+// so a test that counts replies warms the path with this first. It fails
+// with every node's log tail when no reply comes.
+func waitReply(tb testing.TB, m *Mesh, from *Node, addr string, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	secs := fmt.Sprint(int(timeout.Round(time.Second) / time.Second))
+	out, err := m.Exec(from.Name, "ping", "-6", "-c", "1", "-i", "0.2", "-W", "1", "-w", secs, addr)
+	took := time.Since(start)
+	if err != nil || !strings.Contains(string(out), " 1 received") {
+		var logs strings.Builder
+		for _, n := range m.Nodes() {
+			fmt.Fprintf(&logs, "--- %s ---\n%s", n.Name, tail(n.Logs(), 40))
+		}
+		tb.Fatalf("no echo reply from %s to %s within %v: %v\n%s\n%s", addr, from.Name, timeout, err, out, logs.String())
+	}
+	tb.Logf("first echo reply %s → %s after %v", from.Name, addr, took.Round(time.Millisecond))
+	return took
+}
+
 // resolve asks from's .fips DNS responder for to's address, as an
 // application would (teaching from to's key), and fails unless it answers
 // to's address.

@@ -97,6 +97,7 @@ func TestMetricsEndpointWithPeersAndSessions(t *testing.T) {
 	t.Logf("converged in %v", took.Round(time.Millisecond))
 	addr := resolve(t, m, a, c)
 	// Warm the session (lookup, handshake) before the counted traffic.
+	waitReply(t, m, a, addr, 20*time.Second)
 	if out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", addr); err != nil {
 		t.Fatalf("warm-up ping: %v\n%s", err, out)
 	}

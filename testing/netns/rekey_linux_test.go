@@ -88,6 +88,7 @@ func sessionStartOf(t *testing.T, n, peer *Node) int64 {
 func TestDaemonRekeysLoseNoPacket(t *testing.T) {
 	m, a, b, c, _ := ipv6Chain(t, Options{NodeConfig: "  rekey: { after_secs: 16 }\n"})
 	addr := resolve(t, m, a, c)
+	waitReply(t, m, a, addr, 20*time.Second)
 	if out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", addr); err != nil {
 		t.Fatalf("ping6 A→C: %v\n%s", err, out)
 	}
