@@ -36,32 +36,85 @@ func listenPlatform(path string, log *slog.Logger, chown func(string)) (net.List
 	}
 	managed := created || IsManagedSocketParent(parent, HostPathEnv())
 
-	if err := removeStaleSocket(path, log); err != nil {
-		return nil, "", "", err
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, "", "", err
-	}
-	// Removal is explicit at shutdown, after in-flight connections finish.
-	ln.SetUnlinkOnClose(false)
-	fail := func(err error) (net.Listener, string, string, error) {
-		ln.Close()
-		os.Remove(path)
-		return nil, "", "", err
-	}
-	if err := os.Chmod(path, socketMode); err != nil {
-		return fail(err)
-	}
-	chown(path)
+	// The parent gets its mode and group before anything is bound in it.
 	if managed {
 		if err := os.Chmod(parent, parentMode); err != nil {
-			return fail(err)
+			return nil, "", "", err
 		}
 		chown(parent)
 	}
+	if err := removeStaleSocket(path, log); err != nil {
+		return nil, "", "", err
+	}
+	ln, err := bindPrivate(path)
+	if err != nil {
+		return nil, "", "", err
+	}
+	chown(path)
 	log.Info("Control socket listening", "path", path)
 	return ln, path, path, nil
+}
+
+// bindPrivate binds a unix socket at path that nobody but this process
+// can connect to before it has socketMode: the socket is bound in a fresh
+// 0700 directory beside path, given its mode there, and then hard-linked
+// into place. Binding at path and changing the mode afterwards would
+// leave a window in which anyone the umask lets in could connect, and a
+// connection made then stays in the backlog and is served later. The
+// link fails rather than replace whatever appeared at path meanwhile
+// (another daemon's socket): that is EADDRINUSE, as a live socket is.
+// Where the temporary path would be too long for a socket address, or
+// the filesystem has no hard links, it binds at path with umask-limited
+// permissions first — the old way, with its window.
+func bindPrivate(path string) (*net.UnixListener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".fips-bind-")
+	if err != nil {
+		return bindInPlace(path)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	if len(tmp) >= maxSocketPath {
+		return bindInPlace(path)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, socketMode); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+		return ln, nil
+	case errors.Is(err, fs.ErrExist):
+		ln.Close()
+		return nil, fmt.Errorf("control socket already in use: %s: %w", path, syscall.EADDRINUSE)
+	default:
+		ln.Close()
+		return bindInPlace(path)
+	}
+}
+
+// maxSocketPath is the longest path a unix socket address holds with its
+// terminating NUL (sun_path is 104 bytes on the BSDs and macOS, 108 on
+// Linux; the smaller bound serves both).
+const maxSocketPath = 104
+
+// bindInPlace binds at path itself and sets socketMode afterwards.
+func bindInPlace(path string) (*net.UnixListener, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(path, socketMode); err != nil {
+		ln.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return ln, nil
 }
 
 // ensureSocketParent creates parent (and missing ancestors) and reports

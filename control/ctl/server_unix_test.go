@@ -492,7 +492,7 @@ func TestSocketPermissions(t *testing.T) {
 	defer srv.Close()
 	assertMode(t, path, 0o770)
 	assertMode(t, parent, 0o750)
-	if strings.Join(chowned, ",") != path+","+parent {
+	if strings.Join(chowned, ",") != parent+","+path {
 		t.Errorf("chowned %v", chowned)
 	}
 	fi, _ := os.Lstat(path)
@@ -517,6 +517,83 @@ func TestSocketPermissions(t *testing.T) {
 	if len(chowned) != 1 {
 		t.Errorf("chowned %v", chowned)
 	}
+}
+
+// TestBindPrivate: the socket is bound in a private directory and linked
+// into place, which leaves nothing else behind, never replaces what is at
+// the path (a regular file there is EADDRINUSE, left as it was), and
+// falls back to binding in place where the temporary path is too long.
+func TestBindPrivate(t *testing.T) {
+	base := t.TempDir()
+	if len(base) > 60 {
+		t.Skip("temp dir too long for a socket path")
+	}
+	path := filepath.Join(base, "c.sock")
+	ln, err := bindPrivate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertMode(t, path, 0o770)
+	if got := roundTripListener(t, ln, path); got != "hello" {
+		t.Errorf("through the linked path: %q", got)
+	}
+	ln.Close()
+	entries, _ := os.ReadDir(base)
+	if len(entries) != 1 || entries[0].Name() != "c.sock" {
+		t.Errorf("left in the directory: %v", entries)
+	}
+
+	taken := filepath.Join(base, "taken.sock")
+	if err := os.WriteFile(taken, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bindPrivate(taken); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("bind over a file: %v, want EADDRINUSE", err)
+	}
+	if b, _ := os.ReadFile(taken); string(b) != "keep" {
+		t.Errorf("the file at the path became %q", b)
+	}
+
+	// A path whose temporary sibling would not fit a socket address.
+	long := filepath.Join(base, strings.Repeat("d", maxSocketPath-len(base)-12))
+	if err := os.Mkdir(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lp := filepath.Join(long, "c.sock")
+	ln2, err := bindPrivate(lp)
+	if err != nil {
+		t.Fatalf("bind at %d-byte path: %v", len(lp), err)
+	}
+	defer ln2.Close()
+	assertMode(t, lp, 0o770)
+	if entries, _ := os.ReadDir(long); len(entries) != 1 {
+		t.Errorf("left beside the long path: %v", entries)
+	}
+}
+
+// roundTripListener accepts one connection on ln, made to path, and
+// returns what the client wrote.
+func roundTripListener(t *testing.T, ln *net.UnixListener, path string) string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		b := make([]byte, 16)
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+	}()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("hello"))
+	c.Close()
+	return <-got
 }
 
 func assertMode(t *testing.T, path string, want os.FileMode) {
