@@ -69,20 +69,15 @@ func listenPlatform(path string, log *slog.Logger, chown func(string)) (net.List
 func bindPrivate(path string) (*net.UnixListener, error) {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".fips-bind-")
 	if err != nil {
-		return bindInPlace(path)
+		return listenMode(path) // in place, mode set afterwards
 	}
 	defer os.RemoveAll(dir)
 	tmp := filepath.Join(dir, "s")
 	if len(tmp) >= maxSocketPath {
-		return bindInPlace(path)
+		return listenMode(path) // in place, mode set afterwards
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	ln, err := listenMode(tmp)
 	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, socketMode); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	switch err := os.Link(tmp, path); {
@@ -93,7 +88,7 @@ func bindPrivate(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("control socket already in use: %s: %w", path, syscall.EADDRINUSE)
 	default:
 		ln.Close()
-		return bindInPlace(path)
+		return listenMode(path) // in place, mode set afterwards
 	}
 }
 
@@ -102,8 +97,10 @@ func bindPrivate(path string) (*net.UnixListener, error) {
 // Linux; the smaller bound serves both).
 const maxSocketPath = 104
 
-// bindInPlace binds at path itself and sets socketMode afterwards.
-func bindInPlace(path string) (*net.UnixListener, error) {
+// listenMode binds a unix socket at path, which it leaves in place when
+// closed (removal is explicit), and gives it socketMode; a socket it
+// bound but could not give the mode is removed again.
+func listenMode(path string) (*net.UnixListener, error) {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
@@ -112,7 +109,7 @@ func bindInPlace(path string) (*net.UnixListener, error) {
 	if err := os.Chmod(path, socketMode); err != nil {
 		ln.Close()
 		os.Remove(path)
-		return nil, err
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	return ln, nil
 }
