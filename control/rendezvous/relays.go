@@ -20,6 +20,42 @@ const (
 	publishTimeout    = 10 * time.Second
 )
 
+// After the standing subscription's EOSE, the filters that ask for
+// stored events are asked once more, for what was created since the
+// subscription was sent (minus catchUpSlack for publishers' clocks). A
+// relay that answers a REQ by querying its store and only then
+// registering the subscription — @nostr-relay/core does — gives that REQ
+// neither the stored answer nor the broadcast of an event stored in
+// between. An advert lost so stayed unknown until its author republished
+// it (advert_refresh_secs, 30 min): two nodes starting together could each
+// miss the other's.
+const (
+	catchUpDelay = time.Second
+	catchUpSlack = 2 * time.Minute
+	catchUpLimit = 256
+)
+
+// catchUpFilters are filters' catch-up: each one that wants stored
+// events, limited to those created at since-catchUpSlack or later.
+func catchUpFilters(filters nostr.Filters, since time.Time) nostr.Filters {
+	var out nostr.Filters
+	ts := nostr.Timestamp(since.Add(-catchUpSlack).Unix())
+	for _, f := range filters {
+		if f.LimitZero {
+			continue
+		}
+		c := f.Clone()
+		if c.Since == nil || *c.Since < ts {
+			c.Since = &ts
+		}
+		if c.Limit <= 0 || c.Limit > catchUpLimit {
+			c.Limit = catchUpLimit
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // relayEvent is one event a subscription delivered.
 type relayEvent struct {
 	ev  *nostr.Event
@@ -64,6 +100,7 @@ func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, 
 		cctx, cancel := context.WithTimeout(ctx, relayOpTimeout)
 		r, err := dialRelay(cctx, url, func(n string) { s.log.Debug("relay notice", "relay", url, "notice", n) })
 		var sub *relaySub
+		subscribed := time.Now()
 		if err == nil && len(filters) > 0 {
 			sub, err = r.subscribe(cctx, filters)
 			if err != nil {
@@ -89,7 +126,7 @@ func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, 
 		if s.onConnect != nil {
 			s.onConnect(url)
 		}
-		s.pump(ctx, r, sub, url, out, dropped)
+		s.pump(ctx, r, sub, catchUpFilters(filters, subscribed), url, out, dropped)
 		s.mu.Lock()
 		delete(s.conns, url)
 		s.mu.Unlock()
@@ -103,8 +140,11 @@ func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, 
 	}
 }
 
-// pump forwards the subscription's events until it or the connection ends.
-func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, url string, out chan<- relayEvent, dropped *atomic.Uint64) {
+// pump forwards the subscription's events until it or the connection
+// ends, and, catchUpDelay after its first EOSE, those of one query with
+// catchUp (see catchUpFilters) too. The cache they feed keeps the newest
+// advert per author, so what both deliver is stored once.
+func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, catchUp nostr.Filters, url string, out chan<- relayEvent, dropped *atomic.Uint64) {
 	if sub == nil {
 		select {
 		case <-ctx.Done():
@@ -113,6 +153,35 @@ func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, url 
 		return
 	}
 	defer r.unsub(sub)
+	forward := func(ev *nostr.Event) {
+		select {
+		case out <- relayEvent{ev: ev, url: url}:
+		default:
+			dropped.Add(1)
+		}
+	}
+	var (
+		timer  *time.Timer
+		due    <-chan time.Time
+		catch  *relaySub
+		cEv    chan *nostr.Event
+		cEnd   chan struct{}
+		cClose chan string
+		caught int
+	)
+	endCatch := func() {
+		r.unsub(catch)
+		s.log.Debug("relay catch-up query done", "relay", url, "events", caught)
+		catch, cEv, cEnd, cClose = nil, nil, nil, nil
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if catch != nil {
+			r.unsub(catch)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,12 +192,29 @@ func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, url 
 			s.log.Debug("relay closed our subscription", "relay", url, "reason", reason)
 			return
 		case <-sub.eose:
-		case ev := <-sub.events:
-			select {
-			case out <- relayEvent{ev: ev, url: url}:
-			default:
-				dropped.Add(1)
+			if timer == nil && len(catchUp) > 0 {
+				timer = time.NewTimer(catchUpDelay)
+				due = timer.C
 			}
+		case <-due:
+			due = nil
+			cctx, cancel := context.WithTimeout(ctx, relayOpTimeout)
+			c, err := r.subscribe(cctx, catchUp)
+			cancel()
+			if err != nil {
+				s.log.Debug("relay catch-up query failed", "relay", url, "error", err)
+				continue
+			}
+			catch, cEv, cEnd, cClose = c, c.events, c.eose, c.closed
+		case ev := <-sub.events:
+			forward(ev)
+		case ev := <-cEv:
+			caught++
+			forward(ev)
+		case <-cEnd:
+			endCatch()
+		case <-cClose:
+			endCatch()
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 
@@ -37,6 +38,9 @@ type Relay struct {
 	// relayed keeps the last maxRelayed ephemeral events relayed, for
 	// tests to inspect what was sent (relays do not store them).
 	relayed []*nostr.Event
+	// gap holds events the next REQ that asks for stored events stores
+	// between reading its answer and registering its subscription.
+	gap []*nostr.Event
 }
 
 // maxRelayed bounds Relay.relayed.
@@ -81,6 +85,17 @@ func (r *Relay) Drop(kind int, on bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.hold[kind] = on
+}
+
+// Gap makes the next REQ that asks for stored events race with evs as
+// relays that read their store before registering a subscription do
+// (@nostr-relay/core): evs are stored after that REQ's answer is read and
+// before its subscription is registered, so it gets them neither way;
+// later REQs find them stored.
+func (r *Relay) Gap(evs ...*nostr.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gap = append(r.gap, evs...)
 }
 
 // Stored returns the stored events of kind.
@@ -201,6 +216,17 @@ func (r *Relay) handle(c *client, msg []byte) {
 			}
 			backlog = append(backlog, m...)
 		}
+		gap := r.gap
+		if slices.ContainsFunc(env.Filters, func(f nostr.Filter) bool { return !f.LimitZero }) {
+			r.gap = nil
+		} else {
+			gap = nil
+		}
+		r.mu.Unlock()
+		for _, e := range gap {
+			r.accept(e)
+		}
+		r.mu.Lock()
 		c.subs[env.SubscriptionID] = env.Filters
 		r.mu.Unlock()
 		for _, e := range backlog {
