@@ -67,6 +67,12 @@ func listenPlatform(path string, log *slog.Logger, chown func(string)) (net.List
 // the filesystem has no hard links, it binds at path with umask-limited
 // permissions first — the old way, with its window.
 func bindPrivate(path string) (*net.UnixListener, error) {
+	if len(path) >= maxSocketPath {
+		// A link would put a socket at a path no client can connect
+		// to; binding in place fails as such a path must (or works,
+		// where the platform's sun_path is longer).
+		return listenMode(path)
+	}
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".fips-bind-")
 	if err != nil {
 		return listenMode(path) // in place, mode set afterwards

@@ -554,6 +554,16 @@ func TestBindPrivate(t *testing.T) {
 		t.Errorf("the file at the path became %q", b)
 	}
 
+	// A path longer than a socket address holds is refused, as binding
+	// there always was: a link would leave a socket nobody can reach.
+	tooLong := filepath.Join(base, strings.Repeat("s", 120)+".sock")
+	if _, err := bindPrivate(tooLong); err == nil {
+		t.Errorf("bound at a %d-byte path", len(tooLong))
+	}
+	if _, err := os.Lstat(tooLong); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%d-byte path: %v", len(tooLong), err)
+	}
+
 	// A path whose temporary sibling would not fit a socket address.
 	long := filepath.Join(base, strings.Repeat("d", maxSocketPath-len(base)-12))
 	if err := os.Mkdir(long, 0o755); err != nil {
