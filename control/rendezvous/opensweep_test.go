@@ -35,6 +35,20 @@ func advertEvent(t *testing.T, relay *relaytest.Relay, id *identity.Identity, cr
 	return &ev
 }
 
+// startSilent starts a service for self on relay that publishes nothing.
+func startSilent(t *testing.T, self *identity.Identity, relay *relaytest.Relay) *Service {
+	t.Helper()
+	cfg := testConfig(t, self, relay.URL, "stun:127.0.0.1:9")
+	cfg.Advertise = false
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Start(context.Background())
+	t.Cleanup(svc.Close)
+	return svc
+}
+
 // TestAdvertStoredWhileSubscribingIsCaughtUp: an advert the relay stores
 // between answering the service's REQ and registering its subscription
 // (relaytest.Gap, as @nostr-relay/core does) comes neither in the answer
@@ -48,14 +62,7 @@ func TestAdvertStoredWhileSubscribingIsCaughtUp(t *testing.T) {
 	t.Cleanup(relay.Close)
 	self, other := newID(t), newID(t)
 	relay.Gap(advertEvent(t, relay, other, time.Now(), time.Hour, Endpoint{Transport: EndpointUDP, Addr: "nat"}))
-	cfg := testConfig(t, self, relay.URL, "stun:127.0.0.1:9")
-	cfg.Advertise = false
-	svc, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Start(context.Background())
-	t.Cleanup(svc.Close)
+	svc := startSilent(t, self, relay)
 	waitFor(t, 10*time.Second, "the gap's advert cached", func() bool {
 		_, ok := svc.CachedAdvert(other.PublicKey())
 		return ok
@@ -111,14 +118,7 @@ func TestOpenSweepOverRelayAdverts(t *testing.T) {
 	}
 	t.Cleanup(relay.Close)
 	self := newID(t)
-	cfg := testConfig(t, self, relay.URL, "stun:127.0.0.1:9")
-	cfg.Advertise = false
-	svc, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Start(context.Background())
-	t.Cleanup(svc.Close)
+	svc := startSilent(t, self, relay)
 
 	now := time.Now()
 	ep := Endpoint{Transport: EndpointUDP, Addr: "nat"}
