@@ -177,6 +177,15 @@ func (s *State) MarkAll(now time.Time) {
 	}
 }
 
+// MarkPeer marks one peer as owed an announce, whether or not its filter
+// changed (our TreeAnnounce just made us its child: see
+// tree.Notifier.ParentAnnounced). An unknown peer is ignored.
+func (s *State) MarkPeer(now time.Time, peer identity.NodeAddr) {
+	if ps := s.peers[peer]; ps != nil {
+		ps.pending = true
+	}
+}
+
 // MarkChanged recomputes the outgoing filter of every peer but exclude and
 // marks those whose filter differs from the last one sent to them, or
 // that were never sent one (an accepted inbound filter; an ancestry

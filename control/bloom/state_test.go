@@ -365,6 +365,33 @@ func TestMarkChangedNeverSent(t *testing.T) {
 	}
 }
 
+// MarkPeer owes one peer an announce even when its filter is unchanged
+// (the same filter, with the next sequence, after the debounce); other
+// peers and unknown ones are untouched.
+func TestMarkPeerResendsUnchanged(t *testing.T) {
+	env := newFakeEnv()
+	s := newState(env)
+	p1, p2 := addr(1), addr(2)
+	s.PeerUp(t0, p1)
+	s.PeerUp(t0, p2)
+	s.Tick(t0)
+	first := env.take()
+	s.MarkPeer(t0, p1)
+	s.MarkPeer(t0, addr(99))
+	if info, _ := s.Peer(p2); info.Pending {
+		t.Fatal("another peer marked")
+	}
+	s.Tick(t0.Add(100 * time.Millisecond))
+	if got := env.take(); len(got) != 0 {
+		t.Fatalf("sent inside the debounce: %v", got)
+	}
+	s.Tick(t0.Add(500 * time.Millisecond))
+	got := env.take()
+	if len(got) != 1 || got[0].to != p1 || !got[0].f.Equal(&first[0].f) || got[0].seq <= first[1].seq {
+		t.Fatalf("after the debounce: %+v", got)
+	}
+}
+
 func TestMarkChangedExcludesSource(t *testing.T) {
 	env := newFakeEnv()
 	s := newState(env)

@@ -52,12 +52,51 @@ type CoreOptions struct {
 	// adapter, the native datagram API); nil drops them (counted).
 	Deliver func(now time.Time, src identity.NodeAddr, srcPort, dstPort uint16, payload []byte, ce bool)
 	ACL     *peer.ACL
-	Log     *slog.Logger
-	Rand    io.Reader // nil: crypto/rand
+	// Model, for simulations only (testing/mesh, testing/sim; the
+	// daemon never sets it), makes the Core behave as another
+	// implementation does where fips-go deliberately differs.
+	Model Model
+	Log   *slog.Logger
+	Rand  io.Reader // nil: crypto/rand
 	// Name is the display name of a node in log lines, given its npub
 	// when known ("" otherwise): Node's hosts-file and alias names. Nil
 	// names a node by its short npub, else its short hex.
 	Name func(a identity.NodeAddr, npub string) string
+}
+
+// Model selects behaviours of other implementations (upstream FIPS, or
+// fips-go before a fix) so a simulated mixed mesh holds nodes that act as
+// those do. The zero Model is fips-go's behaviour.
+type Model struct {
+	// NoChildRemark: a peer's announce that makes it our child (or stops
+	// it being one) marks no filter update (upstream's handle_tree_announce
+	// re-marks filters only when our own parent changes). The child's
+	// filter, if it arrived before that announce, is then not passed on
+	// until something else marks our peers.
+	NoChildRemark bool
+	// NoFilterAfterParentAnnounce: a TreeAnnounce to our parent is not
+	// followed by our filter (upstream; fips-go before the fix of issue
+	// 24). A filter that reached the parent before the announce that makes
+	// us its child is then never merged by an upstream parent.
+	NoFilterAfterParentAnnounce bool
+}
+
+// UpstreamModel is upstream FIPS master's behaviour as a simulated node:
+// its filter schedule (on the tick), routing rules and the tree-to-filter
+// coupling above. o's other fields are kept; a zero Bloom or Route is
+// taken as its default first.
+func UpstreamModel(o *CoreOptions) {
+	if o.Bloom == (bloom.Config{}) {
+		o.Bloom = bloom.DefaultConfig()
+	}
+	if o.Route.CoordCacheSize == 0 {
+		o.Route = route.DefaultConfig()
+	}
+	o.Route.NextHop = route.NextHopUpstream
+	o.Route.FullFilterLookups = false
+	o.Bloom.SendOnChange = false
+	o.Bloom.PassOnFull = false
+	o.Model = Model{NoChildRemark: true, NoFilterAfterParentAnnounce: true}
 }
 
 // Core is a node's mesh state machine: the link layer, the spanning tree
@@ -401,11 +440,29 @@ func (c *Core) TreeChanged(now time.Time, ch tree.Change) {
 	if ch.ResetLookupBackoff() {
 		c.route.ResetLookupBackoff()
 	}
+	if ch.Kind == tree.ChangeChildren && c.opts.Model.NoChildRemark {
+		return
+	}
 	switch ch.Bloom() {
 	case tree.BloomAll:
 		c.bloom.MarkAll(now)
 	case tree.BloomChanged:
 		c.bloom.MarkChanged(now, ch.From)
+	}
+}
+
+// ParentAnnounced implements tree.Notifier: our filter follows every
+// TreeAnnounce to our parent, so the parent merges it knowing we are its
+// child. An upstream parent ignores, for what it passes on, a filter that
+// came before the announce making us its child and re-merges only on the
+// child's next filter; with the send-on-change schedule our filter
+// usually leaves first (the announce waits for the 500 ms announce
+// interval), which left a joining fips-go node unreachable through an
+// upstream relay (issue 24). One filter per announce to the parent:
+// bounded by the announce interval and the filter debounce.
+func (c *Core) ParentAnnounced(now time.Time, parent identity.NodeAddr) {
+	if !c.opts.Model.NoFilterAfterParentAnnounce {
+		c.bloom.MarkPeer(now, parent)
 	}
 }
 

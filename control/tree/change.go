@@ -11,6 +11,16 @@ import (
 // to Env, and must not call back into the Tree.
 type Notifier interface {
 	TreeChanged(now time.Time, c Change)
+	// ParentAnnounced reports that a TreeAnnounce naming parent as our
+	// parent was just handed to Env for parent: from the moment parent
+	// handles it, we are its child. A peer that learns of a new child
+	// from its announce re-merges nothing until the child's next filter
+	// (upstream marks no filter update on a child's announce), so a
+	// filter sent before this announce is never passed on by an upstream
+	// parent; the node answers by owing parent a filter (sent after the
+	// announce). Called for periodic and rate-limited announces too, so a
+	// lost announce is healed by the next one.
+	ParentAnnounced(now time.Time, parent identity.NodeAddr)
 }
 
 // ChangeKind is the tree transition that happened.

@@ -65,6 +65,8 @@ type fakeEnv struct {
 	sent     []sentMsg
 	changes  []Change
 	failSend bool
+	// parentAnnounced: the peers ParentAnnounced named, in order.
+	parentAnnounced []identity.NodeAddr
 }
 
 func (e *fakeEnv) SendTreeAnnounce(peer identity.NodeAddr, msg []byte) error {
@@ -93,6 +95,13 @@ func (e *fakeEnv) PeerKey(peer identity.NodeAddr) (identity.PublicKey, bool) {
 }
 
 func (e *fakeEnv) TreeChanged(_ time.Time, c Change) { e.changes = append(e.changes, c) }
+
+func (e *fakeEnv) ParentAnnounced(_ time.Time, p identity.NodeAddr) {
+	if n := len(e.sent); n == 0 || e.sent[n-1].to != p {
+		panic("ParentAnnounced before the announce to the parent was sent")
+	}
+	e.parentAnnounced = append(e.parentAnnounced, p)
+}
 
 func (e *fakeEnv) sentTo(peer identity.NodeAddr) int {
 	n := 0
@@ -287,6 +296,8 @@ func (n *simNode) PeerKey(peer identity.NodeAddr) (identity.PublicKey, bool) {
 }
 
 func (n *simNode) TreeChanged(_ time.Time, c Change) { n.changes = append(n.changes, c) }
+
+func (n *simNode) ParentAnnounced(time.Time, identity.NodeAddr) {}
 
 // connect links nodes i and j (unmeasured) and brings the peers up.
 func (s *simNet) connect(i, j int) {

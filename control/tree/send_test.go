@@ -196,3 +196,54 @@ func TestPeriodicReevaluation(t *testing.T) {
 		t.Fatalf("change %+v", c)
 	}
 }
+
+// ParentAnnounced follows every announce handed to Env for our parent —
+// the one a switch sends, a rate-limited one when it is flushed, periodic
+// re-broadcasts — and no announce to any other peer (issue 24: the node
+// sends its filter after it, so an upstream parent merges it).
+func TestParentAnnounced(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	a := f.peerAbove(1)
+	b := f.peerAbove(100)
+	if len(f.env.parentAnnounced) != 0 {
+		t.Fatal("notified while root")
+	}
+	f.advance(100 * time.Millisecond)
+	f.attach(a, 1, addrOf(0)) // announces to a and b wait for the interval
+	if len(f.env.parentAnnounced) != 0 {
+		t.Fatalf("notified before the announce left: %d", len(f.env.parentAnnounced))
+	}
+	f.advance(400 * time.Millisecond)
+	f.tr.Tick(f.now)
+	if got := f.env.parentAnnounced; len(got) != 1 || got[0] != a.NodeAddr() {
+		t.Fatalf("after the flush: %v", got)
+	}
+	if f.env.sentTo(b.NodeAddr()) != 2 {
+		t.Fatal("the child-side peer got no announce")
+	}
+	// Re-broadcasts: each is followed, and only for a.
+	rebroadcasts := func() int { return f.env.sentTo(a.NodeAddr()) }
+	before := rebroadcasts()
+	for range 121 {
+		f.advance(time.Second)
+		f.tr.Tick(f.now)
+	}
+	got := f.env.parentAnnounced
+	if sent := rebroadcasts() - before; sent < 2 || len(got)-1 != sent {
+		t.Fatalf("%d re-broadcasts to the parent, %d notifications after the flush", sent, len(got)-1)
+	}
+	for _, p := range got {
+		if p != a.NodeAddr() {
+			t.Fatalf("notified for %s", p.Short())
+		}
+	}
+
+	// A failed send notifies nothing.
+	n := len(got)
+	f.env.failSend = true
+	f.advance(time.Second)
+	_ = f.tr.sendTo(f.now, a.NodeAddr())
+	if len(f.env.parentAnnounced) != n {
+		t.Fatal("notified for a failed send")
+	}
+}

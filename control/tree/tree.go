@@ -377,6 +377,9 @@ func (t *Tree) sendTo(now time.Time, peer identity.NodeAddr) error {
 	}
 	t.stats.Sent++
 	ps.lastSent, ps.sentOnce, ps.pending = now, true, false
+	if t.decl.parent == peer && t.notify != nil {
+		t.notify.ParentAnnounced(now, peer)
+	}
 	return nil
 }
 

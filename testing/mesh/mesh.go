@@ -47,6 +47,11 @@ type Options struct {
 	// built (per-node routing rules, bloom schedules); index is the
 	// node's Index.
 	Core func(index int, o *node.CoreOptions)
+	// TickAtStart, when set and true for a node's index, ticks that node
+	// first the moment it is added, then every TickInterval (upstream's
+	// event loop: a tokio interval, whose first tick fires at once).
+	// Otherwise first ticks are staggered at random across the interval.
+	TickAtStart func(index int) bool
 }
 
 // Net is a simulated network of nodes.
@@ -196,7 +201,11 @@ func (n *Net) AddNodeWithIdentity(id *identity.Identity) *Node {
 	n.byAddr[nd.Addr] = nd
 	// Stagger first ticks across the interval, as real nodes start at
 	// different moments.
-	n.schedule(event{at: n.now.Add(time.Duration(n.rng.Int64N(int64(n.opts.TickInterval)))), kind: evTick, to: nd})
+	first := time.Duration(n.rng.Int64N(int64(n.opts.TickInterval)))
+	if n.opts.TickAtStart != nil && n.opts.TickAtStart(i) {
+		first = 0
+	}
+	n.schedule(event{at: n.now.Add(first), kind: evTick, to: nd})
 	return nd
 }
 

@@ -30,9 +30,12 @@ import (
 
 // Routing choices a run can give its nodes.
 const (
-	// RoutingUpstream: upstream's next-hop order, filter schedule and
+	// RoutingUpstream: upstream master as its code has it
+	// (node.UpstreamModel): its next-hop order, filter schedule and
 	// lookups (node.routing.next_hop upstream, filter_schedule tick,
-	// full_filter_lookups upstream).
+	// full_filter_lookups upstream), filters merged only from tree peers
+	// and not re-marked when a child's announce arrives, no filter after
+	// an announce to the parent, and a tick that starts with the node.
 	RoutingUpstream = "upstream"
 	// RoutingFipsGo: fips-go's defaults (distance, change, tree).
 	RoutingFipsGo = "fips-go"
@@ -230,12 +233,9 @@ func Run(cfg Config) (*Result, error) {
 			o.Bloom.MaxInboundFPR = cfg.MaxInboundFPR
 		}
 		if rules[i] {
-			o.Route.NextHop = route.NextHopUpstream
-			o.Route.FullFilterLookups = false
-			o.Bloom.SendOnChange = false
-			o.Bloom.PassOnFull = false
+			node.UpstreamModel(o)
 		}
-	}})
+	}, TickAtStart: func(i int) bool { return rules[i] }})
 	nodes := net.AddNodes(topo.N)
 	for _, e := range topo.Edges {
 		net.Connect(nodes[e.A], nodes[e.B], e.Latency, 0)
