@@ -2,8 +2,8 @@ package mesh
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +36,13 @@ func (m impl) apply(o *node.CoreOptions) {
 type mixedNet struct {
 	*Net
 	impls []impl
+	keys  *mrand.ChaCha8 // node keys, drawn from the seed
 }
 
 func newMixedNet(seed uint64) *mixedNet {
-	m := &mixedNet{}
+	var key [32]byte
+	key[0], key[1] = byte(seed), 0x24
+	m := &mixedNet{keys: mrand.NewChaCha8(key)}
 	m.Net = New(Options{Seed: seed, Core: func(i int, o *node.CoreOptions) { m.impls[i].apply(o) },
 		TickAtStart: func(i int) bool { return m.impls[i] == implUpstream }})
 	return m
@@ -51,7 +54,7 @@ func newMixedNet(seed uint64) *mixedNet {
 func (m *mixedNet) add(t *testing.T, im impl, floor *identity.NodeAddr) *Node {
 	t.Helper()
 	for {
-		id, err := identity.Generate(rand.Reader)
+		id, err := identity.Generate(m.keys)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,6 +76,15 @@ func minAddr(nodes []*Node) identity.NodeAddr {
 	return a
 }
 
+// lineEdges joins n nodes in a line.
+func lineEdges(n int) [][2]int {
+	var e [][2]int
+	for i := 1; i < n; i++ {
+		e = append(e, [2]int{i - 1, i})
+	}
+	return e
+}
+
 // lateJoin builds a line of the implementations in line, lets it settle
 // (tree and filters), then attaches a leaf of implementation joiner to
 // its last node; once the leaf has taken that node as its parent and
@@ -81,13 +93,23 @@ func minAddr(nodes []*Node) identity.NodeAddr {
 // leaf heard from within reachIn of the send.
 func lateJoin(t *testing.T, seed uint64, line []impl, joiner impl, settleFor, reachIn time.Duration) (reached []bool, desc string) {
 	t.Helper()
+	return lateJoinMesh(t, seed, line, lineEdges(len(line)), len(line)-1, joiner, settleFor, reachIn, nil)
+}
+
+// lateJoinMesh is lateJoin on any mesh: nodes of implementations impls
+// joined by edges (2 ms links), the leaf attached to node attach. A mesh
+// whose filters do not settle within 5 minutes fails the test, or, with
+// unsettled set, returns nil reached and says why there.
+func lateJoinMesh(t *testing.T, seed uint64, impls []impl, edges [][2]int, attach int, joiner impl, settleFor, reachIn time.Duration, unsettled *string) (reached []bool, desc string) {
+	t.Helper()
+	line := impls
 	net := newMixedNet(seed)
 	nodes := make([]*Node, len(line))
 	for i, im := range line {
 		nodes[i] = net.add(t, im, nil)
 	}
-	for i := 1; i < len(nodes); i++ {
-		net.Connect(nodes[i-1], nodes[i], 2*time.Millisecond, 0)
+	for _, e := range edges {
+		net.Connect(nodes[e[0]], nodes[e[1]], 2*time.Millisecond, 0)
 	}
 	if _, ok := net.RunUntil(func() bool {
 		ok, _ := converged(nodes)
@@ -96,13 +118,17 @@ func lateJoin(t *testing.T, seed uint64, line []impl, joiner impl, settleFor, re
 	}, 5*time.Minute); !ok {
 		_, why := converged(nodes)
 		_, whyF := filtersCover(nodes)
-		t.Fatalf("seed %d: line not settled: %s %s", seed, why, whyF)
+		if unsettled == nil {
+			t.Fatalf("seed %d: mesh not settled: %s %s", seed, why, whyF)
+		}
+		*unsettled = why + whyF
+		return nil, ""
 	}
 	net.Run(10 * time.Second)
 
 	floor := minAddr(nodes)
 	leaf := net.add(t, joiner, &floor)
-	last := nodes[len(nodes)-1]
+	last := nodes[attach]
 	net.Connect(last, leaf, 2*time.Millisecond, 0)
 	if _, ok := net.RunUntil(func() bool {
 		p, ok := leaf.Core.Tree().Parent()
@@ -111,20 +137,23 @@ func lateJoin(t *testing.T, seed uint64, line []impl, joiner impl, settleFor, re
 		t.Fatalf("seed %d: the leaf never took its only peer as parent", seed)
 	}
 	net.Run(settleFor)
+	// One node at a time: a relay forwards lookups for one target at
+	// most every 2 s (upstream's forward_min_interval_secs), so first
+	// contacts from every node at once would be about that limit.
+	reached = make([]bool, len(nodes))
 	for i, nd := range nodes {
 		nd.Core.LearnIdentity(leaf.ID.PublicKey())
 		if err := nd.Core.Send(net.Now(), leaf.ID.NodeAddr(), 40000, 7, []byte{byte(i)}); err != nil {
 			t.Fatalf("seed %d: send from %d: %v", seed, i, err)
 		}
-	}
-	net.Run(reachIn)
-	reached = make([]bool, len(nodes))
-	for _, d := range leaf.Received {
-		for i, nd := range nodes {
-			if d.Src == nd.ID.NodeAddr() && bytes.Equal(d.Payload, []byte{byte(i)}) {
-				reached[i] = true
+		net.RunUntil(func() bool {
+			for _, d := range leaf.Received {
+				if d.Src == nd.ID.NodeAddr() && bytes.Equal(d.Payload, []byte{byte(i)}) {
+					reached[i] = true
+				}
 			}
-		}
+			return reached[i]
+		}, reachIn)
 	}
 	var b strings.Builder
 	for _, im := range line {
@@ -194,4 +223,69 @@ func TestLateJoinerDefectReproduced(t *testing.T) {
 		t.Fatal("the pre-fix leaf was reached on first contact by every node in every seed: the upstream model does not reproduce the defect")
 	}
 	t.Logf("pre-fix leaf missed on first contact %d times in 8 seeds × 2 nodes", missed)
+}
+
+// TestLateJoinerMixedMesh: a leaf of either implementation joins a settled
+// 10-node random mesh of both (a random half each) and is reached on first
+// contact by all 10 — the live 10-node mixed mesh reached a fips-go leaf
+// from 1 of 9 nodes before the fix. Upstream nodes race among themselves
+// too: an upstream child whose re-announce waits for the announce
+// interval while its filter's debounce has passed sends the filter first,
+// and its upstream parent then never passes it on; a mesh where that
+// happened never settles and is replaced by the next seed (logged).
+func TestLateJoinerMixedMesh(t *testing.T) {
+	settled := 0
+	for seed := uint64(1); settled < 6; seed++ {
+		if seed > 30 {
+			t.Fatalf("only %d of 30 meshes settled", settled)
+		}
+		rng := mrand.New(mrand.NewPCG(seed, 24))
+		const n = 10
+		impls := make([]impl, n)
+		for i := range impls {
+			impls[i] = impl(rng.IntN(2)) // implFipsGo or implUpstream
+		}
+		var edges [][2]int
+		linked := map[[2]int]bool{}
+		for i := 1; i < n; i++ { // a random tree, then 5 more links
+			e := [2]int{rng.IntN(i), i}
+			edges, linked[e] = append(edges, e), true
+		}
+		for len(edges) < n-1+5 {
+			a, b := rng.IntN(n), rng.IntN(n)
+			if a > b {
+				a, b = b, a
+			}
+			if a == b || linked[[2]int{a, b}] {
+				continue
+			}
+			edges, linked[[2]int{a, b}] = append(edges, [2]int{a, b}), true
+		}
+		var mix strings.Builder
+		for _, im := range impls {
+			mix.WriteString(im.letter())
+		}
+		ok := true
+		for _, joiner := range []impl{implFipsGo, implUpstream} {
+			attach := rng.IntN(n)
+			var why string
+			// Filters cross the tree up and down, a hop per tick on
+			// upstream nodes.
+			reached, _ := lateJoinMesh(t, seed, impls, edges, attach, joiner, 8*time.Second, 7*time.Second, &why)
+			if reached == nil {
+				t.Logf("seed %d mesh %s: filters never settled before the join (%s)", seed, mix.String(), why)
+				ok = false
+				break
+			}
+			for i, ok := range reached {
+				if !ok {
+					t.Errorf("seed %d mesh %s, %s leaf on node %d: node %d (%s) did not reach it on first contact",
+						seed, mix.String(), joiner.letter(), attach, i, impls[i].letter())
+				}
+			}
+		}
+		if ok {
+			settled++
+		}
+	}
 }
