@@ -538,20 +538,22 @@ func (n *Node) timeoutReason(j *probeJob) string {
 	return "no_response"
 }
 
-// probeBloom is the gate: a neighbour or cached coordinates need no
-// lookup; otherwise a lookup is started, and it goes out only when some
-// peer's filter claims the target.
+// probeBloom is the gate: cached coordinates or a neighbour need no
+// lookup (asked in that order, as upstream asks: a direct peer whose
+// coordinates a session cached is skipped as cached); otherwise a lookup
+// is started, and it goes out only when some peer's filter claims the
+// target.
 func (n *Node) probeBloom(now time.Time, j *probeJob) {
 	switch {
-	case n.peers.Peer(j.target) != nil:
-		j.skipReason = "direct_peer"
-		j.rep.Discovery.Source = strp("direct_peer")
-		j.settle(now, verdictSkipped, "direct_peer", "")
-		return
 	case n.core.route.Cache().Contains(now, j.target):
 		j.skipReason = "cached"
 		j.rep.Discovery.Source = strp("cache")
 		j.settle(now, verdictSkipped, "cached", "")
+		return
+	case n.peers.Peer(j.target) != nil:
+		j.skipReason = "direct_peer"
+		j.rep.Discovery.Source = strp("direct_peer")
+		j.settle(now, verdictSkipped, "direct_peer", "")
 		return
 	}
 	// Core.StartLookup, keeping the fanout it discards.
@@ -629,16 +631,17 @@ func addrStrings(c []identity.NodeAddr) []string {
 
 // probePath describes, from coordinates alone, the tree walk to the target
 // and the first hop this node would choose. It never stops the probe.
+// The target's coordinates are the coordinate cache's only, as upstream's
+// (describe_path over coord_cache): a direct peer nothing cached is
+// skipped as direct_peer with no tree facts, not described from the
+// coordinates its last TreeAnnounce carried.
 func (n *Node) probePath(now time.Time, j *probeJob) {
 	p := &j.rep.Path
 	ours := n.core.tree.Coords()
 	theirs, ok := n.core.route.Cache().Get(now, j.target)
-	if !ok {
-		theirs, ok = n.core.tree.PeerCoords(j.target)
-	}
-	p.OurCoords = addrStrings(ours)
 	if ok && len(theirs) > 0 && len(ours) > 0 {
 		p.CoordsKnown = true
+		p.OurCoords = addrStrings(ours)
 		p.TheirCoords = addrStrings(theirs)
 		od, td := len(ours)-1, len(theirs)-1
 		p.OurDepth, p.TheirDepth = intp(od), intp(td)
@@ -658,17 +661,16 @@ func (n *Node) probePath(now time.Time, j *probeJob) {
 	}
 	hop, rt, found := n.core.route.FindNextHop(now, j.target)
 	if found {
-		walk := identity.NodeAddr{}
-		if p.TreeHopsUp != nil {
-			switch {
-			case *p.TreeHopsUp > 0:
-				walk = ours[1]
-			case *p.TreeHopsDown > 0:
-				walk = theirs[*p.TreeHopsDown-1]
-			}
+		// The crosslink classes leave the up-then-down walk tree_hops_*
+		// describe; a direct peer, lateral or not, is one hop (upstream
+		// decides it by class too).
+		leaves := false
+		switch rt.Class {
+		case route.ClassTreeDownCross, route.ClassCrosslinkDescend, route.ClassCrosslinkAscend:
+			leaves = true
 		}
 		p.NextHop = &ProbeNextHop{NodeAddr: hop.String(), DisplayName: n.probeName(hop, ""), Class: rt.Class.String(),
-			DirectPeer: hop == j.target, LeavesTreeWalk: p.TreeHopsUp != nil && hop != walk}
+			DirectPeer: hop == j.target, LeavesTreeWalk: leaves}
 	}
 	switch {
 	case !p.CoordsKnown:
