@@ -175,7 +175,8 @@ type probeJob struct {
 	deadline   time.Time
 
 	lookupOutcome route.StartOutcome
-	skipReason    string // bloom's skip reason, repeated by discovery
+	skipReason    string            // bloom's skip reason, repeated by discovery
+	nextHop       identity.NodeAddr // the path stage's next hop (Path.NextHop)
 
 	sessionAtStart bool      // a session to the target existed when the probe began
 	owned          bool      // the probe opened the session
@@ -275,7 +276,12 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	}
 	target := pk.NodeAddr()
 	budget, secs := n.probeBudget()
-	_, idCached := n.core.ids.Lookup(target)
+	// The key must be known for the lookup's proof to verify and for the
+	// handshake; upstream seeds the identity cache the same way, and names
+	// the target by its short npub from now on (seededNames).
+	n.seeded.add(target, pk.Npub())
+	n.core.now = now
+	n.core.LearnIdentity(pk)
 	j := &probeJob{pk: pk, target: target, started: now, stageStart: now, deadline: now.Add(budget)}
 	_, j.sessionAtStart = n.core.sess.Session(target)
 	j.rep = ProbeReport{ProbeID: t.next, Overall: "running", TickMs: uint64(probeTick / time.Millisecond),
@@ -283,17 +289,16 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 			IPv6Addr: target.IPv6().String()},
 		Discovery: ProbeDiscovery{AttemptTimeoutsSecs: secs},
 		Path:      ProbePath{ComputedLocally: true, OurCoords: []string{}, TheirCoords: []string{}},
+		// Upstream reads the identity cache after seeding it, so its
+		// identity_was_cached is true whether or not the key was known
+		// before (unless the cache holds no key at all).
 		Cleanup: ProbeCleanup{CoordsWereCached: n.core.route.Cache().Contains(now, target),
-			IdentityWasCached: idCached},
+			IdentityWasCached: n.core.ids.Has(target)},
 	}
 	for _, s := range j.stages() {
 		s.Verdict = verdictPending
 	}
 	t.next++
-	// The key must be known for the lookup's proof to verify and for the
-	// handshake; upstream seeds the identity cache the same way.
-	n.core.now = now
-	n.core.LearnIdentity(pk)
 	t.jobs[j.rep.ProbeID] = j
 	n.stepProbe(now, j)
 	n.trimFinishedProbes()
@@ -409,6 +414,13 @@ func (n *Node) probeReport(now time.Time, j *probeJob) ProbeReport {
 		end = now
 	}
 	r.ElapsedMs = uint64(max(0, end.Sub(j.started).Milliseconds()))
+	// Names as of this poll, as upstream's report names them.
+	r.Target.DisplayName = n.probeName(j.target, r.Target.Npub)
+	if h := r.Path.NextHop; h != nil {
+		nh := *h
+		nh.DisplayName = n.probeName(j.nextHop, "")
+		r.Path.NextHop = &nh
+	}
 	return r
 }
 
@@ -669,7 +681,8 @@ func (n *Node) probePath(now time.Time, j *probeJob) {
 		case route.ClassTreeDownCross, route.ClassCrosslinkDescend, route.ClassCrosslinkAscend:
 			leaves = true
 		}
-		p.NextHop = &ProbeNextHop{NodeAddr: hop.String(), DisplayName: n.probeName(hop, ""), Class: rt.Class.String(),
+		j.nextHop = hop
+		p.NextHop = &ProbeNextHop{NodeAddr: hop.String(), Class: rt.Class.String(),
 			DirectPeer: hop == j.target, LeavesTreeWalk: leaves}
 	}
 	switch {

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -158,5 +160,102 @@ func TestProbeDirectPeer(t *testing.T) {
 	checkHop(obj(path, "next_hop"))
 	if c := obj(rep, "cleanup"); c["coords_were_cached"] != true || c["identity_was_cached"] != true {
 		t.Errorf("second probe cleanup %v", c)
+	}
+}
+
+// The names a probe gives, as upstream's: probe_start names its target by
+// its short npub in the table display names read aliases from, so the
+// target is named so in probe_start's answer, in its report and from then
+// on everywhere — over a configured peer's alias, and in
+// show_identity_cache for a node that was its short address there. The
+// hosts file's name still comes first. identity_was_cached is read after
+// the probe seeds the identity cache, so it is true whether or not the
+// key was known; the cache keeps the key after the probe.
+func TestProbeNamesAndIdentityCache(t *testing.T) {
+	gen := func() *identity.Identity {
+		id, err := identity.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	self, bob, known, unknown, hosted := gen(), gen(), gen(), gen(), gen()
+	n, err := New(Options{Identity: self, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		StaticPeers: []StaticPeer{{PublicKey: bob.PublicKey(), Alias: "bob"}},
+		HostName: func(a identity.NodeAddr) (string, bool) {
+			return "zed", a == hosted.NodeAddr()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	n.core.LearnIdentity(known.PublicKey())
+	cacheName := func(a identity.NodeAddr) (string, bool) {
+		for _, e := range n.identityCacheJSON(now).Entries {
+			if e.NodeAddr == a {
+				return e.DisplayName, true
+			}
+		}
+		return "", false
+	}
+	if got, _ := cacheName(known.NodeAddr()); got != known.NodeAddr().ShortHex() {
+		t.Fatalf("before any probe a cached key is named %q, want its short address", got)
+	}
+	if got := n.displayName(bob.NodeAddr(), ""); got != "bob" {
+		t.Fatalf("before any probe the configured peer is named %q", got)
+	}
+	for _, c := range []struct {
+		what string
+		id   *identity.Identity
+		want string
+	}{
+		{"aliased peer", bob, ShortNpub(bob.Npub())},
+		{"cached key", known, ShortNpub(known.Npub())},
+		{"unknown key", unknown, ShortNpub(unknown.Npub())},
+		{"hosts name", hosted, "zed"},
+	} {
+		a := c.id.NodeAddr()
+		data, _, err := n.probeStart(now, c.id.Npub(), c.id.PublicKey())
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if data["display_name"] != c.want {
+			t.Errorf("%s: probe_start display_name %v, want %s", c.what, data["display_name"], c.want)
+		}
+		v, ok := n.probePoll(now, data["probe_id"].(uint64)).(map[string]any)
+		if !ok || v["state"] != "done" {
+			t.Fatalf("%s: poll %v", c.what, v)
+		}
+		rep := reportJSON(t, v["report"])
+		if got := obj(rep, "target")["display_name"]; got != c.want {
+			t.Errorf("%s: report display_name %v, want %s", c.what, got, c.want)
+		}
+		if got := obj(rep, "cleanup")["identity_was_cached"]; got != true {
+			t.Errorf("%s: identity_was_cached %v, want true", c.what, got)
+		}
+		if got := n.displayName(a, ""); got != c.want {
+			t.Errorf("%s: named %q after the probe, want %s", c.what, got, c.want)
+		}
+		if got, ok := cacheName(a); !ok || got != c.want {
+			t.Errorf("%s: show_identity_cache after the probe: held %v, named %q, want %s", c.what, ok, got, c.want)
+		}
+	}
+}
+
+// The probe's names are bounded (fips-go): past max the oldest is
+// forgotten.
+func TestSeededNamesBound(t *testing.T) {
+	s := seededNames{max: 2}
+	var ids []*identity.Identity
+	for range 3 {
+		id, err := identity.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		s.add(id.NodeAddr(), id.Npub())
+	}
+	if s.npub(ids[0].NodeAddr()) != "" || s.npub(ids[1].NodeAddr()) != ids[1].Npub() || s.npub(ids[2].NodeAddr()) != ids[2].Npub() {
+		t.Errorf("after 3 names with max 2: %v", s.npubs)
 	}
 }
