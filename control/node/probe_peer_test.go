@@ -51,6 +51,19 @@ func reportJSON(t *testing.T, r any) map[string]any {
 	return rep
 }
 
+// newIdentities generates k identities.
+func newIdentities(t *testing.T, k int) []*identity.Identity {
+	t.Helper()
+	ids := make([]*identity.Identity, k)
+	for i := range ids {
+		var err error
+		if ids[i], err = identity.Generate(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
 // obj is rep's object at key, as a map.
 func obj(rep map[string]any, key string) map[string]any {
 	m, _ := rep[key].(map[string]any)
@@ -72,14 +85,7 @@ func obj(rep map[string]any, key string) map[string]any {
 // itself, one hop that leaves no tree walk (leaves_tree_walk was true
 // for a lateral peer).
 func TestProbeDirectPeer(t *testing.T) {
-	var ids []*identity.Identity
-	for range 3 {
-		id, err := identity.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := newIdentities(t, 3)
 	slices.SortFunc(ids, func(x, y *identity.Identity) int { return x.NodeAddr().Compare(y.NodeAddr()) })
 	root := startLoopNode(t, Options{Identity: ids[0]})
 	a := startLoopNode(t, Options{Identity: ids[1]}, root)
@@ -172,14 +178,8 @@ func TestProbeDirectPeer(t *testing.T) {
 // the probe seeds the identity cache, so it is true whether or not the
 // key was known; the cache keeps the key after the probe.
 func TestProbeNamesAndIdentityCache(t *testing.T) {
-	gen := func() *identity.Identity {
-		id, err := identity.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	self, bob, known, unknown, hosted := gen(), gen(), gen(), gen(), gen()
+	ids := newIdentities(t, 5)
+	self, bob, known, unknown, hosted := ids[0], ids[1], ids[2], ids[3], ids[4]
 	n, err := New(Options{Identity: self, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		StaticPeers: []StaticPeer{{PublicKey: bob.PublicKey(), Alias: "bob"}},
 		HostName: func(a identity.NodeAddr) (string, bool) {
@@ -246,13 +246,8 @@ func TestProbeNamesAndIdentityCache(t *testing.T) {
 // forgotten.
 func TestSeededNamesBound(t *testing.T) {
 	s := seededNames{max: 2}
-	var ids []*identity.Identity
-	for range 3 {
-		id, err := identity.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
+	ids := newIdentities(t, 3)
+	for _, id := range ids {
 		s.add(id.NodeAddr(), id.Npub())
 	}
 	if s.npub(ids[0].NodeAddr()) != "" || s.npub(ids[1].NodeAddr()) != ids[1].Npub() || s.npub(ids[2].NodeAddr()) != ids[2].Npub() {
