@@ -71,6 +71,12 @@ func (c *identityCache) Lookup(a identity.NodeAddr) (identity.PublicKey, bool) {
 	return e.Value.(*idEntry).pk, true
 }
 
+// Has reports whether a's key is held, without refreshing it.
+func (c *identityCache) Has(a identity.NodeAddr) bool {
+	_, ok := c.entries[a]
+	return ok
+}
+
 // Len is the number of keys held.
 func (c *identityCache) Len() int { return c.order.Len() }
 

@@ -45,9 +45,9 @@ const (
 	streamPort = 10
 )
 
-// startLoopNode starts a node with the given options (Identity,
-// Transports and StaticPeers are filled in here) peered statically with
-// the already running peers, and waits until its transport is bound.
+// startLoopNode starts a node with the given options (Transports and
+// StaticPeers are filled in here, Identity unless set) peered statically
+// with the already running peers, and waits until its transport is bound.
 func startLoopNode(t testing.TB, o Options, peers ...*loopNode) *loopNode {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -60,11 +60,12 @@ func startLoopNode(t testing.TB, o Options, peers ...*loopNode) *loopNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := identity.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
+	if o.Identity == nil {
+		if o.Identity, err = identity.Generate(nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	o.Identity, o.Log, o.Transports = id, log, []transport.Transport{u}
+	o.Log, o.Transports = log, []transport.Transport{u}
 	if o.Peer == (peer.Config{}) {
 		o.Peer = peer.DefaultConfig()
 	}

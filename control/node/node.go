@@ -179,6 +179,9 @@ type Node struct {
 	// npubs by address (display names); fixed after New.
 	aliases     map[identity.NodeAddr]string
 	staticNpubs map[identity.NodeAddr]string
+	// seeded are the nodes a probe named by their short npub, at most
+	// as many as the identity cache holds keys.
+	seeded seededNames
 	// xdp is the XDP program once attached (nil in userspace); dataplane
 	// says which mode runs and why (set by Run before the loop starts).
 	xdp       atomic.Pointer[xdpPlane]
@@ -281,6 +284,7 @@ func New(o Options) (*Node, error) {
 		return nil, err
 	}
 	n.core, n.peers = core, core.Peers()
+	n.seeded.max = core.ids.max
 	n.sessionTTL, n.selfAddr = core.Router().Config().SessionTTL, o.Identity.NodeAddr()
 	if !o.Dataplane.NoEngine {
 		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers.Published,

@@ -175,7 +175,8 @@ type probeJob struct {
 	deadline   time.Time
 
 	lookupOutcome route.StartOutcome
-	skipReason    string // bloom's skip reason, repeated by discovery
+	skipReason    string            // bloom's skip reason, repeated by discovery
+	nextHop       identity.NodeAddr // the path stage's next hop (Path.NextHop)
 
 	sessionAtStart bool      // a session to the target existed when the probe began
 	owned          bool      // the probe opened the session
@@ -275,7 +276,12 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 	}
 	target := pk.NodeAddr()
 	budget, secs := n.probeBudget()
-	_, idCached := n.core.ids.Lookup(target)
+	// The key must be known for the lookup's proof to verify and for the
+	// handshake; upstream seeds the identity cache the same way, and names
+	// the target by its short npub from now on (seededNames).
+	n.seeded.add(target, pk.Npub())
+	n.core.now = now
+	n.core.LearnIdentity(pk)
 	j := &probeJob{pk: pk, target: target, started: now, stageStart: now, deadline: now.Add(budget)}
 	_, j.sessionAtStart = n.core.sess.Session(target)
 	j.rep = ProbeReport{ProbeID: t.next, Overall: "running", TickMs: uint64(probeTick / time.Millisecond),
@@ -283,17 +289,16 @@ func (n *Node) probeStart(now time.Time, npub string, pk identity.PublicKey) (ma
 			IPv6Addr: target.IPv6().String()},
 		Discovery: ProbeDiscovery{AttemptTimeoutsSecs: secs},
 		Path:      ProbePath{ComputedLocally: true, OurCoords: []string{}, TheirCoords: []string{}},
+		// Upstream reads the identity cache after seeding it, so its
+		// identity_was_cached is true whether or not the key was known
+		// before (unless the cache holds no key at all).
 		Cleanup: ProbeCleanup{CoordsWereCached: n.core.route.Cache().Contains(now, target),
-			IdentityWasCached: idCached},
+			IdentityWasCached: n.core.ids.Has(target)},
 	}
 	for _, s := range j.stages() {
 		s.Verdict = verdictPending
 	}
 	t.next++
-	// The key must be known for the lookup's proof to verify and for the
-	// handshake; upstream seeds the identity cache the same way.
-	n.core.now = now
-	n.core.LearnIdentity(pk)
 	t.jobs[j.rep.ProbeID] = j
 	n.stepProbe(now, j)
 	n.trimFinishedProbes()
@@ -409,6 +414,13 @@ func (n *Node) probeReport(now time.Time, j *probeJob) ProbeReport {
 		end = now
 	}
 	r.ElapsedMs = uint64(max(0, end.Sub(j.started).Milliseconds()))
+	// Names as of this poll, as upstream's report names them.
+	r.Target.DisplayName = n.probeName(j.target, r.Target.Npub)
+	if h := r.Path.NextHop; h != nil {
+		nh := *h
+		nh.DisplayName = n.probeName(j.nextHop, "")
+		r.Path.NextHop = &nh
+	}
 	return r
 }
 
@@ -538,20 +550,22 @@ func (n *Node) timeoutReason(j *probeJob) string {
 	return "no_response"
 }
 
-// probeBloom is the gate: a neighbour or cached coordinates need no
-// lookup; otherwise a lookup is started, and it goes out only when some
-// peer's filter claims the target.
+// probeBloom is the gate: cached coordinates or a neighbour need no
+// lookup (asked in that order, as upstream asks: a direct peer whose
+// coordinates a session cached is skipped as cached); otherwise a lookup
+// is started, and it goes out only when some peer's filter claims the
+// target.
 func (n *Node) probeBloom(now time.Time, j *probeJob) {
 	switch {
-	case n.peers.Peer(j.target) != nil:
-		j.skipReason = "direct_peer"
-		j.rep.Discovery.Source = strp("direct_peer")
-		j.settle(now, verdictSkipped, "direct_peer", "")
-		return
 	case n.core.route.Cache().Contains(now, j.target):
 		j.skipReason = "cached"
 		j.rep.Discovery.Source = strp("cache")
 		j.settle(now, verdictSkipped, "cached", "")
+		return
+	case n.peers.Peer(j.target) != nil:
+		j.skipReason = "direct_peer"
+		j.rep.Discovery.Source = strp("direct_peer")
+		j.settle(now, verdictSkipped, "direct_peer", "")
 		return
 	}
 	// Core.StartLookup, keeping the fanout it discards.
@@ -629,16 +643,17 @@ func addrStrings(c []identity.NodeAddr) []string {
 
 // probePath describes, from coordinates alone, the tree walk to the target
 // and the first hop this node would choose. It never stops the probe.
+// The target's coordinates are the coordinate cache's only, as upstream's
+// (describe_path over coord_cache): a direct peer nothing cached is
+// skipped as direct_peer with no tree facts, not described from the
+// coordinates its last TreeAnnounce carried.
 func (n *Node) probePath(now time.Time, j *probeJob) {
 	p := &j.rep.Path
 	ours := n.core.tree.Coords()
 	theirs, ok := n.core.route.Cache().Get(now, j.target)
-	if !ok {
-		theirs, ok = n.core.tree.PeerCoords(j.target)
-	}
-	p.OurCoords = addrStrings(ours)
 	if ok && len(theirs) > 0 && len(ours) > 0 {
 		p.CoordsKnown = true
+		p.OurCoords = addrStrings(ours)
 		p.TheirCoords = addrStrings(theirs)
 		od, td := len(ours)-1, len(theirs)-1
 		p.OurDepth, p.TheirDepth = intp(od), intp(td)
@@ -658,17 +673,17 @@ func (n *Node) probePath(now time.Time, j *probeJob) {
 	}
 	hop, rt, found := n.core.route.FindNextHop(now, j.target)
 	if found {
-		walk := identity.NodeAddr{}
-		if p.TreeHopsUp != nil {
-			switch {
-			case *p.TreeHopsUp > 0:
-				walk = ours[1]
-			case *p.TreeHopsDown > 0:
-				walk = theirs[*p.TreeHopsDown-1]
-			}
+		// The crosslink classes leave the up-then-down walk tree_hops_*
+		// describe; a direct peer, lateral or not, is one hop (upstream
+		// decides it by class too).
+		leaves := false
+		switch rt.Class {
+		case route.ClassTreeDownCross, route.ClassCrosslinkDescend, route.ClassCrosslinkAscend:
+			leaves = true
 		}
-		p.NextHop = &ProbeNextHop{NodeAddr: hop.String(), DisplayName: n.probeName(hop, ""), Class: rt.Class.String(),
-			DirectPeer: hop == j.target, LeavesTreeWalk: p.TreeHopsUp != nil && hop != walk}
+		j.nextHop = hop
+		p.NextHop = &ProbeNextHop{NodeAddr: hop.String(), Class: rt.Class.String(),
+			DirectPeer: hop == j.target, LeavesTreeWalk: leaves}
 	}
 	switch {
 	case !p.CoordsKnown:

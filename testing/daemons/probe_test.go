@@ -17,20 +17,30 @@ type probeStageJSON struct {
 	Verdict string  `json:"verdict"`
 	Reason  *string `json:"reason"`
 	Detail  *string `json:"detail"`
+	// The path stage's.
+	CoordsKnown bool `json:"coords_known"`
+	NextHop     *struct {
+		Class      string `json:"class"`
+		DirectPeer bool   `json:"direct_peer"`
+	} `json:"next_hop"`
 }
 
 type probeReportJSON struct {
-	Overall   string         `json:"overall"`
+	Overall string `json:"overall"`
+	Target  struct {
+		DisplayName string `json:"display_name"`
+	} `json:"target"`
 	Bloom     probeStageJSON `json:"bloom"`
 	Discovery probeStageJSON `json:"discovery"`
 	Path      probeStageJSON `json:"path"`
 	Session   probeStageJSON `json:"session"`
 	RTT       probeStageJSON `json:"rtt"`
 	Cleanup   struct {
-		TornDown         bool    `json:"session_created_and_torn_down"`
-		LeftIntact       bool    `json:"session_left_intact"`
-		LeftIntactReason *string `json:"left_intact_reason"`
-		LookupIssued     bool    `json:"lookup_issued"`
+		TornDown          bool    `json:"session_created_and_torn_down"`
+		LeftIntact        bool    `json:"session_left_intact"`
+		LeftIntactReason  *string `json:"left_intact_reason"`
+		LookupIssued      bool    `json:"lookup_issued"`
+		IdentityWasCached bool    `json:"identity_was_cached"`
 	} `json:"cleanup"`
 }
 
@@ -136,19 +146,40 @@ func TestProbeAcrossALine(t *testing.T) {
 		t.Errorf("unknown id: %v", err)
 	}
 
-	cmd := exec.Command(bins.Fipsctl, "-s", a.Socket, "probe", target.Npub(), "--json")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var rep probeReportJSON
-	if jerr := json.Unmarshal(out, &rep); jerr != nil {
-		t.Fatalf("fipsctl probe --json: %v %v\n%s\n%s\n%s", err, jerr, out, stderr.String(), a.Logs())
+	probe := func(npub string) (probeReportJSON, []byte, string, error) {
+		cmd := exec.Command(bins.Fipsctl, "-s", a.Socket, "probe", npub, "--json")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var rep probeReportJSON
+		if jerr := json.Unmarshal(out, &rep); jerr != nil {
+			t.Fatalf("fipsctl probe --json: %v %v\n%s\n%s\n%s", err, jerr, out, stderr.String(), a.Logs())
+		}
+		t.Logf("probe: %s", out)
+		return rep, out, stderr.String(), err
 	}
-	t.Logf("probe: %s", out)
+
+	// A's neighbour B, whose coordinates nothing cached: bloom, discovery
+	// and path are skipped as direct_peer, B is the next hop, and B is
+	// named by its short npub; the key was cached (upstream reads it after
+	// the probe seeded it).
+	if rep, out, _, err := probe(ids[1].Npub()); err != nil || rep.Overall != "ok" ||
+		rep.Target.DisplayName != identity.ShortNpub(ids[1].Npub()) || !rep.Cleanup.IdentityWasCached ||
+		rep.Path.CoordsKnown || rep.Path.NextHop == nil || rep.Path.NextHop.Class != "direct_peer" || !rep.Path.NextHop.DirectPeer {
+		t.Errorf("probing the neighbour: exit %v\n%s", err, out)
+	} else {
+		for _, s := range []probeStageJSON{rep.Bloom, rep.Discovery, rep.Path} {
+			if s.Verdict != "skipped" || deref(s.Reason) != "direct_peer" {
+				t.Errorf("probing the neighbour: a stage %+v, want skipped direct_peer\n%s", s, out)
+			}
+		}
+	}
+
+	rep, _, stderr, err := probe(target.Npub())
 	// Every stage ok, exit 0; a loopback round trip under MMP's 1 ms
 	// resolution is still a measured success.
 	if err != nil || rep.Overall != "ok" {
-		t.Fatalf("probe: exit %v overall %s\nstderr: %s", err, rep.Overall, stderr.String())
+		t.Fatalf("probe: exit %v overall %s\nstderr: %s", err, rep.Overall, stderr)
 	}
 	for name, s := range rep.stages() {
 		if s.Verdict != "ok" {
