@@ -289,3 +289,46 @@ func TestLateJoinerMixedMesh(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamChildFilterRace is the race upstream has among its own
+// nodes, as its code has it (node.UpstreamModel), and what fips-go does
+// about it beside them. A leaf C links to P, a node of a settled line
+// R–P. C sends its first TreeAnnounce to P on promotion, takes P as parent
+// on P's first announce a moment later, and the announce saying so is
+// held by the 500 ms announce interval; C's filter, marked for P at the
+// same time, leaves at C's next tick. When that tick comes less than
+// 500 ms after the link came up, the filter leaves in it and the announce
+// a tick later: P stores a filter from a peer that is not yet its child,
+// merges nothing, and marks nothing when the announce arrives, so R never
+// hears of C in a quiet mesh. A fips-go parent re-marks its filters when
+// a child's announce arrives; a fips-go child sends its filter again
+// after every announce to its parent — either closes the race.
+func TestUpstreamChildFilterRace(t *testing.T) {
+	g, u := implFipsGo, implUpstream
+	for _, mix := range [][3]impl{{u, u, u}, {u, g, u}, {u, u, g}, {g, g, g}} {
+		desc := mix[0].letter() + mix[1].letter() + mix[2].letter()
+		for off := time.Duration(0); off < time.Second; off += 100 * time.Millisecond {
+			net := newMixedNet(7)
+			r := net.add(t, mix[0], nil)
+			p := net.add(t, mix[1], nil)
+			net.Connect(r, p, 2*time.Millisecond, 0)
+			net.Run(20 * time.Second)
+			floor := minAddr([]*Node{r, p})
+			c := net.add(t, mix[2], &floor) // ticks now (upstream: at start), then every second
+			net.Run(off)
+			net.Connect(p, c, 2*time.Millisecond, 0) // up a few ms after off
+			net.Run(30 * time.Second)
+			if par, ok := c.Core.Tree().Parent(); !ok || par != p.ID.NodeAddr() {
+				t.Fatalf("%s, link up at tick+%v: the leaf did not take P as parent", desc, off)
+			}
+			f, ok := r.Core.Bloom().InboundFilter(p.ID.NodeAddr())
+			held := ok && f.Contains(c.ID.NodeAddr())
+			// Upstream alone loses the leaf exactly when the leaf's next
+			// tick comes less than 500 ms after the link came up.
+			raced := desc == "uuu" && off >= 500*time.Millisecond
+			if held == raced {
+				t.Errorf("%s, link up at tick+%v: R's filter from P holds the leaf: %v, want %v", desc, off, held, !raced)
+			}
+		}
+	}
+}
