@@ -243,7 +243,9 @@ func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
 				return
 			}
 			xs.frames.Add(1)
-			from := transport.AddrFromIP(d.Src)
+			// A link-local source is on the interface the frame came in
+			// on, as a UDP socket reports it (its scope id).
+			from := transport.AddrFromIP(netip.AddrPortFrom(transport.WithZoneIndex(d.Src.Addr(), uint32(xs.ifindex)), d.Src.Port()))
 			now := time.Now().UnixNano()
 			ce := d.ECN == 3
 			if w.Receive(id, from, d.Payload, now, ce) {

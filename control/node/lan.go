@@ -80,12 +80,14 @@ func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
 		if err != nil || (la.Addr().Is4() && !d.Addr.Addr().Unmap().Is4()) {
 			continue // an IPv4 socket cannot reach an IPv6 peer
 		}
-		to := netip.AddrPortFrom(d.Addr.Addr().Unmap(), d.Addr.Port())
+		// A link-local address keeps the zone the answer came in on, as
+		// an interface index.
+		to := transport.AddrFromIP(netip.AddrPortFrom(d.Addr.Addr().Unmap(), d.Addr.Port()))
 		// Upstream's lines; scope is ours.
 		lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 		lc.Info("Auto-connecting to discovered peer", "peer", n.displayName(na, d.PublicKey.Npub()), "transport_id", uint32(id),
 			"remote_addr", to.String(), "active_refresh", false, "scope", d.Scope)
-		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: transport.AddrFromIP(to)}); err != nil {
+		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: to}); err != nil {
 			lc.Warn("Failed to auto-connect to discovered peer", "error", err)
 		}
 		return

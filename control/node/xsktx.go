@@ -161,9 +161,8 @@ func (s *xskSender) refresh(ap netip.AddrPort, d *xskDest) *xskDest {
 	}
 	s.counts.resolves.Add(1)
 	d.ok, d.until = false, s.now+int64(xskMissTTL)
-	if ap.Addr().Zone() != "" {
-		return d
-	}
+	// A link-local destination keeps its zone: the route is asked for on
+	// that interface.
 	r, err := s.resolve(ap.Addr().Unmap())
 	if err != nil {
 		return d

@@ -7,15 +7,24 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/fips-go/fips/control/transport"
 )
 
 // resolveL2 asks the kernel how it would send to dst: the route (RTM_GETROUTE)
 // gives the interface, the gateway and the preferred source; the neighbour
 // table the gateway's (or dst's) MAC. Only a unicast route through an
 // Ethernet interface to a neighbour in a usable state qualifies: anything
-// else is left to the kernel's own send path, which resolves it.
+// else is left to the kernel's own send path, which resolves it. A
+// link-local dst names its interface in its zone (transport.WithZoneIndex):
+// the route is asked for out of that interface.
 func resolveL2(dst netip.Addr) (l2Route, error) {
-	routes, err := netlink.RouteGet(net.IP(dst.AsSlice()))
+	var opts netlink.RouteGetOptions
+	if idx := transport.ZoneIndex(dst); idx != 0 {
+		opts.OifIndex = int(idx)
+	}
+	dst = dst.WithZone("")
+	routes, err := netlink.RouteGetWithOptions(net.IP(dst.AsSlice()), &opts)
 	if err != nil {
 		return l2Route{}, fmt.Errorf("route to %v: %w", dst, err)
 	}
@@ -25,6 +34,9 @@ func resolveL2(dst netip.Addr) (l2Route, error) {
 	rt := routes[0]
 	if rt.Type != 0 && rt.Type != unix.RTN_UNICAST {
 		return l2Route{}, fmt.Errorf("route to %v of type %d: %w", dst, rt.Type, errNoL2)
+	}
+	if opts.OifIndex != 0 && rt.LinkIndex != opts.OifIndex {
+		return l2Route{}, fmt.Errorf("route to %v%%%d leaves by interface %d: %w", dst, opts.OifIndex, rt.LinkIndex, errNoL2)
 	}
 	link, err := netlink.LinkByIndex(rt.LinkIndex)
 	if err != nil {

@@ -26,10 +26,21 @@ type Addr struct {
 	IP netip.AddrPort
 }
 
-// AddrFromIP wraps an IP address and port.
-func AddrFromIP(ap netip.AddrPort) Addr { return Addr{IP: ap} }
+// AddrFromIP wraps an IP address and port. A zone is kept on a
+// link-local address only, as its interface index (an interface name is
+// looked up; one that names no interface is kept as it is, and sends to
+// it fail): see WithZoneIndex.
+func AddrFromIP(ap netip.AddrPort) Addr {
+	if ap.Addr().Zone() != "" {
+		a, _ := canonicalZone(ap.Addr())
+		ap = netip.AddrPortFrom(a, ap.Port())
+	}
+	return Addr{IP: ap}
+}
 
-// String renders the address as operators write it ("192.0.2.1:2121").
+// String renders the address as operators write it ("192.0.2.1:2121",
+// "[fe80::1%3]:2121" for a link-local address reached on interface 3, as
+// upstream prints it).
 func (a Addr) String() string { return a.IP.String() }
 
 // IsValid reports whether the address is set.

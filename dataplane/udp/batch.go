@@ -20,8 +20,11 @@ const (
 // them. A message to send with Segment > 0 is sent as such a run
 // (UDP_SEGMENT).
 type Message struct {
-	Buf     []byte // receive: the buffer to fill (its length is the limit); send: the payload
-	N       int    // receive: bytes received
+	Buf []byte // receive: the buffer to fill (its length is the limit); send: the payload
+	N   int    // receive: bytes received
+	// Addr is the source or destination. A link-local IPv6 address
+	// carries its interface as its zone, the decimal index
+	// (transport.WithZoneIndex), received and sent alike.
 	Addr    netip.AddrPort
 	Segment int
 	// Trunc reports a received datagram larger than Buf (cut off).

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fips-go/fips/control/transport"
 )
 
 // oobSize holds a UDP_GRO, an SO_RXQ_OVFL, an SCM_TIMESTAMPNS and an
@@ -296,7 +298,8 @@ func (c *Conn) putSockaddr(sa *unix.RawSockaddrInet6, ap netip.AddrPort) uint32 
 	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:], ap.Port())
 	sa.Flowinfo = 0
 	sa.Addr = addr.As16()
-	sa.Scope_id = 0
+	// A link-local destination goes out on the interface its zone names.
+	sa.Scope_id = transport.ZoneIndex(addr)
 	return unix.SizeofSockaddrInet6
 }
 
@@ -308,7 +311,9 @@ func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), port)
 	case unix.AF_INET6:
 		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
-		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), port)
+		// The kernel sets the scope of a link-local source (the interface
+		// it arrived on), and 0 for any other: the reply needs it.
+		return netip.AddrPortFrom(transport.WithZoneIndex(netip.AddrFrom16(sa.Addr), sa.Scope_id), port)
 	}
 	return netip.AddrPort{}
 }

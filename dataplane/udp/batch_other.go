@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/fips-go/fips/control/transport"
 )
 
 // Conn is the portable form: one datagram per system call, no GSO or GRO.
@@ -39,7 +41,9 @@ func (c *Conn) ReadBatch(ms []Message) (int, uint64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	ms[0].N, ms[0].Addr, ms[0].Segment, ms[0].Trunc = n, from, 0, false
+	// net names a link-local source's zone by its interface; a Message
+	// carries the index, as on Linux.
+	ms[0].N, ms[0].Addr, ms[0].Segment, ms[0].Trunc = n, transport.AddrFromIP(from).IP, 0, false
 	return 1, 0, nil
 }
 
@@ -49,7 +53,7 @@ func (c *Conn) WriteBatch(ms []Message) (int, error) {
 	sent := 0
 	var first error
 	for i := range ms {
-		if _, err := c.c.WriteToUDPAddrPort(ms[i].Buf, ms[i].Addr); err != nil {
+		if _, err := c.c.WriteToUDPAddrPort(ms[i].Buf, transport.NetAddrPort(ms[i].Addr)); err != nil {
 			if first == nil {
 				first = err
 			}

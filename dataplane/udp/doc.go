@@ -6,6 +6,8 @@
 // goroutine each (a reader, a sender); nothing here locks or allocates
 // per packet.
 //
-// It knows nothing of FIPS: the transport in fallback/udp owns the socket,
-// its options and its counters, and uses this for the data.
+// It knows nothing of FIPS but the address form control/transport sets (a
+// link-local address carries its interface index as its zone): the
+// transport in fallback/udp owns the socket, its options and its
+// counters, and uses this for the data.
 package udp

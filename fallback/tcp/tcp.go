@@ -463,7 +463,7 @@ func (t *Transport) newConnLocked(addr transport.Addr, inbound bool) *conn {
 // dialAndRun dials c's address, then becomes c's writer.
 func (t *Transport) dialAndRun(c *conn) {
 	defer t.wg.Done()
-	nc, err := t.dial(c.ctx, defaultNetwork, c.addr.String())
+	nc, err := t.dial(c.ctx, defaultNetwork, transport.NetAddrPort(c.addr.IP).String())
 	if err != nil {
 		if c.ctx.Err() == nil { // not aborted by CloseConnection or Close
 			t.stats.ConnectFailures.Add(1)
@@ -887,6 +887,15 @@ func (t *Transport) ResolveAddr(ctx context.Context, s string) (transport.Addr, 
 			return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w: no addresses", s, transport.ErrInvalidAddress)
 		}
 		ip = ips[0]
+	}
+	// A link-local peer needs its interface (or the one the listener is
+	// bound to): fe80::1 names no host until then.
+	var bind netip.Addr
+	if ap, err := netip.ParseAddrPort(t.opts.BindAddr); err == nil {
+		bind = ap.Addr()
+	}
+	if ip, err = transport.ScopeAddr(ip, bind); err != nil {
+		return transport.Addr{}, fmt.Errorf("tcp: resolve %q: %w", s, err)
 	}
 	return transport.AddrFromIP(netip.AddrPortFrom(ip.Unmap(), uint16(port))), nil
 }

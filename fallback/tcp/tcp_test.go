@@ -763,12 +763,15 @@ func TestResolveAddr(t *testing.T) {
 		"192.0.2.1:443":          "192.0.2.1:443",
 		"[2001:db8::1]:443":      "[2001:db8::1]:443",
 		"[::ffff:192.0.2.1]:443": "192.0.2.1:443",
+		"[fe80::1%1]:443":        "[fe80::1%1]:443", // interface 1: loopback
 	} {
 		if a, err := tr.ResolveAddr(ctx, in); err != nil || a.String() != want {
 			t.Errorf("%s: %v %v", in, a, err)
 		}
 	}
-	for _, s := range []string{"", "192.0.2.1", "192.0.2.1:https", "192.0.2.1:70000", ":443"} {
+	// A link-local address needs its interface; only it takes one.
+	for _, s := range []string{"", "192.0.2.1", "192.0.2.1:https", "192.0.2.1:70000", ":443",
+		"[fe80::1]:443", "[fe80::1%no-such-if0]:443", "[2001:db8::1%1]:443"} {
 		if _, err := tr.ResolveAddr(ctx, s); !errors.Is(err, transport.ErrInvalidAddress) {
 			t.Errorf("%q: %v", s, err)
 		}

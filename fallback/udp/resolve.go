@@ -28,16 +28,20 @@ type cacheEntry struct {
 // names. Numeric addresses bypass it.
 type resolver struct {
 	network string // "ip", "ip4" or "ip6": what the socket can reach
-	now     func() time.Time
-	lookup  func(ctx context.Context, network, host string) ([]netip.Addr, error)
+	// bind is the socket's address: its zone, when bound to a link-local
+	// address, is the link a zoneless link-local peer is on.
+	bind   netip.Addr
+	now    func() time.Time
+	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 
 	mu    sync.Mutex
 	cache map[string]cacheEntry
 }
 
-func newResolver(network string) *resolver {
+func newResolver(bind netip.AddrPort) *resolver {
 	return &resolver{
-		network: network,
+		network: lookupFamily(bind),
+		bind:    bind.Addr(),
 		now:     time.Now,
 		lookup:  net.DefaultResolver.LookupNetIP,
 		cache:   make(map[string]cacheEntry),
@@ -86,6 +90,9 @@ func (r *resolver) resolve(ctx context.Context, s string) (netip.AddrPort, error
 		return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w: port 0 is not a destination (want 1 to 65535)", s, transport.ErrInvalidAddress)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip, err = transport.ScopeAddr(ip, r.bind); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w", s, err)
+		}
 		ap := netip.AddrPortFrom(ip.Unmap(), uint16(port))
 		if err := transport.CheckDestination(ap); err != nil {
 			return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w", s, err)
@@ -111,7 +118,11 @@ func (r *resolver) resolve(ctx context.Context, s string) (netip.AddrPort, error
 	if len(ips) == 0 {
 		return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w: no addresses", s, transport.ErrInvalidAddress)
 	}
-	ap := netip.AddrPortFrom(ips[0].Unmap(), uint16(port))
+	ip, err := transport.ScopeAddr(ips[0], r.bind)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("udp: resolve %q: %w", s, err)
+	}
+	ap := netip.AddrPortFrom(ip.Unmap(), uint16(port))
 
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -204,7 +204,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		bind:  bind,
 		log:   log,
 		state: transport.StateConfigured,
-		res:   newResolver(lookupFamily(bind)),
+		res:   newResolver(bind),
 		bufs:  transport.NewBufferPool(opts.MTU + RecvHeadroom),
 	}, nil
 }
@@ -574,7 +574,7 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	if err != nil {
 		return err
 	}
-	n, err := conn.WriteToUDPAddrPort(pkt, dst)
+	n, err := conn.WriteToUDPAddrPort(pkt, transport.NetAddrPort(dst))
 	if err != nil {
 		if errors.Is(err, net.ErrClosed) {
 			return fmt.Errorf("udp: send: %w", transport.ErrClosed)

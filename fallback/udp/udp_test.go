@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -517,12 +518,35 @@ func TestResolveAddr(t *testing.T) {
 	// A socket bound to a specific IPv6 address cannot reach IPv4; a
 	// dual-stack one reaches both.
 	for bind, want := range map[string]bool{"[::1]:0": false, "[::]:0": true} {
-		r := newResolver(lookupFamily(netip.MustParseAddrPort(bind)))
+		r := newResolver(netip.MustParseAddrPort(bind))
 		if _, err := r.resolve(ctx, "192.0.2.1:2121"); (err == nil) != want {
 			t.Errorf("IPv4 destination on %s: %v", bind, err)
 		}
 		if _, err := r.resolve(ctx, "[2001:db8::1]:2121"); err != nil {
 			t.Errorf("IPv6 destination on %s: %v", bind, err)
+		}
+	}
+
+	// A link-local peer needs its interface, named or numbered, and keeps
+	// it as the index; a socket bound to a link-local address lends its
+	// own (issue 24). Interface 1 is loopback.
+	lo, err := net.InterfaceByIndex(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ bind, addr, want string }{
+		{"[::]:0", "[fe80::1%LO]:2121", "[fe80::1%1]:2121"},
+		{"[::]:0", "[fe80::1%1]:2121", "[fe80::1%1]:2121"},
+		{"[::]:0", "[fe80::1]:2121", ""},
+		{"[::]:0", "[fe80::1%no-such-if0]:2121", ""},
+		{"[::]:0", "[2001:db8::1%LO]:2121", ""},
+		{"[fe80::9%LO]:0", "[fe80::1]:2121", "[fe80::1%1]:2121"},
+		{"0.0.0.0:0", "[fe80::1%LO]:2121", ""},
+	} {
+		c.bind, c.addr = strings.ReplaceAll(c.bind, "LO", lo.Name), strings.ReplaceAll(c.addr, "LO", lo.Name)
+		got, err := newResolver(netip.MustParseAddrPort(c.bind)).resolve(ctx, c.addr)
+		if (c.want == "") != (err != nil) || (err == nil && got.String() != c.want) || (err != nil && !errors.Is(err, transport.ErrInvalidAddress)) {
+			t.Errorf("%s on %s: %s, %v; want %q", c.addr, c.bind, got, err, c.want)
 		}
 	}
 
