@@ -116,6 +116,8 @@ type Table struct {
 	// openBuf receives decrypted session messages; what the table hands
 	// up from it is valid until the next one (the table is loop-owned).
 	openBuf []byte
+	// tickBuf holds the addresses Tick visits, reused tick to tick.
+	tickBuf []identity.NodeAddr
 	// published is the session table for dataplane workers (Publish).
 	published atomic.Pointer[Sessions]
 }
@@ -1082,24 +1084,37 @@ func (t *Table) Tick(now time.Time) {
 			delete(t.coordsTx, a)
 		}
 	}
-	for _, a := range t.sortedAddrs() {
+	// Only the sessions with a timer that may be due are visited, in
+	// address order; the rest (established, quiet, not rekeying) cost one
+	// check each.
+	due := t.tickBuf[:0]
+	for a, e := range t.sessions {
+		if t.tickDue(now, e) {
+			due = append(due, a)
+		}
+	}
+	slices.SortFunc(due, identity.NodeAddr.Compare)
+	t.tickBuf = due
+	for _, a := range due {
 		e := t.sessions[a]
-		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
+		if e != nil && e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
 			t.stats.HandshakeTimeouts++
 			t.log.Info("Session handshake timed out, removing", "dest", t.name(a))
 			t.drop(now, a, "handshake_timeout")
 		}
 	}
-	for _, a := range t.sortedAddrs() {
-		t.supersedeResponder(now, a, t.sessions[a])
+	for _, a := range due {
+		if e := t.sessions[a]; e != nil {
+			t.supersedeResponder(now, a, e)
+		}
 	}
-	for _, a := range t.sortedAddrs() {
+	for _, a := range due {
 		e := t.sessions[a]
 		// Only an initiator resends on its timer. A responder's ack goes
 		// again when the initiator's setup does (the duplicate path): a
 		// timer of its own would only multiply what a setup from a
 		// spoofed source reflects at that source (upstream resends both).
-		if e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
+		if e != nil && e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
 			!e.nextResend.IsZero() && !now.Before(e.nextResend) {
 			if err := t.send(now, e, a, e.hsPayload); err == nil {
 				e.resendCount++
@@ -1109,18 +1124,18 @@ func (t *Table) Tick(now time.Time) {
 		}
 	}
 	if t.cfg.IdleTimeout > 0 {
-		for _, a := range t.sortedAddrs() {
+		for _, a := range due {
 			e := t.sessions[a]
-			if e.state == StateEstablished && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
+			if e != nil && e.state == StateEstablished && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
 				t.stats.IdlePurged++
 				t.drop(now, a, "idle")
 			}
 		}
 	}
 	if t.cfg.RekeyEnabled {
-		for _, a := range t.sortedAddrs() {
+		for _, a := range due {
 			e := t.sessions[a]
-			if e.msg3Payload == nil || e.msg3NextResend.IsZero() || now.Before(e.msg3NextResend) {
+			if e == nil || e.msg3Payload == nil || e.msg3NextResend.IsZero() || now.Before(e.msg3NextResend) {
 				continue
 			}
 			if e.msg3ResendCount >= t.cfg.HandshakeMaxResends {
@@ -1133,11 +1148,28 @@ func (t *Table) Tick(now time.Time) {
 			}
 		}
 	}
-	for _, a := range t.sortedAddrs() {
-		if e := t.sessions[a]; e.state == StateEstablished {
+	for _, a := range due {
+		if e := t.sessions[a]; e != nil && e.state == StateEstablished {
 			t.rekeyTick(now, e)
 		}
 	}
+}
+
+// tickDue reports whether any of Tick's timers may act on e: a superset
+// of the conditions Tick and rekeyTick check, so that a session it
+// passes over has nothing due.
+func (t *Table) tickDue(now time.Time, e *entry) bool {
+	if e.state != StateEstablished {
+		return true
+	}
+	if t.cfg.IdleTimeout > 0 && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
+		return true
+	}
+	if e.msg3Payload != nil || e.pending != nil || !e.drainStarted.IsZero() || e.rekeyInProgress() {
+		return true
+	}
+	return t.cfg.RekeyEnabled && (now.Sub(e.sessionStart) >= t.cfg.RekeyAfter+e.jitter ||
+		e.cur.Send().Nonce() >= t.cfg.RekeyMessages)
 }
 
 func (t *Table) rekeyTick(now time.Time, e *entry) {
