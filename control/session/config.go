@@ -78,6 +78,14 @@ const (
 	// MinActionablePathMTU is upstream's MIN_ACTIONABLE_PATH_MTU: remote
 	// MTU claims below it are ignored, not clamped.
 	MinActionablePathMTU = 256
+	// ClampLifetime is how long a path-MTU clamp learned from MtuExceeded
+	// holds before it is released and the path is tried at full size
+	// again (ours: upstream holds it for the session's life). RFC 1981
+	// §5.3 ages a learned PMTU after 10 minutes for the same reason: a
+	// clamp that never rises lets one bad report pin a session low. A
+	// genuine bottleneck is reported again by the relay at the next
+	// packet that does not fit.
+	ClampLifetime = 10 * time.Minute
 )
 
 // Errors returned by Send and SendMessage.
@@ -114,6 +122,12 @@ type Env interface {
 	LearnIdentity(addr identity.NodeAddr, pk identity.PublicKey)
 	// StartLookup asks for a coordinate lookup of dest.
 	StartLookup(now time.Time, dest identity.NodeAddr)
+	// NextHop is the link peer our datagrams to dest go to now (dest
+	// itself when it is a link peer); false: no route.
+	NextHop(now time.Time, dest identity.NodeAddr) (identity.NodeAddr, bool)
+	// NotifiedPathMTU is the path MTU dest last reported in an
+	// authenticated PathMtuNotification (session MMP); false: none yet.
+	NotifiedPathMTU(dest identity.NodeAddr) (uint16, bool)
 }
 
 // Frame describes one authenticated encrypted message, for MMP.

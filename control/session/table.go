@@ -105,7 +105,7 @@ type Table struct {
 
 	sessions map[identity.NodeAddr]*entry
 	pending  map[identity.NodeAddr][]pendingPkt
-	clamp    map[identity.NodeAddr]uint16
+	clamp    map[identity.NodeAddr]clampEntry
 	coordsTx map[identity.NodeAddr]time.Time
 	limiter  setupLimiter
 	// responders are the answered handshakes in the order answered, for
@@ -133,7 +133,7 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 		id: id, self: id.NodeAddr(), epoch: epoch, cfg: cfg, env: env, up: up, log: log, rnd: rnd,
 		sessions: make(map[identity.NodeAddr]*entry),
 		pending:  make(map[identity.NodeAddr][]pendingPkt),
-		clamp:    make(map[identity.NodeAddr]uint16),
+		clamp:    make(map[identity.NodeAddr]clampEntry),
 		coordsTx: make(map[identity.NodeAddr]time.Time),
 	}
 	t.limiter = setupLimiter{cfg: &t.cfg, links: make(map[identity.NodeAddr]*linkBuckets)}
@@ -484,7 +484,7 @@ func (t *Table) HandleFSP(now time.Time, src, fromPeer identity.NodeAddr, ce boo
 	case wire.FSPKindMsg3:
 		t.handleMsg3(now, src, fsp)
 	case wire.FSPKindSignal:
-		t.handleSignal(now, src, fsp)
+		t.handleSignal(now, src, fromPeer, fsp)
 	case wire.FSPKindEncrypted:
 		t.handleEncrypted(now, src, ce, fsp)
 	}
@@ -951,7 +951,7 @@ func (t *Table) coordsResponseAllowed(now time.Time, dest identity.NodeAddr) boo
 	return true
 }
 
-func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
+func (t *Table) handleSignal(now time.Time, src, fromPeer identity.NodeAddr, fsp []byte) {
 	typ, err := wire.ParseRoutingSignalType(fsp)
 	if err != nil {
 		t.stats.Malformed++
@@ -968,7 +968,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest = m.DestAddr
+		dest, reporter = m.DestAddr, m.Reporter
 	case wire.SignalPathBroken:
 		t.stats.PathBroken++
 		m, err := wire.ParsePathBroken(fsp)
@@ -976,7 +976,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest = m.DestAddr
+		dest, reporter = m.DestAddr, m.Reporter
 	case wire.SignalMtuExceeded:
 		t.stats.MtuExceeded++
 		m, err := wire.ParseMtuExceeded(fsp)
@@ -1004,6 +1004,11 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	e := t.sessions[dest]
+	// A signal's source and reporter are anyone's to claim: only one
+	// from a node our datagrams to dest pass through may act on the path.
+	// A genuine report names its sender as reporter (upstream and we
+	// send both as the relay's own address).
+	onPath := reporter == src && t.onPath(now, dest, reporter, fromPeer)
 	switch typ {
 	case wire.SignalCoordsRequired, wire.SignalPathBroken:
 		if t.coordsResponseAllowed(now, dest) && e.state == StateEstablished {
@@ -1013,17 +1018,47 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 				t.stats.CoordsWarmupResponses++
 			}
 		}
-		if typ == wire.SignalPathBroken {
+		// Off the path, a PathBroken is unverifiable: the coordinates and
+		// the clamp stay, and the lookup below replaces the coordinates
+		// if the path really broke (a relay off the tree path, reached
+		// through a peer's bloom filter, is not recognised as on it).
+		broken := typ == wire.SignalPathBroken && onPath
+		if typ == wire.SignalPathBroken && !onPath {
+			t.stats.PathBrokenOffPath++
+		}
+		if broken {
 			t.env.InvalidateCoords(dest)
 		}
 		if _, ok := t.env.Identity(dest); ok {
 			t.env.StartLookup(now, dest)
 		}
-		if typ == wire.SignalPathBroken {
+		if broken {
 			t.releaseClamp(now, dest)
 		}
 		e.warmup = t.cfg.CoordsWarmupPackets
 	case wire.SignalMtuExceeded:
+		if !onPath {
+			// Ignored, not clamped: a relay off the tree path that
+			// really dropped a packet is heard anyway, through the
+			// remote's authenticated PathMtuNotification (session MMP)
+			// on the next datagram it receives.
+			t.stats.MtuExceededOffPath++
+			t.log.Debug("MtuExceeded from a node not on the path; ignoring", "dest", t.name(dest),
+				"src", src.String(), "reporter", reporter.String(), "bottleneck_mtu", mtu)
+			return
+		}
+		if n, ok := t.env.NotifiedPathMTU(dest); ok && mtu < n {
+			// Every relay folds its outgoing link MTU into the
+			// path_mtu of the datagrams it forwards, and dest reported
+			// the result in an authenticated PathMtuNotification: a
+			// hop narrower than that is contradicted. Were the path to
+			// have narrowed since, dest's next notification (at once, or
+			// within its interval) lowers the session's MTU itself.
+			t.stats.MtuExceededContradicted++
+			t.log.Debug("MtuExceeded below the path MTU the destination reported; ignoring", "dest", t.name(dest),
+				"reporter", reporter.String(), "bottleneck_mtu", mtu, "notified_mtu", n)
+			return
+		}
 		if mtu < MinActionablePathMTU {
 			t.stats.MtuExceededBelowFloor++
 			t.log.Warn("MtuExceeded reports a path MTU below the actionable floor; ignoring", "dest", t.name(dest),
@@ -1036,10 +1071,50 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.log.Info("Path MTU decreased via reactive MtuExceeded signal", "dest", t.name(dest),
 				"old_mtu", old, "new_mtu", mtu, "reporter", reporter.String())
 		}
-		if old, ok := t.clamp[dest]; !ok || mtu < old {
-			t.clamp[dest] = mtu
+		if old, ok := t.clamp[dest]; !ok || mtu < old.mtu {
+			t.clamp[dest] = clampEntry{mtu, now}
 			t.up.Event(now, Event{Kind: EventPathMTU, Remote: dest, MTU: mtu})
+		} else if mtu == old.mtu {
+			t.clamp[dest] = clampEntry{mtu, now} // confirmed: its lifetime restarts
 		}
+	}
+}
+
+// clampEntry is a path-MTU clamp and when it was last set or confirmed.
+type clampEntry struct {
+	mtu uint16
+	at  time.Time
+}
+
+// onPath reports whether reporter is plausibly on the path of our
+// datagrams to dest: our next hop towards dest, its signal arriving
+// over that very link (a relay that is our link peer sends to us
+// directly), or on the tree path between us and dest (our ancestors and
+// dest's, from its cached coordinates), which greedy tree routing
+// follows.
+func (t *Table) onPath(now time.Time, dest, reporter, fromPeer identity.NodeAddr) bool {
+	if hop, ok := t.env.NextHop(now, dest); ok && hop == reporter {
+		return fromPeer == reporter
+	}
+	if slices.Contains(t.env.Coords(), reporter) {
+		return true
+	}
+	c, ok := t.env.CachedCoords(dest)
+	return ok && slices.Contains(c, reporter)
+}
+
+// expireClamps releases the clamps not set or confirmed for
+// ClampLifetime, so that the path is tried at full size again.
+func (t *Table) expireClamps(now time.Time) {
+	for dest, c := range t.clamp {
+		if now.Sub(c.at) < ClampLifetime {
+			continue
+		}
+		t.stats.ClampsExpired++
+		if e := t.sessions[dest]; e != nil && e.pathMTU == c.mtu {
+			e.pathMTU = 0 // the next datagram seeds it from the first hop
+		}
+		t.releaseClamp(now, dest)
 	}
 }
 
@@ -1084,6 +1159,7 @@ func (t *Table) Tick(now time.Time) {
 			delete(t.coordsTx, a)
 		}
 	}
+	t.expireClamps(now)
 	// Only the sessions with a timer that may be due are visited, in
 	// address order; the rest (established, quiet, not rekeying) cost one
 	// check each.
@@ -1262,7 +1338,7 @@ func (t *Table) ResetWarmup(dest identity.NodeAddr) {
 // PathMTU returns the per-destination clamp learned from MtuExceeded.
 func (t *Table) PathMTU(dest identity.NodeAddr) (uint16, bool) {
 	m, ok := t.clamp[dest]
-	return m, ok
+	return m.mtu, ok
 }
 
 // Info is one session's state, as show_sessions reports it.
@@ -1413,7 +1489,20 @@ type Stats struct {
 	PendingDropped, PendingDestRefused    uint64
 	CoordsRequired, PathBroken            uint64
 	MtuExceeded, MtuExceededBelowFloor    uint64
-	SignalsForged, SignalsUnbound         uint64
+	// MtuExceededOffPath and PathBrokenOffPath (ours): signals for a
+	// bound session whose reporter is not its sender or not on the path
+	// (next hop, our or the destination's tree ancestors). An off-path
+	// MtuExceeded is ignored; an off-path PathBroken starts a lookup but
+	// neither invalidates coordinates nor releases the clamp.
+	MtuExceededOffPath, PathBrokenOffPath uint64
+	// MtuExceededContradicted (ours): on-path MtuExceeded ignored for
+	// reporting less than the path MTU the destination last reported
+	// in an authenticated PathMtuNotification.
+	MtuExceededContradicted uint64
+	// ClampsExpired (ours): MtuExceeded clamps released after
+	// ClampLifetime without confirmation.
+	ClampsExpired                 uint64
+	SignalsForged, SignalsUnbound uint64
 	// UnboundCoords, UnboundBroken and UnboundMTU split SignalsUnbound by
 	// signal type (CoordsRequired, PathBroken, MtuExceeded).
 	UnboundCoords, UnboundBroken, UnboundMTU uint64
