@@ -19,6 +19,13 @@ type Config struct {
 	// MaxPendingResponders bounds the answered handshakes awaiting their
 	// msg3 (ours; upstream's bound is only the setup rate); ≤ 0: none.
 	MaxPendingResponders int
+	// MaxSessions bounds the session table, handshakes included
+	// (node.session.max_sessions, ours: upstream has no bound); ≤ 0:
+	// none. When full, a session we initiate evicts the least proven
+	// one; a stranger's SessionSetup evicts only an unproven inbound one
+	// (an answered handshake, or an inbound session that has not carried
+	// data both ways and has been idle UnprovenIdle), else it is refused.
+	MaxSessions int
 
 	SetupBurst            int     // node.rate_limit.session_setup_burst (stranger bucket)
 	SetupRate             float64 // node.rate_limit.session_setup_rate, tokens per second
@@ -51,6 +58,7 @@ func DefaultConfig() Config {
 		PendingPerDest:          16,
 		PendingMaxDests:         256,
 		MaxPendingResponders:    4096,
+		MaxSessions:             4096,
 		SetupBurst:              64,
 		SetupRate:               16,
 		EstablishedSetupBurst:   128,
@@ -86,6 +94,10 @@ const (
 	// genuine bottleneck is reported again by the relay at the next
 	// packet that does not fit.
 	ClampLifetime = 10 * time.Minute
+	// UnprovenIdle is how long an inbound session that has not carried
+	// data both ways must have been quiet before a new inbound setup may
+	// evict it from a full table.
+	UnprovenIdle = 10 * time.Second
 )
 
 // Errors returned by Send and SendMessage.
@@ -96,6 +108,8 @@ var (
 	ErrUnknownDestination = errors.New("session: destination identity unknown")
 	// ErrNotEstablished: SendMessage on a session that is not established.
 	ErrNotEstablished = errors.New("session: not established")
+	// ErrTableFull: MaxSessions are held and none may be evicted.
+	ErrTableFull = errors.New("session: table full")
 )
 
 // Env is what the table needs from the node: the router, our coordinates

@@ -262,6 +262,59 @@ func (t *Table) holdResponder(now time.Time, addr identity.NodeAddr, e *entry) {
 	t.responders = append(t.responders, responderRef{addr, e})
 }
 
+// Eviction classes, least proven first.
+const (
+	classAnswered      = iota // a stranger's handshake we answered, before its msg3
+	classInbound              // inbound, established, not yet data both ways
+	classInboundProven        // inbound, data both ways
+	classOurs                 // we initiated it
+)
+
+func (e *entry) class() int {
+	switch {
+	case e.initiator:
+		return classOurs
+	case e.state != StateEstablished:
+		return classAnswered
+	case e.hot.pktsSent.Load() > 0 && e.hot.pktsRecv.Load() > 0:
+		return classInboundProven
+	}
+	return classInbound
+}
+
+// makeRoom makes room for one more session when MaxSessions are held,
+// evicting the least proven, then the longest idle (then the smallest
+// address). ours: a session we initiate, which may evict any other;
+// otherwise an inbound setup, which may evict only an answered handshake
+// or an inbound session without data both ways idle for UnprovenIdle,
+// so that strangers' fresh sessions never displace proven ones. False:
+// no room.
+func (t *Table) makeRoom(now time.Time, ours bool) bool {
+	limit := t.cfg.MaxSessions
+	if limit <= 0 || len(t.sessions) < limit {
+		return true
+	}
+	var victim *entry
+	vc := 0
+	for _, e := range t.sessions {
+		c := e.class()
+		if !ours && (c > classInbound || c == classInbound && now.Sub(e.hot.last()) < UnprovenIdle) {
+			continue
+		}
+		if victim == nil || c < vc || c == vc && (e.hot.last().Before(victim.hot.last()) ||
+			e.hot.last().Equal(victim.hot.last()) && e.addr.Less(victim.addr)) {
+			victim, vc = e, c
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	t.stats.SessionsEvicted++
+	t.log.Debug("session table full: evicting the least proven session", "dest", t.name(victim.addr), "class", vc)
+	t.drop(now, victim.addr, "evicted")
+	return true
+}
+
 // supersedeResponder replaces an answered handshake with one of our own
 // when traffic for its claimed source waits and no msg3 came within a
 // resend interval. A genuine initiator's msg3 follows our ack within a
@@ -335,6 +388,9 @@ func (t *Table) initiate(now time.Time, dest identity.NodeAddr, pk identity.Publ
 	payload := make([]byte, setup.Len())
 	if _, err := setup.MarshalTo(payload); err != nil {
 		return err
+	}
+	if t.sessions[dest] == nil && !t.makeRoom(now, true) {
+		return ErrTableFull
 	}
 	if err := t.send(now, nil, dest, payload); err != nil {
 		return err
@@ -541,6 +597,11 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 			t.handleRekeySetup(now, src, e, setup)
 			return
 		}
+	}
+	if e == nil && !t.makeRoom(now, false) {
+		t.stats.SessionsRefused++
+		t.log.Debug("session table full of proven sessions: SessionSetup refused", "src", t.name(src))
+		return
 	}
 	hs, ack, err := t.respond(setup)
 	if err != nil {
@@ -1521,6 +1582,10 @@ type Stats struct {
 	// RespondersEvicted (ours): answered handshakes dropped, oldest
 	// first, to hold at most MaxPendingResponders.
 	RespondersEvicted uint64
+	// SessionsEvicted (ours): sessions dropped, least proven first, to
+	// hold at most MaxSessions. SessionsRefused (ours): SessionSetups
+	// refused because the table held only proven sessions.
+	SessionsEvicted, SessionsRefused uint64
 }
 
 // Stats returns a copy of the counters.
