@@ -37,16 +37,8 @@ func TestMtuExceededFromRelayClampsForgedIgnored(t *testing.T) {
 	slices.SortFunc(nodes, func(x, y *Node) int { return x.ID.NodeAddr().Compare(y.ID.NodeAddr()) })
 	a, b, c, d, e := nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]
 	e.MTU, a.MTU, b.MTU, c.MTU, d.MTU = 1400, 1400, 1400, 800, 800
-	net.Connect(e, a, 5*time.Millisecond, 0)
-	net.Connect(a, b, 5*time.Millisecond, 0)
-	net.Connect(b, c, 5*time.Millisecond, 0)
-	net.Connect(c, d, 5*time.Millisecond, 0)
-	if _, ok := net.RunUntil(func() bool { ok, _ := converged(nodes); return ok }, 5*time.Minute); !ok {
-		t.Fatal("not converged")
-	}
-	net.Run(10 * time.Second)
-	a.Core.LearnIdentity(d.ID.PublicKey())
-	d.Core.LearnIdentity(a.ID.PublicKey())
+	linkChain(net, e, a, b, c, d)
+	introduce(t, net, nodes, a, d)
 	da := d.ID.NodeAddr()
 	sess := a.Core.Sessions()
 	if _, ok := net.RunUntil(func() bool {
