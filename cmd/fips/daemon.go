@@ -408,6 +408,7 @@ func sessionConfig(cfg *config.Config) session.Config {
 	c.CoordsWarmupPackets = n.Session.CoordsWarmupPackets
 	c.CoordsResponseInterval = ms(n.Session.CoordsResponseIntervalMs)
 	c.PendingPerDest, c.PendingMaxDests = int(n.Session.PendingPacketsPerDest), int(n.Session.PendingMaxDestinations)
+	c.MaxSessions = int(n.Session.MaxSessions)
 	c.SetupBurst, c.SetupRate = int(n.RateLimit.SessionSetupBurst), n.RateLimit.SessionSetupRate
 	eb, er := cfg.EstablishedSessionSetupBucket()
 	c.EstablishedSetupBurst, c.EstablishedSetupRate = int(eb), er

@@ -489,6 +489,9 @@ type SessionConfig struct {
 	IdleTimeoutSecs          uint64 `yaml:"idle_timeout_secs"`
 	CoordsWarmupPackets      uint8  `yaml:"coords_warmup_packets"`
 	CoordsResponseIntervalMs uint64 `yaml:"coords_response_interval_ms"`
+	// MaxSessions (fips-go addition) bounds the end-to-end session
+	// table, handshakes included (upstream has no bound).
+	MaxSessions uint `yaml:"max_sessions"`
 }
 
 func defaultSessionConfig() SessionConfig {
@@ -499,6 +502,7 @@ func defaultSessionConfig() SessionConfig {
 		IdleTimeoutSecs:          90,
 		CoordsWarmupPackets:      5,
 		CoordsResponseIntervalMs: 2000,
+		MaxSessions:              4096,
 	}
 }
 

@@ -147,6 +147,12 @@ func counterHelp() map[string]string {
 		"session.no_route_lookups":               "Lookups started because an established session's datagram found no route.",
 		"session.setup_superseded":               "Answered session handshakes replaced before their msg3 by a SessionSetup with a new msg1.",
 		"session.responders_evicted":             "Answered session handshakes dropped, oldest first, past 4,096 awaiting their msg3.",
+		"session.sessions_evicted":               "Sessions dropped, least proven first, to hold node.session.max_sessions.",
+		"session.sessions_refused":               "Strangers' SessionSetups refused: the session table held only proven sessions.",
+		"session.mtu_exceeded_off_path":          "MtuExceeded signals ignored: the reporter is not on the session's path or is not the sender.",
+		"session.path_broken_off_path":           "PathBroken signals from a node not on the session's path: coordinates and MTU clamp kept.",
+		"session.mtu_exceeded_contradicted":      "MtuExceeded signals ignored for naming less than the path MTU the destination reported end to end.",
+		"session.clamps_expired":                 "MtuExceeded path-MTU clamps released after 10 minutes without confirmation.",
 		"session.responder_superseded":           "Answered session handshakes replaced by our own SessionSetup: traffic waited past a resend interval with no msg3.",
 
 		// show_metrics ipv6 (fips-go)

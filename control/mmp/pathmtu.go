@@ -34,6 +34,9 @@ type PathMTU struct {
 	pendingInc uint16
 
 	belowFloor uint64
+	// notified is the last PathMtuNotification applied (0: none): the
+	// path MTU the destination saw, authenticated end to end.
+	notified uint16
 }
 
 // NewPathMTU starts with no measurement in either direction.
@@ -130,6 +133,7 @@ func (p *PathMTU) ApplyNotification(now time.Time, mtu uint16) (changed bool) {
 		p.belowFloor++
 		return false
 	}
+	p.notified = mtu
 	if mtu < p.current {
 		p.current = mtu
 		p.incCount, p.hasInc = 0, false
@@ -158,4 +162,11 @@ func (p *PathMTU) ApplyNotification(now time.Time, mtu uint16) (changed bool) {
 func (p *PathMTU) ResetSource() {
 	p.current = noMTU
 	p.incCount, p.hasInc, p.pendingInc = 0, false, 0
+	p.notified = 0
 }
+
+// Notified is the path MTU of the last PathMtuNotification applied: what
+// the destination saw arrive, the minimum link MTU every relay folded
+// into the datagrams (authenticated end to end, unlike an MtuExceeded).
+// False before the first.
+func (p *PathMTU) Notified() (uint16, bool) { return p.notified, p.notified != 0 }

@@ -76,6 +76,9 @@ type StatusData struct {
 	Dataplane DataplaneView `json:"dataplane"`
 	// LocalLimits counts what the local surfaces refused.
 	LocalLimits LocalLimits `json:"local_limits"`
+	// SessionLayer counts what the session layer refused, evicted and
+	// ignored (show_metrics' session family).
+	SessionLayer SessionMetricsJSON `json:"session_layer"`
 }
 
 // LocalLimits counts what the operator-facing surfaces refused at their
@@ -127,7 +130,8 @@ func (n *Node) showStatus() StatusData {
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView()}
+	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
+		SessionLayer: sessionLayer(s)}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

@@ -169,6 +169,32 @@ type SessionMetricsJSON struct {
 	// RespondersEvicted: answered handshakes dropped, oldest first, past
 	// 4,096 awaiting their msg3.
 	RespondersEvicted uint64 `json:"responders_evicted"`
+	// SessionsEvicted: sessions dropped, least proven first, to hold
+	// node.session.max_sessions. SessionsRefused: strangers'
+	// SessionSetups refused because only proven sessions were held.
+	SessionsEvicted uint64 `json:"sessions_evicted"`
+	SessionsRefused uint64 `json:"sessions_refused"`
+	// MtuExceededOffPath and PathBrokenOffPath: routing signals for one
+	// of our sessions from a node not on its path (or naming another
+	// reporter than their sender). The MtuExceeded is ignored; the
+	// PathBroken starts a lookup but keeps the coordinates and the clamp.
+	MtuExceededOffPath uint64 `json:"mtu_exceeded_off_path"`
+	PathBrokenOffPath  uint64 `json:"path_broken_off_path"`
+	// MtuExceededContradicted: MtuExceeded ignored for naming less than
+	// the path MTU the destination reported end to end.
+	MtuExceededContradicted uint64 `json:"mtu_exceeded_contradicted"`
+	// ClampsExpired: MtuExceeded clamps released after 10 minutes
+	// without confirmation.
+	ClampsExpired uint64 `json:"clamps_expired"`
+}
+
+func sessionLayer(s *Snapshot) SessionMetricsJSON {
+	st := s.SessStats
+	return SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: st.SetupSuperseded,
+		ResponderSuperseded: st.ResponderSuperseded, RespondersEvicted: st.RespondersEvicted,
+		SessionsEvicted: st.SessionsEvicted, SessionsRefused: st.SessionsRefused,
+		MtuExceededOffPath: st.MtuExceededOffPath, PathBrokenOffPath: st.PathBrokenOffPath,
+		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired}
 }
 
 // CongestionJSON is the congestion family: the router's counters plus
@@ -195,9 +221,8 @@ func MetricsOf(s *Snapshot) MetricsJSON {
 	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
 		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
-		Session: SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: s.SessStats.SetupSuperseded,
-			ResponderSuperseded: s.SessStats.ResponderSuperseded, RespondersEvicted: s.SessStats.RespondersEvicted},
-		IPv6: s.IPv6}
+		Session:    sessionLayer(s),
+		IPv6:       s.IPv6}
 }
 
 // IdentityCacheJSON is show_identity_cache.

@@ -682,6 +682,18 @@ func (e coreSessionEnv) StartLookup(now time.Time, dest identity.NodeAddr) {
 	e.c.startLookup(now, dest)
 }
 
+func (e coreSessionEnv) NotifiedPathMTU(dest identity.NodeAddr) (uint16, bool) {
+	if sm := e.c.smmp[dest]; sm != nil {
+		return sm.link.PathMTU().Notified()
+	}
+	return 0, false
+}
+
+func (e coreSessionEnv) NextHop(now time.Time, dest identity.NodeAddr) (identity.NodeAddr, bool) {
+	hop, _, ok := e.c.route.FindNextHop(now, dest)
+	return hop, ok
+}
+
 // startLookup starts a lookup for dest on the session layer's behalf.
 func (c *Core) startLookup(now time.Time, dest identity.NodeAddr) route.StartOutcome {
 	out, _ := c.route.StartLookup(now, dest)

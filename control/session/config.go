@@ -19,6 +19,13 @@ type Config struct {
 	// MaxPendingResponders bounds the answered handshakes awaiting their
 	// msg3 (ours; upstream's bound is only the setup rate); ≤ 0: none.
 	MaxPendingResponders int
+	// MaxSessions bounds the session table, handshakes included
+	// (node.session.max_sessions, ours: upstream has no bound); ≤ 0:
+	// none. When full, a session we initiate evicts the least proven
+	// one; a stranger's SessionSetup evicts only an unproven inbound one
+	// (an answered handshake, or an inbound session that has not carried
+	// data both ways and has been idle UnprovenIdle), else it is refused.
+	MaxSessions int
 
 	SetupBurst            int     // node.rate_limit.session_setup_burst (stranger bucket)
 	SetupRate             float64 // node.rate_limit.session_setup_rate, tokens per second
@@ -51,6 +58,7 @@ func DefaultConfig() Config {
 		PendingPerDest:          16,
 		PendingMaxDests:         256,
 		MaxPendingResponders:    4096,
+		MaxSessions:             4096,
 		SetupBurst:              64,
 		SetupRate:               16,
 		EstablishedSetupBurst:   128,
@@ -78,6 +86,18 @@ const (
 	// MinActionablePathMTU is upstream's MIN_ACTIONABLE_PATH_MTU: remote
 	// MTU claims below it are ignored, not clamped.
 	MinActionablePathMTU = 256
+	// ClampLifetime is how long a path-MTU clamp learned from MtuExceeded
+	// holds before it is released and the path is tried at full size
+	// again (ours: upstream holds it for the session's life). RFC 1981
+	// §5.3 ages a learned PMTU after 10 minutes for the same reason: a
+	// clamp that never rises lets one bad report pin a session low. A
+	// genuine bottleneck is reported again by the relay at the next
+	// packet that does not fit.
+	ClampLifetime = 10 * time.Minute
+	// UnprovenIdle is how long an inbound session that has not carried
+	// data both ways must have been quiet before a new inbound setup may
+	// evict it from a full table.
+	UnprovenIdle = 10 * time.Second
 )
 
 // Errors returned by Send and SendMessage.
@@ -88,6 +108,8 @@ var (
 	ErrUnknownDestination = errors.New("session: destination identity unknown")
 	// ErrNotEstablished: SendMessage on a session that is not established.
 	ErrNotEstablished = errors.New("session: not established")
+	// ErrTableFull: MaxSessions are held and none may be evicted.
+	ErrTableFull = errors.New("session: table full")
 )
 
 // Env is what the table needs from the node: the router, our coordinates
@@ -114,6 +136,12 @@ type Env interface {
 	LearnIdentity(addr identity.NodeAddr, pk identity.PublicKey)
 	// StartLookup asks for a coordinate lookup of dest.
 	StartLookup(now time.Time, dest identity.NodeAddr)
+	// NextHop is the link peer our datagrams to dest go to now (dest
+	// itself when it is a link peer); false: no route.
+	NextHop(now time.Time, dest identity.NodeAddr) (identity.NodeAddr, bool)
+	// NotifiedPathMTU is the path MTU dest last reported in an
+	// authenticated PathMtuNotification (session MMP); false: none yet.
+	NotifiedPathMTU(dest identity.NodeAddr) (uint16, bool)
 }
 
 // Frame describes one authenticated encrypted message, for MMP.

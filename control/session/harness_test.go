@@ -38,6 +38,10 @@ type node struct {
 	cache  map[identity.NodeAddr][]identity.NodeAddr
 	mtu    int
 	noRout bool // SendDatagram fails: no route
+	// hops are the next hops NextHop names (default: dest itself).
+	hops map[identity.NodeAddr]identity.NodeAddr
+	// notified are the path MTUs NotifiedPathMTU reports.
+	notified map[identity.NodeAddr]uint16
 
 	sent      []packet // every datagram this node originated
 	delivered []delivery
@@ -154,6 +158,16 @@ func (n *node) Identity(dest identity.NodeAddr) (identity.PublicKey, bool) {
 }
 func (n *node) LearnIdentity(identity.NodeAddr, identity.PublicKey) {}
 func (n *node) StartLookup(time.Time, identity.NodeAddr)            { n.lookups++ }
+func (n *node) NotifiedPathMTU(dest identity.NodeAddr) (uint16, bool) {
+	m, ok := n.notified[dest]
+	return m, ok
+}
+func (n *node) NextHop(_ time.Time, dest identity.NodeAddr) (identity.NodeAddr, bool) {
+	if h, ok := n.hops[dest]; ok {
+		return h, true
+	}
+	return dest, true // the harness delivers end to end
+}
 
 // Upper
 

@@ -67,6 +67,7 @@ func TestMtuExceededLogged(t *testing.T) {
 	in, _ := a.tbl.Session(b.addr)
 	old := in.PathMTU
 	rep := identity.NodeAddr{0x42}
+	a.hops = map[identity.NodeAddr]identity.NodeAddr{b.addr: rep} // the relay that reports
 	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 1000))
 	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 1200))
 	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 255))

@@ -435,6 +435,7 @@ func TestMtuExceededClamp(t *testing.T) {
 	m, a, b := pair(t, 15, DefaultConfig())
 	establish(t, m, a, b)
 	rep := identity.NodeAddr{0x42}
+	a.hops = map[identity.NodeAddr]identity.NodeAddr{b.addr: rep} // the relay that reports
 	a.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 1000))
 	if mtu, ok := a.tbl.PathMTU(b.addr); !ok || mtu != 1000 {
 		t.Fatalf("clamp %d %v", mtu, ok)
@@ -477,6 +478,7 @@ func TestMtuExceededClamp(t *testing.T) {
 		t.Fatal("responder handshake admitted a signal")
 	}
 	// ... but an initiation we started does.
+	c.hops = map[identity.NodeAddr]identity.NodeAddr{b.addr: rep}
 	c.tbl.HandleFSP(m.now, rep, rep, false, mtuExceeded(b.addr, rep, 500))
 	if mtu, _ := c.tbl.PathMTU(b.addr); mtu != 500 {
 		t.Fatal("initiating session did not admit the signal")

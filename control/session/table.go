@@ -105,7 +105,7 @@ type Table struct {
 
 	sessions map[identity.NodeAddr]*entry
 	pending  map[identity.NodeAddr][]pendingPkt
-	clamp    map[identity.NodeAddr]uint16
+	clamp    map[identity.NodeAddr]clampEntry
 	coordsTx map[identity.NodeAddr]time.Time
 	limiter  setupLimiter
 	// responders are the answered handshakes in the order answered, for
@@ -116,6 +116,8 @@ type Table struct {
 	// openBuf receives decrypted session messages; what the table hands
 	// up from it is valid until the next one (the table is loop-owned).
 	openBuf []byte
+	// tickBuf holds the addresses Tick visits, reused tick to tick.
+	tickBuf []identity.NodeAddr
 	// published is the session table for dataplane workers (Publish).
 	published atomic.Pointer[Sessions]
 }
@@ -131,7 +133,7 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 		id: id, self: id.NodeAddr(), epoch: epoch, cfg: cfg, env: env, up: up, log: log, rnd: rnd,
 		sessions: make(map[identity.NodeAddr]*entry),
 		pending:  make(map[identity.NodeAddr][]pendingPkt),
-		clamp:    make(map[identity.NodeAddr]uint16),
+		clamp:    make(map[identity.NodeAddr]clampEntry),
 		coordsTx: make(map[identity.NodeAddr]time.Time),
 	}
 	t.limiter = setupLimiter{cfg: &t.cfg, links: make(map[identity.NodeAddr]*linkBuckets)}
@@ -260,6 +262,59 @@ func (t *Table) holdResponder(now time.Time, addr identity.NodeAddr, e *entry) {
 	t.responders = append(t.responders, responderRef{addr, e})
 }
 
+// Eviction classes, least proven first.
+const (
+	classAnswered      = iota // a stranger's handshake we answered, before its msg3
+	classInbound              // inbound, established, not yet data both ways
+	classInboundProven        // inbound, data both ways
+	classOurs                 // we initiated it
+)
+
+func (e *entry) class() int {
+	switch {
+	case e.initiator:
+		return classOurs
+	case e.state != StateEstablished:
+		return classAnswered
+	case e.hot.pktsSent.Load() > 0 && e.hot.pktsRecv.Load() > 0:
+		return classInboundProven
+	}
+	return classInbound
+}
+
+// makeRoom makes room for one more session when MaxSessions are held,
+// evicting the least proven, then the longest idle (then the smallest
+// address). ours: a session we initiate, which may evict any other;
+// otherwise an inbound setup, which may evict only an answered handshake
+// or an inbound session without data both ways idle for UnprovenIdle,
+// so that strangers' fresh sessions never displace proven ones. False:
+// no room.
+func (t *Table) makeRoom(now time.Time, ours bool) bool {
+	limit := t.cfg.MaxSessions
+	if limit <= 0 || len(t.sessions) < limit {
+		return true
+	}
+	var victim *entry
+	vc := 0
+	for _, e := range t.sessions {
+		c := e.class()
+		if !ours && (c > classInbound || c == classInbound && now.Sub(e.hot.last()) < UnprovenIdle) {
+			continue
+		}
+		if victim == nil || c < vc || c == vc && (e.hot.last().Before(victim.hot.last()) ||
+			e.hot.last().Equal(victim.hot.last()) && e.addr.Less(victim.addr)) {
+			victim, vc = e, c
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	t.stats.SessionsEvicted++
+	t.log.Debug("session table full: evicting the least proven session", "dest", t.name(victim.addr), "class", vc)
+	t.drop(now, victim.addr, "evicted")
+	return true
+}
+
 // supersedeResponder replaces an answered handshake with one of our own
 // when traffic for its claimed source waits and no msg3 came within a
 // resend interval. A genuine initiator's msg3 follows our ack within a
@@ -333,6 +388,9 @@ func (t *Table) initiate(now time.Time, dest identity.NodeAddr, pk identity.Publ
 	payload := make([]byte, setup.Len())
 	if _, err := setup.MarshalTo(payload); err != nil {
 		return err
+	}
+	if t.sessions[dest] == nil && !t.makeRoom(now, true) {
+		return ErrTableFull
 	}
 	if err := t.send(now, nil, dest, payload); err != nil {
 		return err
@@ -482,7 +540,7 @@ func (t *Table) HandleFSP(now time.Time, src, fromPeer identity.NodeAddr, ce boo
 	case wire.FSPKindMsg3:
 		t.handleMsg3(now, src, fsp)
 	case wire.FSPKindSignal:
-		t.handleSignal(now, src, fsp)
+		t.handleSignal(now, src, fromPeer, fsp)
 	case wire.FSPKindEncrypted:
 		t.handleEncrypted(now, src, ce, fsp)
 	}
@@ -539,6 +597,11 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 			t.handleRekeySetup(now, src, e, setup)
 			return
 		}
+	}
+	if e == nil && !t.makeRoom(now, false) {
+		t.stats.SessionsRefused++
+		t.log.Debug("session table full of proven sessions: SessionSetup refused", "src", t.name(src))
+		return
 	}
 	hs, ack, err := t.respond(setup)
 	if err != nil {
@@ -949,7 +1012,7 @@ func (t *Table) coordsResponseAllowed(now time.Time, dest identity.NodeAddr) boo
 	return true
 }
 
-func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
+func (t *Table) handleSignal(now time.Time, src, fromPeer identity.NodeAddr, fsp []byte) {
 	typ, err := wire.ParseRoutingSignalType(fsp)
 	if err != nil {
 		t.stats.Malformed++
@@ -966,7 +1029,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest = m.DestAddr
+		dest, reporter = m.DestAddr, m.Reporter
 	case wire.SignalPathBroken:
 		t.stats.PathBroken++
 		m, err := wire.ParsePathBroken(fsp)
@@ -974,7 +1037,7 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.stats.Malformed++
 			return
 		}
-		dest = m.DestAddr
+		dest, reporter = m.DestAddr, m.Reporter
 	case wire.SignalMtuExceeded:
 		t.stats.MtuExceeded++
 		m, err := wire.ParseMtuExceeded(fsp)
@@ -1002,6 +1065,11 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	e := t.sessions[dest]
+	// A signal's source and reporter are anyone's to claim: only one
+	// from a node our datagrams to dest pass through may act on the path.
+	// A genuine report names its sender as reporter (upstream and we
+	// send both as the relay's own address).
+	onPath := reporter == src && t.onPath(now, dest, reporter, fromPeer)
 	switch typ {
 	case wire.SignalCoordsRequired, wire.SignalPathBroken:
 		if t.coordsResponseAllowed(now, dest) && e.state == StateEstablished {
@@ -1011,17 +1079,47 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 				t.stats.CoordsWarmupResponses++
 			}
 		}
-		if typ == wire.SignalPathBroken {
+		// Off the path, a PathBroken is unverifiable: the coordinates and
+		// the clamp stay, and the lookup below replaces the coordinates
+		// if the path really broke (a relay off the tree path, reached
+		// through a peer's bloom filter, is not recognised as on it).
+		broken := typ == wire.SignalPathBroken && onPath
+		if typ == wire.SignalPathBroken && !onPath {
+			t.stats.PathBrokenOffPath++
+		}
+		if broken {
 			t.env.InvalidateCoords(dest)
 		}
 		if _, ok := t.env.Identity(dest); ok {
 			t.env.StartLookup(now, dest)
 		}
-		if typ == wire.SignalPathBroken {
+		if broken {
 			t.releaseClamp(now, dest)
 		}
 		e.warmup = t.cfg.CoordsWarmupPackets
 	case wire.SignalMtuExceeded:
+		if !onPath {
+			// Ignored, not clamped: a relay off the tree path that
+			// really dropped a packet is heard anyway, through the
+			// remote's authenticated PathMtuNotification (session MMP)
+			// on the next datagram it receives.
+			t.stats.MtuExceededOffPath++
+			t.log.Debug("MtuExceeded from a node not on the path; ignoring", "dest", t.name(dest),
+				"src", src.String(), "reporter", reporter.String(), "bottleneck_mtu", mtu)
+			return
+		}
+		if n, ok := t.env.NotifiedPathMTU(dest); ok && mtu < n {
+			// Every relay folds its outgoing link MTU into the
+			// path_mtu of the datagrams it forwards, and dest reported
+			// the result in an authenticated PathMtuNotification: a
+			// hop narrower than that is contradicted. Were the path to
+			// have narrowed since, dest's next notification (at once, or
+			// within its interval) lowers the session's MTU itself.
+			t.stats.MtuExceededContradicted++
+			t.log.Debug("MtuExceeded below the path MTU the destination reported; ignoring", "dest", t.name(dest),
+				"reporter", reporter.String(), "bottleneck_mtu", mtu, "notified_mtu", n)
+			return
+		}
 		if mtu < MinActionablePathMTU {
 			t.stats.MtuExceededBelowFloor++
 			t.log.Warn("MtuExceeded reports a path MTU below the actionable floor; ignoring", "dest", t.name(dest),
@@ -1034,10 +1132,50 @@ func (t *Table) handleSignal(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.log.Info("Path MTU decreased via reactive MtuExceeded signal", "dest", t.name(dest),
 				"old_mtu", old, "new_mtu", mtu, "reporter", reporter.String())
 		}
-		if old, ok := t.clamp[dest]; !ok || mtu < old {
-			t.clamp[dest] = mtu
+		if old, ok := t.clamp[dest]; !ok || mtu < old.mtu {
+			t.clamp[dest] = clampEntry{mtu, now}
 			t.up.Event(now, Event{Kind: EventPathMTU, Remote: dest, MTU: mtu})
+		} else if mtu == old.mtu {
+			t.clamp[dest] = clampEntry{mtu, now} // confirmed: its lifetime restarts
 		}
+	}
+}
+
+// clampEntry is a path-MTU clamp and when it was last set or confirmed.
+type clampEntry struct {
+	mtu uint16
+	at  time.Time
+}
+
+// onPath reports whether reporter is plausibly on the path of our
+// datagrams to dest: our next hop towards dest, its signal arriving
+// over that very link (a relay that is our link peer sends to us
+// directly), or on the tree path between us and dest (our ancestors and
+// dest's, from its cached coordinates), which greedy tree routing
+// follows.
+func (t *Table) onPath(now time.Time, dest, reporter, fromPeer identity.NodeAddr) bool {
+	if hop, ok := t.env.NextHop(now, dest); ok && hop == reporter {
+		return fromPeer == reporter
+	}
+	if slices.Contains(t.env.Coords(), reporter) {
+		return true
+	}
+	c, ok := t.env.CachedCoords(dest)
+	return ok && slices.Contains(c, reporter)
+}
+
+// expireClamps releases the clamps not set or confirmed for
+// ClampLifetime, so that the path is tried at full size again.
+func (t *Table) expireClamps(now time.Time) {
+	for dest, c := range t.clamp {
+		if now.Sub(c.at) < ClampLifetime {
+			continue
+		}
+		t.stats.ClampsExpired++
+		if e := t.sessions[dest]; e != nil && e.pathMTU == c.mtu {
+			e.pathMTU = 0 // the next datagram seeds it from the first hop
+		}
+		t.releaseClamp(now, dest)
 	}
 }
 
@@ -1082,24 +1220,38 @@ func (t *Table) Tick(now time.Time) {
 			delete(t.coordsTx, a)
 		}
 	}
-	for _, a := range t.sortedAddrs() {
+	t.expireClamps(now)
+	// Only the sessions with a timer that may be due are visited, in
+	// address order; the rest (established, quiet, not rekeying) cost one
+	// check each.
+	due := t.tickBuf[:0]
+	for a, e := range t.sessions {
+		if t.tickDue(now, e) {
+			due = append(due, a)
+		}
+	}
+	slices.SortFunc(due, identity.NodeAddr.Compare)
+	t.tickBuf = due
+	for _, a := range due {
 		e := t.sessions[a]
-		if e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
+		if e != nil && e.state != StateEstablished && now.Sub(e.hot.last()) > t.cfg.HandshakeTimeout {
 			t.stats.HandshakeTimeouts++
 			t.log.Info("Session handshake timed out, removing", "dest", t.name(a))
 			t.drop(now, a, "handshake_timeout")
 		}
 	}
-	for _, a := range t.sortedAddrs() {
-		t.supersedeResponder(now, a, t.sessions[a])
+	for _, a := range due {
+		if e := t.sessions[a]; e != nil {
+			t.supersedeResponder(now, a, e)
+		}
 	}
-	for _, a := range t.sortedAddrs() {
+	for _, a := range due {
 		e := t.sessions[a]
 		// Only an initiator resends on its timer. A responder's ack goes
 		// again when the initiator's setup does (the duplicate path): a
 		// timer of its own would only multiply what a setup from a
 		// spoofed source reflects at that source (upstream resends both).
-		if e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
+		if e != nil && e.state == StateInitiating && e.hsPayload != nil && e.resendCount < t.cfg.HandshakeMaxResends &&
 			!e.nextResend.IsZero() && !now.Before(e.nextResend) {
 			if err := t.send(now, e, a, e.hsPayload); err == nil {
 				e.resendCount++
@@ -1109,18 +1261,18 @@ func (t *Table) Tick(now time.Time) {
 		}
 	}
 	if t.cfg.IdleTimeout > 0 {
-		for _, a := range t.sortedAddrs() {
+		for _, a := range due {
 			e := t.sessions[a]
-			if e.state == StateEstablished && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
+			if e != nil && e.state == StateEstablished && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
 				t.stats.IdlePurged++
 				t.drop(now, a, "idle")
 			}
 		}
 	}
 	if t.cfg.RekeyEnabled {
-		for _, a := range t.sortedAddrs() {
+		for _, a := range due {
 			e := t.sessions[a]
-			if e.msg3Payload == nil || e.msg3NextResend.IsZero() || now.Before(e.msg3NextResend) {
+			if e == nil || e.msg3Payload == nil || e.msg3NextResend.IsZero() || now.Before(e.msg3NextResend) {
 				continue
 			}
 			if e.msg3ResendCount >= t.cfg.HandshakeMaxResends {
@@ -1133,11 +1285,28 @@ func (t *Table) Tick(now time.Time) {
 			}
 		}
 	}
-	for _, a := range t.sortedAddrs() {
-		if e := t.sessions[a]; e.state == StateEstablished {
+	for _, a := range due {
+		if e := t.sessions[a]; e != nil && e.state == StateEstablished {
 			t.rekeyTick(now, e)
 		}
 	}
+}
+
+// tickDue reports whether any of Tick's timers may act on e: a superset
+// of the conditions Tick and rekeyTick check, so that a session it
+// passes over has nothing due.
+func (t *Table) tickDue(now time.Time, e *entry) bool {
+	if e.state != StateEstablished {
+		return true
+	}
+	if t.cfg.IdleTimeout > 0 && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
+		return true
+	}
+	if e.msg3Payload != nil || e.pending != nil || !e.drainStarted.IsZero() || e.rekeyInProgress() {
+		return true
+	}
+	return t.cfg.RekeyEnabled && (now.Sub(e.sessionStart) >= t.cfg.RekeyAfter+e.jitter ||
+		e.cur.Send().Nonce() >= t.cfg.RekeyMessages)
 }
 
 func (t *Table) rekeyTick(now time.Time, e *entry) {
@@ -1230,7 +1399,7 @@ func (t *Table) ResetWarmup(dest identity.NodeAddr) {
 // PathMTU returns the per-destination clamp learned from MtuExceeded.
 func (t *Table) PathMTU(dest identity.NodeAddr) (uint16, bool) {
 	m, ok := t.clamp[dest]
-	return m, ok
+	return m.mtu, ok
 }
 
 // Info is one session's state, as show_sessions reports it.
@@ -1381,7 +1550,20 @@ type Stats struct {
 	PendingDropped, PendingDestRefused    uint64
 	CoordsRequired, PathBroken            uint64
 	MtuExceeded, MtuExceededBelowFloor    uint64
-	SignalsForged, SignalsUnbound         uint64
+	// MtuExceededOffPath and PathBrokenOffPath (ours): signals for a
+	// bound session whose reporter is not its sender or not on the path
+	// (next hop, our or the destination's tree ancestors). An off-path
+	// MtuExceeded is ignored; an off-path PathBroken starts a lookup but
+	// neither invalidates coordinates nor releases the clamp.
+	MtuExceededOffPath, PathBrokenOffPath uint64
+	// MtuExceededContradicted (ours): on-path MtuExceeded ignored for
+	// reporting less than the path MTU the destination last reported
+	// in an authenticated PathMtuNotification.
+	MtuExceededContradicted uint64
+	// ClampsExpired (ours): MtuExceeded clamps released after
+	// ClampLifetime without confirmation.
+	ClampsExpired                 uint64
+	SignalsForged, SignalsUnbound uint64
 	// UnboundCoords, UnboundBroken and UnboundMTU split SignalsUnbound by
 	// signal type (CoordsRequired, PathBroken, MtuExceeded).
 	UnboundCoords, UnboundBroken, UnboundMTU uint64
@@ -1400,6 +1582,10 @@ type Stats struct {
 	// RespondersEvicted (ours): answered handshakes dropped, oldest
 	// first, to hold at most MaxPendingResponders.
 	RespondersEvicted uint64
+	// SessionsEvicted (ours): sessions dropped, least proven first, to
+	// hold at most MaxSessions. SessionsRefused (ours): SessionSetups
+	// refused because the table held only proven sessions.
+	SessionsEvicted, SessionsRefused uint64
 }
 
 // Stats returns a copy of the counters.

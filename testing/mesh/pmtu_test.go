@@ -14,14 +14,8 @@ func TestPathMTUDiscoveryOverHeterogeneousLinks(t *testing.T) {
 	nodes := net.AddNodes(3)
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	a.MTU, b.MTU, c.MTU = 1400, 800, 800
-	net.Connect(a, b, 5*time.Millisecond, 0)
-	net.Connect(b, c, 5*time.Millisecond, 0)
-	if _, ok := net.RunUntil(func() bool { ok, _ := converged(nodes); return ok }, 5*time.Minute); !ok {
-		t.Fatal("not converged")
-	}
-	net.Run(10 * time.Second)
-	a.Core.LearnIdentity(c.ID.PublicKey())
-	c.Core.LearnIdentity(a.ID.PublicKey())
+	linkChain(net, a, b, c)
+	introduce(t, net, nodes, a, c)
 	learned := func() (uint16, bool) {
 		m, ok := a.Core.SessionMMP(c.ID.NodeAddr())
 		if !ok {
@@ -43,4 +37,23 @@ func TestPathMTUDiscoveryOverHeterogeneousLinks(t *testing.T) {
 		t.Errorf("C did not observe the 800-byte forward path")
 	}
 	t.Logf("A learned path MTU %d towards C after %v", mtu, net.Elapsed())
+}
+
+// linkChain links each node to the next, 5 ms apart.
+func linkChain(net *Net, nodes ...*Node) {
+	for i := 1; i < len(nodes); i++ {
+		net.Connect(nodes[i-1], nodes[i], 5*time.Millisecond, 0)
+	}
+}
+
+// introduce converges the mesh, lets it settle and tells x and y each
+// other's key.
+func introduce(t *testing.T, net *Net, nodes []*Node, x, y *Node) {
+	t.Helper()
+	if _, ok := net.RunUntil(func() bool { ok, _ := converged(nodes); return ok }, 5*time.Minute); !ok {
+		t.Fatal("not converged")
+	}
+	net.Run(10 * time.Second)
+	x.Core.LearnIdentity(y.ID.PublicKey())
+	y.Core.LearnIdentity(x.ID.PublicKey())
 }
