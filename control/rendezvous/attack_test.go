@@ -374,3 +374,37 @@ func TestPunchIgnoresForeignSource(t *testing.T) {
 		t.Errorf("foreign source answered: %d bytes from %s", n, from)
 	}
 }
+
+// The stranger gate's three bounds, each counted: one offer per author
+// per interval, the shared bucket (refilled with time), and half the
+// concurrent offer slots.
+func TestStrangerGateBounds(t *testing.T) {
+	g := NewStrangerGate(4) // strangers may hold 2 slots
+	now := uint64(1_000_000)
+	if !g.Acquire("a", now) || !g.Acquire("b", now) {
+		t.Fatal("first strangers refused")
+	}
+	if g.Acquire("c", now) {
+		t.Error("a third stranger took a slot past half of 4")
+	}
+	g.Release()
+	g.Release()
+	if g.Acquire("a", now+1) {
+		t.Error("an author admitted twice within the interval")
+	}
+	if !g.Acquire("c", now) || !g.Acquire("d", now) {
+		t.Fatal("bucket emptied early")
+	}
+	g.Release()
+	g.Release()
+	if g.Acquire("e", now) {
+		t.Error("admitted past the burst")
+	}
+	if !g.Acquire("e", now+StrangerOfferEveryMs) {
+		t.Error("bucket not refilled after one interval")
+	}
+	g.Release()
+	if rate, author, slots := g.Counts(); rate != 1 || author != 1 || slots != 1 {
+		t.Errorf("refused rate %d author %d slots %d, want 1 each", rate, author, slots)
+	}
+}
