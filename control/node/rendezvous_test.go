@@ -245,27 +245,8 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 	a := rdvTestNode(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
 		StartupSweepDelay: 5 * time.Second, StartupSweepMaxAge: time.Hour, AdvertTTL: time.Hour})
 	b := rdvTestNode(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, n := range []*Node{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := n.Run(ctx); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	linked := func(n *Node, other *identity.Identity) bool {
-		for _, p := range n.Snapshot().Peers {
-			if p.Npub == other.Npub() {
-				return true
-			}
-		}
-		return false
-	}
-	for deadline := time.Now().Add(20 * time.Second); !linked(a, idb) || !linked(b, ida); time.Sleep(20 * time.Millisecond) {
+	defer runRdvNodes(t, a, b)()
+	for deadline := time.Now().Add(20 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("open discovery found no link: a %+v", a.Snapshot().Rendezvous)
 		}
@@ -294,6 +275,32 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 	if !found {
 		t.Error("b not in show_peers")
 	}
+}
+
+// runRdvNodes runs the nodes until the returned stop is called.
+func runRdvNodes(t *testing.T, nodes ...*Node) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// rdvLinked reports whether n has a peer link to other.
+func rdvLinked(n *Node, other *identity.Identity) bool {
+	for _, p := range n.Snapshot().Peers {
+		if p.Npub == other.Npub() {
+			return true
+		}
+	}
+	return false
 }
 
 // lockedBuffer is a bytes.Buffer that nodes' goroutines can log to while
@@ -347,27 +354,8 @@ func TestRendezvousLinksPastAdvertFlood(t *testing.T) {
 			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}})
 	}
 	a, b := mk(ida, idb), mk(idb, ida)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, n := range []*Node{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := n.Run(ctx); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	linked := func(n *Node, other *identity.Identity) bool {
-		for _, p := range n.Snapshot().Peers {
-			if p.Npub == other.Npub() {
-				return true
-			}
-		}
-		return false
-	}
-	for deadline := time.Now().Add(30 * time.Second); !linked(a, idb) || !linked(b, ida); time.Sleep(20 * time.Millisecond) {
+	defer runRdvNodes(t, a, b)()
+	for deadline := time.Now().Add(30 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("via_nostr peers did not link past the flood: a %+v", a.Snapshot().Rendezvous.Stats)
 		}
