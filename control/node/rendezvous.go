@@ -289,6 +289,10 @@ func (n *Node) rdvTick(now time.Time) {
 	if rs.opts.Policy != "disabled" {
 		for na, ps := range rs.peers {
 			if ps.open && !ps.inFlight && (n.peers.Peer(na) != nil || now.After(ps.expires)) {
+				if n.peers.Peer(na) != nil {
+					// Linked: its advert outlasts strangers' in the cache.
+					rs.svc.MarkProven(ps.cfg.PublicKey)
+				}
 				delete(rs.peers, na) // satisfied or expired
 				continue
 			}

@@ -265,6 +265,7 @@ type AdvertCache struct {
 	max     int
 	seq     uint64
 	wanted  map[string]bool
+	proven  map[string]uint64 // author → when marked (c.seq), at most provenMax
 	entries map[string]*CachedAdvert
 	// Evicted counts strangers' entries dropped for room; Rejected events
 	// refused as expired or older than the entry they would replace.
@@ -274,7 +275,43 @@ type AdvertCache struct {
 // NewAdvertCache makes a cache bounded to max strangers' entries (at
 // least 1).
 func NewAdvertCache(limit int) *AdvertCache {
-	return &AdvertCache{max: max(limit, 1), entries: map[string]*CachedAdvert{}, wanted: map[string]bool{}}
+	return &AdvertCache{max: max(limit, 1), entries: map[string]*CachedAdvert{}, wanted: map[string]bool{},
+		proven: map[string]uint64{}}
+}
+
+// provenMax bounds the proven authors remembered; past it the one marked
+// longest ago is forgotten.
+const provenMax = 1024
+
+// MarkProven notes a stranger the node has linked to (an open-discovery
+// peer): its entry is evicted only after every unproven stranger's.
+func (c *AdvertCache) MarkProven(authorHex string) {
+	c.seq++
+	c.proven[authorHex] = c.seq
+	if len(c.proven) <= provenMax {
+		return
+	}
+	oldest, at := "", ^uint64(0)
+	for a, s := range c.proven {
+		if s < at {
+			oldest, at = a, s
+		}
+	}
+	delete(c.proven, oldest)
+}
+
+// evictBefore orders strangers' entries for eviction: unproven before
+// proven, then oldest-received first.
+func (c *AdvertCache) evictBefore(a, b *CachedAdvert) int {
+	_, pa := c.proven[a.AuthorHex]
+	_, pb := c.proven[b.AuthorHex]
+	if pa != pb {
+		if pb {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.seq, b.seq)
 }
 
 // SetWanted replaces the wanted authors (hex keys), whose entries are
@@ -323,9 +360,9 @@ func (c *AdvertCache) Get(authorHex string, nowMs uint64) (CachedAdvert, bool) {
 // Remove drops the author's entry.
 func (c *AdvertCache) Remove(authorHex string) { delete(c.entries, authorHex) }
 
-// Prune drops expired entries, then evicts the oldest-received
-// strangers' entries until they are within the bound; it returns how
-// many it evicted for room.
+// Prune drops expired entries, then evicts strangers' entries, those of
+// unproven ones first and the oldest-received first, until they are
+// within the bound; it returns how many it evicted for room.
 func (c *AdvertCache) Prune(nowMs uint64) int {
 	strangers := 0
 	for k, e := range c.entries {
@@ -343,7 +380,7 @@ func (c *AdvertCache) Prune(nowMs uint64) int {
 	if over == 1 { // the common case, one insert at the bound: one pass
 		var oldest *CachedAdvert
 		for k, e := range c.entries {
-			if !c.wanted[k] && (oldest == nil || e.seq < oldest.seq) {
+			if !c.wanted[k] && (oldest == nil || c.evictBefore(e, oldest) < 0) {
 				oldest = e
 			}
 		}
@@ -355,7 +392,7 @@ func (c *AdvertCache) Prune(nowMs uint64) int {
 				all = append(all, e)
 			}
 		}
-		slices.SortFunc(all, func(a, b *CachedAdvert) int { return cmp.Compare(a.seq, b.seq) })
+		slices.SortFunc(all, c.evictBefore)
 		for _, e := range all[:over] {
 			delete(c.entries, e.AuthorHex)
 		}

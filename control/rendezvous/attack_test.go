@@ -408,3 +408,21 @@ func TestStrangerGateBounds(t *testing.T) {
 		t.Errorf("refused rate %d author %d slots %d, want 1 each", rate, author, slots)
 	}
 }
+
+// A stranger the node has linked to (open discovery) keeps its advert
+// while unproven strangers' adverts evict each other.
+func TestAdvertCacheProvenOutlastsStrangers(t *testing.T) {
+	c := NewAdvertCache(3)
+	now := uint64(1000)
+	c.Insert(CachedAdvert{AuthorHex: "proven", CreatedAt: 1, ValidUntilMs: 5000}, now)
+	c.MarkProven("proven")
+	for i := range 10 {
+		c.Insert(CachedAdvert{AuthorHex: fmt.Sprintf("s%02d", i), CreatedAt: 1, ValidUntilMs: 1 << 60}, now)
+	}
+	if _, ok := c.Get("proven", now); !ok {
+		t.Error("unproven strangers evicted a proven peer's advert")
+	}
+	if c.Len() != 3 || c.Evicted != 8 {
+		t.Errorf("len %d evicted %d, want 3 and 8", c.Len(), c.Evicted)
+	}
+}

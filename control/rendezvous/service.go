@@ -528,6 +528,15 @@ func (s *Service) SetWanted(pks []identity.PublicKey) {
 	s.mu.Unlock()
 }
 
+// MarkProven notes a peer the node linked to though it is not
+// configured (open discovery): its advert is evicted only after every
+// unproven stranger's.
+func (s *Service) MarkProven(pk identity.PublicKey) {
+	s.mu.Lock()
+	s.cache.MarkProven(pk.Hex())
+	s.mu.Unlock()
+}
+
 // CachedAdvert returns a peer's cached advert.
 func (s *Service) CachedAdvert(pk identity.PublicKey) (CachedAdvert, bool) {
 	s.mu.Lock()
