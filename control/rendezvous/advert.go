@@ -327,6 +327,12 @@ func (c *AdvertCache) SetWanted(authorsHex []string) {
 // Wanted reports whether the author's entries are reserved.
 func (c *AdvertCache) Wanted(authorHex string) bool { return c.wanted[authorHex] }
 
+// Proven reports whether the author was marked proven (MarkProven).
+func (c *AdvertCache) Proven(authorHex string) bool {
+	_, ok := c.proven[authorHex]
+	return ok
+}
+
 // Len is the number of entries.
 func (c *AdvertCache) Len() int { return len(c.entries) }
 

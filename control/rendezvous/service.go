@@ -746,11 +746,12 @@ func (s *Service) handleSignal(ev *nostr.Event) {
 }
 
 // wantedPeer reports whether an offer's sender is one the node wants: a
-// configured peer (SetWanted) or one it is initiating to. Everyone else
-// is a stranger (see StrangerGate).
+// configured peer (SetWanted), an open-discovery peer it has linked to
+// (MarkProven) or one it is initiating to. Everyone else is a stranger
+// (see StrangerGate).
 func (s *Service) wantedPeer(pk identity.PublicKey) bool {
 	s.mu.Lock()
-	wanted := s.cache.Wanted(pk.Hex())
+	wanted := s.cache.Wanted(pk.Hex()) || s.cache.Proven(pk.Hex())
 	s.mu.Unlock()
 	return wanted || s.initiators.Active(pk.Npub())
 }

@@ -3,7 +3,8 @@ package rendezvous
 import "sync"
 
 // A stranger is a sender of a traversal offer that is neither one of the
-// node's configured peers nor a peer it is initiating to. Upstream answers
+// node's configured peers, nor an open-discovery peer it has linked to,
+// nor a peer it is initiating to. Upstream answers
 // anyone's offer, and an npub costs nothing, so an unbounded answer would
 // let anyone make the node probe addresses of its choice. Strangers are
 // still answered (open discovery from an upstream node needs it), within
