@@ -418,10 +418,13 @@ func (c *AdvertCache) Sample(nowMs uint64, skipHex string, limit int) []CachedAd
 			all = append(all, e)
 		}
 	}
-	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	out := make([]CachedAdvert, 0, min(limit, len(all)))
-	for _, e := range all[:min(limit, len(all))] {
-		out = append(out, *e)
+	// A partial Fisher-Yates shuffle: only the limit picked are drawn.
+	n := min(max(limit, 0), len(all))
+	out := make([]CachedAdvert, 0, n)
+	for i := range n {
+		j := i + rand.IntN(len(all)-i)
+		all[i], all[j] = all[j], all[i]
+		out = append(out, *all[i])
 	}
 	return out
 }
