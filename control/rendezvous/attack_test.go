@@ -45,27 +45,41 @@ func throwawayAdvert(t testing.TB, i int, withExp bool) *nostr.Event {
 }
 
 // Strangers' adverts, however many and however long they claim to live,
-// never evict a wanted author's; among strangers the oldest-received go.
-func TestAdvertCacheStrangersCannotEvictWanted(t *testing.T) {
-	c := NewAdvertCache(4)
-	c.SetWanted([]string{"wanted"})
-	now := uint64(1000)
-	if !c.Insert(CachedAdvert{AuthorHex: "wanted", CreatedAt: 1, ValidUntilMs: 2000}, now) {
-		t.Fatal("wanted advert refused")
-	}
-	for i := range 100 {
-		c.Insert(CachedAdvert{AuthorHex: fmt.Sprintf("s%03d", i), CreatedAt: 1, ValidUntilMs: 1 << 60}, now)
-	}
-	if _, ok := c.Get("wanted", now); !ok {
-		t.Fatal("a stranger evicted the wanted author's advert")
-	}
-	if c.Len() != 5 || c.Evicted != 96 {
-		t.Errorf("len %d evicted %d, want 5 and 96", c.Len(), c.Evicted)
-	}
-	for i := 96; i < 100; i++ {
-		if _, ok := c.Get(fmt.Sprintf("s%03d", i), now); !ok {
-			t.Errorf("newest stranger s%03d evicted (oldest-received should go)", i)
-		}
+// never evict a wanted author's (kept outside the bound) nor, while
+// unproven ones remain, a proven one's; among strangers the
+// oldest-received go.
+func TestAdvertCacheStrangersCannotEvictProtected(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		protect       func(c *AdvertCache)
+		len, evicted  int
+		newestStrange int // the newest strangers kept
+	}{
+		{"wanted", func(c *AdvertCache) { c.SetWanted([]string{"peer"}) }, 5, 96, 4},
+		{"proven", func(c *AdvertCache) { c.MarkProven("peer") }, 4, 97, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewAdvertCache(4)
+			tc.protect(c)
+			now := uint64(1000)
+			if !c.Insert(CachedAdvert{AuthorHex: "peer", CreatedAt: 1, ValidUntilMs: 2000}, now) {
+				t.Fatal("protected advert refused")
+			}
+			for i := range 100 {
+				c.Insert(CachedAdvert{AuthorHex: fmt.Sprintf("s%03d", i), CreatedAt: 1, ValidUntilMs: 1 << 60}, now)
+			}
+			if _, ok := c.Get("peer", now); !ok {
+				t.Fatal("a stranger evicted the protected advert")
+			}
+			if c.Len() != tc.len || c.Evicted != uint64(tc.evicted) {
+				t.Errorf("len %d evicted %d, want %d and %d", c.Len(), c.Evicted, tc.len, tc.evicted)
+			}
+			for i := 100 - tc.newestStrange; i < 100; i++ {
+				if _, ok := c.Get(fmt.Sprintf("s%03d", i), now); !ok {
+					t.Errorf("newest stranger s%03d evicted (oldest-received should go)", i)
+				}
+			}
+		})
 	}
 }
 
@@ -406,23 +420,5 @@ func TestStrangerGateBounds(t *testing.T) {
 	g.Release()
 	if rate, author, slots := g.Counts(); rate != 1 || author != 1 || slots != 1 {
 		t.Errorf("refused rate %d author %d slots %d, want 1 each", rate, author, slots)
-	}
-}
-
-// A stranger the node has linked to (open discovery) keeps its advert
-// while unproven strangers' adverts evict each other.
-func TestAdvertCacheProvenOutlastsStrangers(t *testing.T) {
-	c := NewAdvertCache(3)
-	now := uint64(1000)
-	c.Insert(CachedAdvert{AuthorHex: "proven", CreatedAt: 1, ValidUntilMs: 5000}, now)
-	c.MarkProven("proven")
-	for i := range 10 {
-		c.Insert(CachedAdvert{AuthorHex: fmt.Sprintf("s%02d", i), CreatedAt: 1, ValidUntilMs: 1 << 60}, now)
-	}
-	if _, ok := c.Get("proven", now); !ok {
-		t.Error("unproven strangers evicted a proven peer's advert")
-	}
-	if c.Len() != 3 || c.Evicted != 8 {
-		t.Errorf("len %d evicted %d, want 3 and 8", c.Len(), c.Evicted)
 	}
 }
