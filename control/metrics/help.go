@@ -131,6 +131,7 @@ func counterHelp() map[string]string {
 		"rendezvous.offers_rejected":                "Traversal offers refused as stale, future-dated or with mismatched identities.",
 		"rendezvous.offers_refused_global":          "Offers dropped because max_concurrent_incoming_offers were being answered.",
 		"rendezvous.offers_refused_per_npub":        "Offers dropped because max_concurrent_offers_per_npub from that sender were being answered.",
+		"rendezvous.seen_sessions_evicted":          "Traversal session ids dropped, oldest first, from the full replay cache (seen_sessions_max).",
 		"rendezvous.offers_replayed":                "Offers refused as replays of a session id seen within the replay window.",
 		"rendezvous.offers_refused_stranger_rate":   "Offers from strangers (neither configured nor being initiated to) dropped by the rate all strangers share.",
 		"rendezvous.offers_refused_stranger_author": "Offers from a stranger dropped because its previous offer was admitted under 20 s before.",

@@ -95,6 +95,9 @@ type Stats struct {
 	OffersRefusedGlobal  uint64 `json:"offers_refused_global"`
 	OffersRefusedNpub    uint64 `json:"offers_refused_per_npub"`
 	OffersReplayed       uint64 `json:"offers_replayed"`
+	// SeenSessionsEvicted counts session ids dropped, oldest first, from
+	// the full replay cache (seen_sessions_max).
+	SeenSessionsEvicted uint64 `json:"seen_sessions_evicted"`
 	// Offers from strangers (neither configured nor being initiated to)
 	// refused by the shared rate, the per-author interval and the
 	// concurrency share (StrangerGate).
@@ -325,7 +328,7 @@ func (s *Service) Stats() Stats {
 	rg, rn := s.admission.RefusedGlobal, s.admission.RefusedNpub
 	s.admission.mu.Unlock()
 	s.replay.mu.Lock()
-	replays := s.replay.Replays
+	replays, seenEvicted := s.replay.Replays, s.replay.Evicted
 	s.replay.mu.Unlock()
 	sRate, sAuthor, sSlots := s.strangers.Counts()
 	return Stats{
@@ -337,7 +340,7 @@ func (s *Service) Stats() Stats {
 		EventsDropped: c.eventsDropped.Load(), SignalsReceived: c.signalsReceived.Load(),
 		SignalsInvalid: c.signalsInvalid.Load(), SignalsDropped: c.signalsDropped.Load(), OffersSent: c.offersSent.Load(),
 		OffersReceived: c.offersReceived.Load(), OffersRejected: c.offersRejected.Load(),
-		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays,
+		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays, SeenSessionsEvicted: seenEvicted,
 		OffersElection: c.offersElection.Load(), AnswersSent: c.answersSent.Load(),
 		AnswersReceived: c.answersReceived.Load(), AnswersUnmatched: c.answersUnmatched.Load(),
 		AttemptsStarted: c.attemptsStarted.Load(), AttemptsSucceeded: c.attemptsSucceeded.Load(),
