@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -182,6 +183,13 @@ func (n *Node) initRendezvous(tctx context.Context) {
 		rs.configured[pk.NodeAddr()] = pk
 	}
 	rs.startup = rendezvous.StartupSweep{Started: time.Now(), Delay: o.StartupSweepDelay, MaxAge: o.StartupSweepMaxAge}
+	// The configured peers' adverts and offers are the ones the node
+	// needs: no stranger's can evict or outrank them.
+	wanted := slices.Clone(o.Configured)
+	for _, p := range o.Peers {
+		wanted = append(wanted, p.PublicKey)
+	}
+	rs.svc.SetWanted(wanted)
 	n.rdv = rs
 	n.rdvPublishEndpoints()
 	rs.svc.Start(n.runCtx)
@@ -281,6 +289,10 @@ func (n *Node) rdvTick(now time.Time) {
 	if rs.opts.Policy != "disabled" {
 		for na, ps := range rs.peers {
 			if ps.open && !ps.inFlight && (n.peers.Peer(na) != nil || now.After(ps.expires)) {
+				if n.peers.Peer(na) != nil {
+					// Linked: its advert outlasts strangers' in the cache.
+					rs.svc.MarkProven(ps.cfg.PublicKey)
+				}
 				delete(rs.peers, na) // satisfied or expired
 				continue
 			}

@@ -3,15 +3,18 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/pion/stun/v3"
 	"go.uber.org/goleak"
 
@@ -242,27 +245,8 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 	a := rdvTestNode(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
 		StartupSweepDelay: 5 * time.Second, StartupSweepMaxAge: time.Hour, AdvertTTL: time.Hour})
 	b := rdvTestNode(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, n := range []*Node{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := n.Run(ctx); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	linked := func(n *Node, other *identity.Identity) bool {
-		for _, p := range n.Snapshot().Peers {
-			if p.Npub == other.Npub() {
-				return true
-			}
-		}
-		return false
-	}
-	for deadline := time.Now().Add(20 * time.Second); !linked(a, idb) || !linked(b, ida); time.Sleep(20 * time.Millisecond) {
+	defer runRdvNodes(t, a, b)()
+	for deadline := time.Now().Add(20 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("open discovery found no link: a %+v", a.Snapshot().Rendezvous)
 		}
@@ -293,6 +277,32 @@ func TestRendezvousOpenDiscovery(t *testing.T) {
 	}
 }
 
+// runRdvNodes runs the nodes until the returned stop is called.
+func runRdvNodes(t *testing.T, nodes ...*Node) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// rdvLinked reports whether n has a peer link to other.
+func rdvLinked(n *Node, other *identity.Identity) bool {
+	for _, p := range n.Snapshot().Peers {
+		if p.Npub == other.Npub() {
+			return true
+		}
+	}
+	return false
+}
+
 // lockedBuffer is a bytes.Buffer that nodes' goroutines can log to while
 // the test reads it.
 type lockedBuffer struct {
@@ -310,4 +320,50 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Issue 27 item 1's acceptance at the node level: 2,500 throwaway
+// adverts (fresh keys, far expiries, built here by hand) on the relay,
+// far more than the nodes' 16-entry advert caches, do not stop two
+// via_nostr peers from linking.
+func TestRendezvousLinksPastAdvertFlood(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	relay, err := relaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	exp := strconv.FormatInt(time.Now().Add(1000*time.Hour).Unix(), 10)
+	for i := range 2500 {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		ev := nostr.Event{PubKey: pk, CreatedAt: nostr.Now(), Kind: rendezvous.AdvertKind,
+			Tags:    nostr.Tags{{"d", "fips-overlay-v1"}, {"protocol", "fips-overlay-v1"}, {"version", "1"}, {"expiration", exp}},
+			Content: fmt.Sprintf(`{"identifier":"fips-overlay-v1","version":1,"endpoints":[{"transport":"udp","addr":"9.9.%d.%d:2121"}]}`, i/250, i%250+1)}
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		relay.Inject(&ev)
+	}
+	stunSrv, stopSTUN := stunOnLoopback(t)
+	defer stopSTUN()
+	ida, _ := identity.Generate(nil)
+	idb, _ := identity.Generate(nil)
+	mk := func(id, other *identity.Identity) *Node {
+		return rdvTestNode(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
+			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}})
+	}
+	a, b := mk(ida, idb), mk(idb, ida)
+	defer runRdvNodes(t, a, b)()
+	for deadline := time.Now().Add(30 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("via_nostr peers did not link past the flood: a %+v", a.Snapshot().Rendezvous.Stats)
+		}
+	}
+	for _, n := range []*Node{a, b} {
+		st := n.Snapshot().Rendezvous.Stats
+		if st.AdvertCacheEntries > 16+2 || st.AdvertCacheEvicted+st.EventsDropped == 0 {
+			t.Errorf("flood not bounded and counted: %+v", st)
+		}
+	}
 }

@@ -1,18 +1,21 @@
 package rendezvous
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// AdvertCacheGrace bounds a cached advert to this many advert TTLs after
-// its created_at, whatever its expiration tag says.
+// AdvertCacheGrace bounds a cached advert that has an expiration tag to
+// this many advert TTLs after its created_at, whatever the tag says (one
+// without the tag gets one TTL, see AdvertMaxAgeMs).
 const AdvertCacheGrace = 2
 
 // NeverPunchable reports the addresses no punch can reach (upstream's
@@ -248,21 +251,86 @@ type CachedAdvert struct {
 	Advert       OverlayAdvert
 	CreatedAt    int64 // seconds
 	ValidUntilMs uint64
+	seq          uint64 // insertion order: strangers are evicted oldest-received first
 }
 
-// AdvertCache holds the newest valid advert per author, at most max
-// entries (those expiring first are evicted). Not safe for concurrent use.
+// AdvertCache holds the newest valid advert per author. Wanted authors
+// (the configured peers) have a reserved part: their entries never count
+// against max and are never evicted for room, so no number of strangers'
+// adverts can push them out. Strangers' entries are bounded to max, and
+// when full the oldest-received stranger goes: unlike an advert's expiry,
+// the order of reception is not the author's to choose. Not safe for
+// concurrent use.
 type AdvertCache struct {
 	max     int
+	seq     uint64
+	wanted  map[string]bool
+	proven  map[string]uint64 // author → when marked (c.seq), at most provenMax
 	entries map[string]*CachedAdvert
-	// Evicted counts entries dropped for room; Rejected events refused as
-	// expired or older than the entry they would replace.
+	// Evicted counts strangers' entries dropped for room; Rejected events
+	// refused as expired or older than the entry they would replace.
 	Evicted, Rejected uint64
 }
 
-// NewAdvertCache makes a cache bounded to max entries (at least 1).
+// NewAdvertCache makes a cache bounded to max strangers' entries (at
+// least 1).
 func NewAdvertCache(limit int) *AdvertCache {
-	return &AdvertCache{max: max(limit, 1), entries: map[string]*CachedAdvert{}}
+	return &AdvertCache{max: max(limit, 1), entries: map[string]*CachedAdvert{}, wanted: map[string]bool{},
+		proven: map[string]uint64{}}
+}
+
+// provenMax bounds the proven authors remembered; past it the one marked
+// longest ago is forgotten.
+const provenMax = 1024
+
+// MarkProven notes a stranger the node has linked to (an open-discovery
+// peer): its entry is evicted only after every unproven stranger's.
+func (c *AdvertCache) MarkProven(authorHex string) {
+	c.seq++
+	c.proven[authorHex] = c.seq
+	if len(c.proven) <= provenMax {
+		return
+	}
+	oldest, at := "", ^uint64(0)
+	for a, s := range c.proven {
+		if s < at {
+			oldest, at = a, s
+		}
+	}
+	delete(c.proven, oldest)
+}
+
+// evictBefore orders strangers' entries for eviction: unproven before
+// proven, then oldest-received first.
+func (c *AdvertCache) evictBefore(a, b *CachedAdvert) int {
+	_, pa := c.proven[a.AuthorHex]
+	_, pb := c.proven[b.AuthorHex]
+	if pa != pb {
+		if pb {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// SetWanted replaces the wanted authors (hex keys), whose entries are
+// kept apart from strangers'. Its size is the operator's, not the
+// network's.
+func (c *AdvertCache) SetWanted(authorsHex []string) {
+	c.wanted = make(map[string]bool, len(authorsHex))
+	for _, a := range authorsHex {
+		c.wanted[a] = true
+	}
+}
+
+// Wanted reports whether the author's entries are reserved.
+func (c *AdvertCache) Wanted(authorHex string) bool { return c.wanted[authorHex] }
+
+// Proven reports whether the author was marked proven (MarkProven).
+func (c *AdvertCache) Proven(authorHex string) bool {
+	_, ok := c.proven[authorHex]
+	return ok
 }
 
 // Len is the number of entries.
@@ -279,6 +347,8 @@ func (c *AdvertCache) Insert(e CachedAdvert, nowMs uint64) bool {
 		c.Rejected++
 		return false
 	}
+	c.seq++
+	e.seq = c.seq
 	c.entries[e.AuthorHex] = &e
 	c.Prune(nowMs)
 	return true
@@ -296,47 +366,78 @@ func (c *AdvertCache) Get(authorHex string, nowMs uint64) (CachedAdvert, bool) {
 // Remove drops the author's entry.
 func (c *AdvertCache) Remove(authorHex string) { delete(c.entries, authorHex) }
 
-// Prune drops expired entries, then evicts the soonest to expire until
-// the cache is within its bound; it returns how many it evicted for room.
+// Prune drops expired entries, then evicts strangers' entries, those of
+// unproven ones first and the oldest-received first, until they are
+// within the bound; it returns how many it evicted for room.
 func (c *AdvertCache) Prune(nowMs uint64) int {
+	strangers := 0
 	for k, e := range c.entries {
-		if e.ValidUntilMs <= nowMs {
+		switch {
+		case e.ValidUntilMs <= nowMs:
 			delete(c.entries, k)
+		case !c.wanted[k]:
+			strangers++
 		}
 	}
-	over := len(c.entries) - c.max
+	over := strangers - c.max
 	if over <= 0 {
 		return 0
 	}
-	all := make([]*CachedAdvert, 0, len(c.entries))
-	for _, e := range c.entries {
-		all = append(all, e)
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].ValidUntilMs != all[j].ValidUntilMs {
-			return all[i].ValidUntilMs < all[j].ValidUntilMs
+	if over == 1 { // the common case, one insert at the bound: one pass
+		var oldest *CachedAdvert
+		for k, e := range c.entries {
+			if !c.wanted[k] && (oldest == nil || c.evictBefore(e, oldest) < 0) {
+				oldest = e
+			}
 		}
-		return all[i].AuthorHex < all[j].AuthorHex
-	})
-	for _, e := range all[:over] {
-		delete(c.entries, e.AuthorHex)
+		delete(c.entries, oldest.AuthorHex)
+	} else {
+		var all []*CachedAdvert
+		for k, e := range c.entries {
+			if !c.wanted[k] {
+				all = append(all, e)
+			}
+		}
+		slices.SortFunc(all, c.evictBefore)
+		for _, e := range all[:over] {
+			delete(c.entries, e.AuthorHex)
+		}
 	}
 	c.Evicted += uint64(over)
 	return over
 }
 
-// Each calls f for every valid entry, in author order.
-func (c *AdvertCache) Each(nowMs uint64, f func(CachedAdvert)) {
-	keys := make([]string, 0, len(c.entries))
+// Sample returns up to limit valid entries other than skipHex's, chosen
+// uniformly at random and in random order: which strangers an
+// open-discovery sweep looks at must not follow anything an author
+// chooses (its key, its expiry, when it published).
+func (c *AdvertCache) Sample(nowMs uint64, skipHex string, limit int) []CachedAdvert {
+	var all []*CachedAdvert
 	for k, e := range c.entries {
-		if e.ValidUntilMs > nowMs {
-			keys = append(keys, k)
+		if e.ValidUntilMs > nowMs && k != skipHex {
+			all = append(all, e)
 		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		f(*c.entries[k])
+	// A partial Fisher-Yates shuffle: only the limit picked are drawn.
+	n := min(max(limit, 0), len(all))
+	out := make([]CachedAdvert, 0, n)
+	for i := range n {
+		j := i + rand.IntN(len(all)-i)
+		all[i], all[j] = all[j], all[i]
+		out = append(out, *all[i])
 	}
+	return out
+}
+
+// AdvertMaxAgeMs is how long after its created_at an advert stays
+// cached: ttl without an expiration tag, and at most AdvertCacheGrace
+// ttls with one (which ends it sooner, as every advert upstream
+// publishes has). An advert without the tag never outlives a genuine one.
+func AdvertMaxAgeMs(ev *nostr.Event, ttlMs uint64) uint64 {
+	if _, ok := expirationMs(ev); ok {
+		return satMul(AdvertCacheGrace, ttlMs)
+	}
+	return ttlMs
 }
 
 // BuildAdvertEvent makes the unsigned kind-37195 event for an advert, with

@@ -170,7 +170,7 @@ func TestAdvertCacheBoundsAndReplacement(t *testing.T) {
 	if ins("x", 1, 1000) {
 		t.Error("already-expired advert cached")
 	}
-	ins("c", 10, 4000) // over the cap: b (soonest to expire) goes
+	ins("c", 10, 4000) // over the cap: b (received before a was replaced) goes
 	if _, ok := c.Get("b", now); ok || c.Len() != 2 || c.Evicted != 1 {
 		t.Errorf("eviction: len %d evicted %d", c.Len(), c.Evicted)
 	}

@@ -207,13 +207,26 @@ func PlanTargets(ourLocal []TraversalAddress, ourReflexive *TraversalAddress, th
 type PunchResult struct {
 	Remote netip.AddrPort
 	Probes int // probe rounds sent
+	// Foreign counts packets that carried the session hash from a source
+	// whose IP is none of the targets' (set on failure too): the hash is
+	// in a signal the peer chose, so it proves nothing about the sender.
+	Foreign int
+}
+
+// expectedSource reports whether a punch packet from src may be adopted:
+// its IP must be one of the targets'. The port may differ, as a
+// port-translating NAT in front of the peer rewrites it.
+func expectedSource(src netip.AddrPort, targets []netip.AddrPort) bool {
+	return slices.ContainsFunc(targets, func(t netip.AddrPort) bool { return t.Addr().Unmap() == src.Addr() })
 }
 
 // Punch runs one attempt on conn: after hint.StartAtMs (wall clock) it
 // sends a probe to every target each round for hint.DurationMs, while it
 // reads until timeout from the call. A matching probe is answered with
 // one ack and the attempt succeeds with its source; a matching ack
-// succeeds with its source. conn's read deadline is cleared on return.
+// succeeds with its source. Only a source at the IP of one of the
+// targets counts: others are ignored, unanswered, and counted in
+// Foreign. conn's read deadline is cleared on return.
 func Punch(ctx context.Context, conn *net.UDPConn, sessionID string, targets []netip.AddrPort, hint PunchHint, timeout time.Duration) (PunchResult, error) {
 	if len(targets) == 0 {
 		return PunchResult{}, ErrNoPunchTargets
@@ -222,7 +235,7 @@ func Punch(ctx context.Context, conn *net.UDPConn, sessionID string, targets []n
 	deadline := time.Now().Add(timeout)
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var rounds int
+	var rounds, foreign int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -244,19 +257,23 @@ func Punch(ctx context.Context, conn *net.UDPConn, sessionID string, targets []n
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if ctx.Err() != nil {
-				return PunchResult{}, ctx.Err()
+				return PunchResult{Foreign: foreign}, ctx.Err()
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return PunchResult{}, fmt.Errorf("%w after %s", ErrPunchTimeout, timeout)
+				return PunchResult{Foreign: foreign}, fmt.Errorf("%w after %s", ErrPunchTimeout, timeout)
 			}
-			return PunchResult{}, fmt.Errorf("punch: read: %w", err)
+			return PunchResult{Foreign: foreign}, fmt.Errorf("punch: read: %w", err)
 		}
 		p, err := wire.ParsePunchPacket(buf[:n])
 		if err != nil || [16]byte(p.SessionHash) != hash {
 			continue
 		}
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		if !expectedSource(from, targets) {
+			foreign++
+			continue
+		}
 		if !p.Ack {
 			var ack [wire.PunchPacketSize]byte
 			if _, err := (wire.PunchPacket{Ack: true, Sequence: p.Sequence, SessionHash: hash[:]}).MarshalTo(ack[:]); err == nil {
@@ -265,7 +282,7 @@ func Punch(ctx context.Context, conn *net.UDPConn, sessionID string, targets []n
 		}
 		stop()
 		wg.Wait()
-		return PunchResult{Remote: from, Probes: rounds}, nil
+		return PunchResult{Remote: from, Probes: rounds, Foreign: foreign}, nil
 	}
 }
 

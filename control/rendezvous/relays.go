@@ -82,19 +82,19 @@ func newRelaySet(log *slog.Logger, urls []string) *relaySet {
 }
 
 // run starts one goroutine per relay. filtersFor gives each relay's
-// standing subscription (nil: none); events go to out, which must be read
-// until ctx ends.
-func (s *relaySet) run(ctx context.Context, filtersFor func(url string) nostr.Filters, out chan<- relayEvent, dropped *atomic.Uint64) {
+// standing subscription (nil: none); each event is handed to deliver,
+// which must not block.
+func (s *relaySet) run(ctx context.Context, filtersFor func(url string) nostr.Filters, deliver func(relayEvent)) {
 	for _, u := range s.urls {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.keep(ctx, u, filtersFor(u), out, dropped)
+			s.keep(ctx, u, filtersFor(u), deliver)
 		}()
 	}
 }
 
-func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, out chan<- relayEvent, dropped *atomic.Uint64) {
+func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, deliver func(relayEvent)) {
 	backoff := relayBackoffStart
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(ctx, relayOpTimeout)
@@ -126,7 +126,7 @@ func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, 
 		if s.onConnect != nil {
 			s.onConnect(url)
 		}
-		s.pump(ctx, r, sub, catchUpFilters(filters, subscribed), url, out, dropped)
+		s.pump(ctx, r, sub, catchUpFilters(filters, subscribed), url, deliver)
 		s.mu.Lock()
 		delete(s.conns, url)
 		s.mu.Unlock()
@@ -144,7 +144,7 @@ func (s *relaySet) keep(ctx context.Context, url string, filters nostr.Filters, 
 // ends, and, catchUpDelay after its first EOSE, those of one query with
 // catchUp (see catchUpFilters) too. The cache they feed keeps the newest
 // advert per author, so what both deliver is stored once.
-func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, catchUp nostr.Filters, url string, out chan<- relayEvent, dropped *atomic.Uint64) {
+func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, catchUp nostr.Filters, url string, deliver func(relayEvent)) {
 	if sub == nil {
 		select {
 		case <-ctx.Done():
@@ -154,11 +154,7 @@ func (s *relaySet) pump(ctx context.Context, r *relayClient, sub *relaySub, catc
 	}
 	defer r.unsub(sub)
 	forward := func(ev *nostr.Event) {
-		select {
-		case out <- relayEvent{ev: ev, url: url}:
-		default:
-			dropped.Add(1)
-		}
+		deliver(relayEvent{ev: ev, url: url})
 	}
 	var (
 		timer  *time.Timer

@@ -24,7 +24,8 @@ const (
 	advertFetchTimeout = 2 * time.Second
 	inboxFetchTimeout  = 1500 * time.Millisecond
 	inboxSince         = 30 * 24 * time.Hour
-	eventQueue         = 256 // relay events awaiting dispatch
+	eventQueue         = 256 // relay adverts awaiting dispatch
+	signalQueue        = 64  // relay signals awaiting dispatch, apart: an advert flood cannot crowd them out
 	establishedQueue   = 16  // responder results awaiting the node
 )
 
@@ -87,36 +88,53 @@ type Stats struct {
 	EventsDropped        uint64 `json:"relay_events_dropped"`
 	SignalsReceived      uint64 `json:"signals_received"`
 	SignalsInvalid       uint64 `json:"signals_invalid"`
+	SignalsDropped       uint64 `json:"signals_dropped"`
 	OffersSent           uint64 `json:"offers_sent"`
 	OffersReceived       uint64 `json:"offers_received"`
 	OffersRejected       uint64 `json:"offers_rejected"`
 	OffersRefusedGlobal  uint64 `json:"offers_refused_global"`
 	OffersRefusedNpub    uint64 `json:"offers_refused_per_npub"`
 	OffersReplayed       uint64 `json:"offers_replayed"`
-	OffersElection       uint64 `json:"offers_yielded_election"`
-	AnswersSent          uint64 `json:"answers_sent"`
-	AnswersReceived      uint64 `json:"answers_received"`
-	AnswersUnmatched     uint64 `json:"answers_unmatched"`
-	AttemptsStarted      uint64 `json:"traversals_started"`
-	AttemptsSucceeded    uint64 `json:"traversals_succeeded"`
-	AttemptsFailed       uint64 `json:"traversals_failed"`
-	ResponderSucceeded   uint64 `json:"responder_punches_succeeded"`
-	ResponderFailed      uint64 `json:"responder_punches_failed"`
-	EstablishedDropped   uint64 `json:"established_dropped"`
-	STUNFailures         uint64 `json:"stun_failures"`
-	Cooldowns            uint64 `json:"cooldowns_entered"`
+	// SeenSessionsEvicted counts session ids dropped, oldest first, from
+	// the full replay cache (seen_sessions_max).
+	SeenSessionsEvicted uint64 `json:"seen_sessions_evicted"`
+	// Offers from strangers (neither configured nor being initiated to)
+	// refused by the shared rate, the per-author interval and the
+	// concurrency share (StrangerGate).
+	OffersRefusedStrangerRate   uint64 `json:"offers_refused_stranger_rate"`
+	OffersRefusedStrangerAuthor uint64 `json:"offers_refused_stranger_author"`
+	OffersRefusedStrangerSlots  uint64 `json:"offers_refused_stranger_slots"`
+	// StrangerTargetsCapped counts a stranger's planned punch targets
+	// dropped past MaxStrangerPunchTargets.
+	StrangerTargetsCapped uint64 `json:"stranger_punch_targets_capped"`
+	// PunchForeign counts punch packets with the session hash from a
+	// source outside the session's targets: ignored, never adopted.
+	PunchForeign       uint64 `json:"punch_packets_foreign"`
+	OffersElection     uint64 `json:"offers_yielded_election"`
+	AnswersSent        uint64 `json:"answers_sent"`
+	AnswersReceived    uint64 `json:"answers_received"`
+	AnswersUnmatched   uint64 `json:"answers_unmatched"`
+	AttemptsStarted    uint64 `json:"traversals_started"`
+	AttemptsSucceeded  uint64 `json:"traversals_succeeded"`
+	AttemptsFailed     uint64 `json:"traversals_failed"`
+	ResponderSucceeded uint64 `json:"responder_punches_succeeded"`
+	ResponderFailed    uint64 `json:"responder_punches_failed"`
+	EstablishedDropped uint64 `json:"established_dropped"`
+	STUNFailures       uint64 `json:"stun_failures"`
+	Cooldowns          uint64 `json:"cooldowns_entered"`
 }
 
 type counters struct {
 	advertsPublished, advertPublishErrors, inboxPublished   atomic.Uint64
 	advertsReceived, advertsRejected, eventsDropped         atomic.Uint64
-	signalsReceived, signalsInvalid                         atomic.Uint64
+	signalsReceived, signalsInvalid, signalsDropped         atomic.Uint64
 	offersSent, offersReceived, offersRejected              atomic.Uint64
 	offersElection                                          atomic.Uint64
 	answersSent, answersReceived, answersUnmatched          atomic.Uint64
 	attemptsStarted, attemptsSucceeded, attemptsFailed      atomic.Uint64
 	responderSucceeded, responderFailed, establishedDropped atomic.Uint64
 	stunFailures, cooldowns                                 atomic.Uint64
+	strangerTargetsCapped, punchForeign                     atomic.Uint64
 }
 
 type answerMsg struct {
@@ -148,11 +166,13 @@ type Service struct {
 
 	replay     *ReplayCache
 	admission  *Admission
+	strangers  *StrangerGate
 	failures   *FailureState
 	initiators Initiators
 	canAccept  atomic.Bool
 
-	events     chan relayEvent
+	events     chan relayEvent // adverts
+	signals    chan relayEvent
 	publishReq chan struct{}
 	est        chan Established
 	c          counters
@@ -206,8 +226,10 @@ func New(cfg Config) (*Service, error) {
 		pending:      map[string]chan answerMsg{},
 		replay:       NewReplayCache(cfg.SeenSessionsMax, uint64(cfg.ReplayWindow.Milliseconds())),
 		admission:    NewAdmission(cfg.MaxIncomingOffers, cfg.MaxOffersPerNpub),
+		strangers:    NewStrangerGate(cfg.MaxIncomingOffers),
 		failures:     NewFailureState(cfg.Failure),
 		events:       make(chan relayEvent, eventQueue),
+		signals:      make(chan relayEvent, signalQueue),
 		publishReq:   make(chan struct{}, 1),
 		est:          make(chan Established, establishedQueue),
 	}
@@ -260,7 +282,7 @@ func (s *Service) Start(ctx context.Context) {
 			fs = append(fs, nostr.Filter{Kinds: []int{AdvertKind}, Tags: nostr.TagMap{"d": {AdvertIdentifier}}})
 		}
 		return fs
-	}, s.events, &s.c.eventsDropped)
+	}, s.deliver)
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -306,8 +328,9 @@ func (s *Service) Stats() Stats {
 	rg, rn := s.admission.RefusedGlobal, s.admission.RefusedNpub
 	s.admission.mu.Unlock()
 	s.replay.mu.Lock()
-	replays := s.replay.Replays
+	replays, seenEvicted := s.replay.Replays, s.replay.Evicted
 	s.replay.mu.Unlock()
+	sRate, sAuthor, sSlots := s.strangers.Counts()
 	return Stats{
 		RelaysConfigured: len(s.pool), RelaysConnected: s.relays.count(),
 		RelayConnects: s.relays.connects.Load(), RelayConnectFailures: s.relays.failures.Load(),
@@ -315,15 +338,17 @@ func (s *Service) Stats() Stats {
 		InboxPublished: c.inboxPublished.Load(), AdvertsReceived: c.advertsReceived.Load(),
 		AdvertsRejected: c.advertsRejected.Load(), AdvertCacheEntries: entries, AdvertCacheEvicted: evicted,
 		EventsDropped: c.eventsDropped.Load(), SignalsReceived: c.signalsReceived.Load(),
-		SignalsInvalid: c.signalsInvalid.Load(), OffersSent: c.offersSent.Load(),
+		SignalsInvalid: c.signalsInvalid.Load(), SignalsDropped: c.signalsDropped.Load(), OffersSent: c.offersSent.Load(),
 		OffersReceived: c.offersReceived.Load(), OffersRejected: c.offersRejected.Load(),
-		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays,
+		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays, SeenSessionsEvicted: seenEvicted,
 		OffersElection: c.offersElection.Load(), AnswersSent: c.answersSent.Load(),
 		AnswersReceived: c.answersReceived.Load(), AnswersUnmatched: c.answersUnmatched.Load(),
 		AttemptsStarted: c.attemptsStarted.Load(), AttemptsSucceeded: c.attemptsSucceeded.Load(),
 		AttemptsFailed: c.attemptsFailed.Load(), ResponderSucceeded: c.responderSucceeded.Load(),
 		ResponderFailed: c.responderFailed.Load(), EstablishedDropped: c.establishedDropped.Load(),
 		STUNFailures: c.stunFailures.Load(), Cooldowns: c.cooldowns.Load(),
+		OffersRefusedStrangerRate: sRate, OffersRefusedStrangerAuthor: sAuthor, OffersRefusedStrangerSlots: sSlots,
+		StrangerTargetsCapped: c.strangerTargetsCapped.Load(), PunchForeign: c.punchForeign.Load(),
 	}
 }
 
@@ -469,19 +494,20 @@ func (s *Service) publishInbox(url string) {
 	s.c.inboxPublished.Add(1)
 }
 
-// ingestAdvert validates an advert event and caches it.
-func (s *Service) ingestAdvert(ev *nostr.Event) bool {
+// ingestAdvert validates an advert event and caches it. It returns the
+// advert when it is valid, whether or not the cache kept it.
+func (s *Service) ingestAdvert(ev *nostr.Event) (OverlayAdvert, bool) {
 	now := s.nowMs()
 	a, err := ParseAdvertEvent(ev, s.cfg.App)
 	if err != nil {
 		s.c.advertsRejected.Add(1)
 		s.log.Debug("overlay advert rejected", "author", ev.PubKey, "error", err)
-		return false
+		return OverlayAdvert{}, false
 	}
-	until, ok := ValidUntilMs(ev, satMul(AdvertCacheGrace, uint64(s.cfg.AdvertTTL.Milliseconds())), now)
+	until, ok := ValidUntilMs(ev, AdvertMaxAgeMs(ev, uint64(s.cfg.AdvertTTL.Milliseconds())), now)
 	if !ok {
 		s.c.advertsRejected.Add(1)
-		return false
+		return OverlayAdvert{}, false
 	}
 	s.mu.Lock()
 	stored := s.cache.Insert(CachedAdvert{AuthorHex: ev.PubKey, Advert: a, CreatedAt: int64(ev.CreatedAt), ValidUntilMs: until}, now)
@@ -489,7 +515,29 @@ func (s *Service) ingestAdvert(ev *nostr.Event) bool {
 	if stored {
 		s.c.advertsReceived.Add(1)
 	}
-	return stored
+	return a, true
+}
+
+// SetWanted names the peers whose adverts the node needs (its configured
+// peers): the cache keeps them apart from strangers' adverts, which can
+// never evict them. Call it before Start.
+func (s *Service) SetWanted(pks []identity.PublicKey) {
+	hexes := make([]string, 0, len(pks))
+	for _, pk := range pks {
+		hexes = append(hexes, pk.Hex())
+	}
+	s.mu.Lock()
+	s.cache.SetWanted(hexes)
+	s.mu.Unlock()
+}
+
+// MarkProven notes a peer the node linked to though it is not
+// configured (open discovery): its advert is evicted only after every
+// unproven stranger's.
+func (s *Service) MarkProven(pk identity.PublicKey) {
+	s.mu.Lock()
+	s.cache.MarkProven(pk.Hex())
+	s.mu.Unlock()
 }
 
 // CachedAdvert returns a peer's cached advert.
@@ -500,21 +548,17 @@ func (s *Service) CachedAdvert(pk identity.PublicKey) (CachedAdvert, bool) {
 	return s.cache.Get(pk.Hex(), s.nowMs())
 }
 
-// OpenCandidates are valid cached adverts of other nodes, at most limit.
+// OpenCandidates are up to limit valid cached adverts of other nodes,
+// picked at random (see AdvertCache.Sample).
 func (s *Service) OpenCandidates(limit int) []CachedAdvert {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []CachedAdvert
-	s.cache.Each(s.nowMs(), func(c CachedAdvert) {
-		if c.AuthorHex != s.keys.PublicHex && len(out) < limit {
-			out = append(out, c)
-		}
-	})
-	return out
+	return s.cache.Sample(s.nowMs(), s.keys.PublicHex, limit)
 }
 
 // FetchAdvert returns pk's advert: from the cache, else from the advert
-// relays within 2 s (the newest valid one).
+// relays within 2 s (the newest valid one), asked for by author so that
+// no one else's adverts stand in the way.
 func (s *Service) FetchAdvert(ctx context.Context, pk identity.PublicKey) (OverlayAdvert, error) {
 	if c, ok := s.CachedAdvert(pk); ok {
 		return c.Advert, nil
@@ -525,12 +569,12 @@ func (s *Service) FetchAdvert(ctx context.Context, pk identity.PublicKey) (Overl
 		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
 	slices.SortFunc(evs, func(a, b *nostr.Event) int { return int(b.CreatedAt - a.CreatedAt) })
 	for _, ev := range evs {
-		if ev.PubKey == pk.Hex() && s.ingestAdvert(ev) {
-			break
+		if ev.PubKey != pk.Hex() {
+			continue
 		}
-	}
-	if c, ok := s.CachedAdvert(pk); ok {
-		return c.Advert, nil
+		if a, ok := s.ingestAdvert(ev); ok {
+			return a, nil
+		}
 	}
 	return OverlayAdvert{}, fmt.Errorf("%w: %s", ErrMissingAdvert, pk.Npub())
 }
@@ -608,14 +652,29 @@ func (s *Service) dispatch() {
 		select {
 		case <-s.ctx.Done():
 			return
+		case re := <-s.signals:
+			s.handleSignal(re.ev)
 		case re := <-s.events:
-			switch re.ev.Kind {
-			case AdvertKind:
-				s.ingestAdvert(re.ev)
-			case SignalKind:
-				s.handleSignal(re.ev)
-			}
+			s.ingestAdvert(re.ev)
 		}
+	}
+}
+
+// deliver queues a relay event for dispatch, signals and adverts apart,
+// dropping (and counting) what does not fit.
+func (s *Service) deliver(re relayEvent) {
+	q, dropped := s.events, &s.c.eventsDropped
+	switch re.ev.Kind {
+	case SignalKind:
+		q, dropped = s.signals, &s.c.signalsDropped
+	case AdvertKind:
+	default:
+		return
+	}
+	select {
+	case q <- re:
+	default:
+		dropped.Add(1)
 	}
 }
 
@@ -658,22 +717,46 @@ func (s *Service) handleSignal(ev *nostr.Event) {
 	}
 	s.c.offersReceived.Add(1)
 	sender := senderPK.Npub()
+	stranger := !s.wantedPeer(senderPK)
+	if stranger && !s.strangers.Acquire(senderPK.Hex(), s.nowMs()) {
+		s.log.Debug("traversal offer dropped: stranger over its allowance", "peer", sender)
+		return
+	}
+	releaseStranger := func() {
+		if stranger {
+			s.strangers.Release()
+		}
+	}
 	switch s.admission.TryAcquire(sender) {
 	case PerNpubFull:
+		releaseStranger()
 		s.log.Debug("traversal offer dropped: per-npub admission full", "peer", sender)
 		return
 	case GlobalFull:
+		releaseStranger()
 		s.log.Warn("traversal offer dropped: global admission full", "peer", sender)
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer releaseStranger()
 		defer s.admission.Release(sender)
-		if err := s.respond(senderPK, o); err != nil {
+		if err := s.respond(senderPK, o, stranger); err != nil {
 			s.log.Debug("traversal responder ended", "peer", sender, "session", o.SessionID, "error", err)
 		}
 	}()
+}
+
+// wantedPeer reports whether an offer's sender is one the node wants: a
+// configured peer (SetWanted), an open-discovery peer it has linked to
+// (MarkProven) or one it is initiating to. Everyone else is a stranger
+// (see StrangerGate).
+func (s *Service) wantedPeer(pk identity.PublicKey) bool {
+	s.mu.Lock()
+	wanted := s.cache.Wanted(pk.Hex()) || s.cache.Proven(pk.Hex())
+	s.mu.Unlock()
+	return wanted || s.initiators.Active(pk.Npub())
 }
 
 func (s *Service) punchHint() PunchHint {
@@ -743,7 +826,7 @@ func (s *Service) deleteEvents(relays []string, ids []string) {
 
 // respond answers one admitted offer and punches (upstream's
 // handle_incoming_offer after admission).
-func (s *Service) respond(sender identity.PublicKey, o Offer) error {
+func (s *Service) respond(sender identity.PublicKey, o Offer, stranger bool) error {
 	if !s.canAccept.Load() {
 		return ErrCapacity
 	}
@@ -807,8 +890,13 @@ func (s *Service) respond(sender identity.PublicKey, o Offer) error {
 	}
 	targets, tally := PlanTargets(local, refl, o.LocalAddresses, o.ReflexiveAddress)
 	s.logTally(senderNpub, o.SessionID, tally)
+	if stranger && len(targets) > MaxStrangerPunchTargets {
+		s.c.strangerTargetsCapped.Add(uint64(len(targets) - MaxStrangerPunchTargets))
+		targets = targets[:MaxStrangerPunchTargets]
+	}
 	targets = s.mapTargets(targets)
 	res, err := Punch(s.ctx, conn, o.SessionID, targets, hint, s.cfg.AttemptTimeout)
+	s.c.punchForeign.Add(uint64(res.Foreign))
 	if err != nil {
 		s.c.responderFailed.Add(1)
 		return err
@@ -979,6 +1067,7 @@ func (s *Service) connect(ctx context.Context, pk identity.PublicKey) (Establish
 	targets = s.mapTargets(targets)
 	// Upstream's initiator punches on its own schedule, not answer.punch.
 	res, err := Punch(ctx, conn, nonce, targets, s.punchHint(), s.cfg.AttemptTimeout)
+	s.c.punchForeign.Add(uint64(res.Foreign))
 	if err != nil {
 		return Established{}, err
 	}

@@ -192,7 +192,7 @@ func TestOfferReplayRefused(t *testing.T) {
 	if !p.a.replay.Check(o.SessionID, now) {
 		t.Fatal("fresh id refused")
 	}
-	if err := p.a.respond(p.idb.PublicKey(), o); !errors.Is(err, ErrReplay) {
+	if err := p.a.respond(p.idb.PublicKey(), o, false); !errors.Is(err, ErrReplay) {
 		t.Errorf("replay: %v", err)
 	}
 	// The dual-initiator election: a's initiator to b is in flight and
@@ -204,7 +204,7 @@ func TestOfferReplayRefused(t *testing.T) {
 	small.initiators.Begin(big.Npub())
 	defer small.initiators.End(big.Npub())
 	o2 := testOffer(now, big.Npub(), small.npub)
-	if err := small.respond(big.PublicKey(), o2); !errors.Is(err, ErrElectionYield) {
+	if err := small.respond(big.PublicKey(), o2, false); !errors.Is(err, ErrElectionYield) {
 		t.Errorf("election: %v", err)
 	}
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // ReplayCache remembers traversal session ids for the replay window,
-// at most max of them (the soonest to expire evicted first).
+// at most max of them (the soonest to expire, that is the oldest
+// received, evicted first: every id lives one window from receipt).
 type ReplayCache struct {
 	mu       sync.Mutex
 	max      int
