@@ -256,6 +256,7 @@ func counterHelp() map[string]string {
 		"transport.unauthenticated_closed":  "Inbound connections closed because no link authenticated on them in time (TCP).",
 		"transport.inbound_source_refused":  "Inbound connections refused because their source (IPv4 address, IPv6 /64) held its share of the slots (TCP).",
 		"transport.unauthenticated_evicted": "Unauthenticated inbound connections closed to admit a new one when every slot was held (TCP).",
+		"transport.invalid_closed":          "Inbound connections closed for an invalid frame before any link authenticated on them (TCP).",
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",
 	}
 }

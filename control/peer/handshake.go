@@ -112,6 +112,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	msg, err := wire.ParseFMPMsg1(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	// Classify and rate-limit before any crypto. A source address that
@@ -151,12 +152,14 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	rs, epoch, err := hs.ReadMessage1(msg.Noise)
 	if err != nil {
 		m.stats.Msg1DecryptFailed++
+		m.rejected(t, from)
 		return
 	}
 	pk := identity.XOnly(rs)
 	na := pk.NodeAddr()
 	if na == m.id.NodeAddr() {
 		m.stats.Msg1Ignored++
+		m.rejected(t, from)
 		return
 	}
 	// The established-link carve-out (own bucket, accept_connections
@@ -166,11 +169,13 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.Msg1IdentityMismatch++
 		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
 			"expected", m.name(known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
+		m.rejected(t, from)
 		return
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
 		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
+		m.rejected(t, from)
 		return
 	}
 	existing := m.peers[na]
@@ -255,11 +260,13 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	msg, err := wire.ParseFMPMsg2(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	l := m.legs[linkKey{t, msg.ReceiverIndex}]
 	if l == nil {
 		m.stats.Msg2Unmatched++
+		m.rejected(t, from)
 		return
 	}
 	// A msg2 that fails to authenticate leaves the leg as it was, so a

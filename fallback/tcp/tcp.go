@@ -177,6 +177,10 @@ type conn struct {
 	// closing: CloseConnection asked for it while packets were queued;
 	// the writer tears it down once they are out (flushTimer bounds that).
 	closing atomic.Bool
+	// answered (inbound): the node sent a msg2 on it, so its msg1 passed
+	// the node's rate limits and DH. With every slot held, such a
+	// connection is evicted only after every unanswered one.
+	answered atomic.Bool
 
 	// Guarded by Transport.mu.
 	nc         net.Conn // nil while dialing
@@ -230,6 +234,10 @@ type Transport struct {
 	sourceRefused, unauthEvicted atomic.Uint64
 	// replyDialsRefused counts msg2s for an address with no connection.
 	replyDialsRefused atomic.Uint64
+	// invalidClosed counts inbound connections closed for an invalid
+	// frame before any link authenticated on them: one no inbound stream
+	// starts with (a msg2), or one the node rejected (Rejected).
+	invalidClosed atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -321,6 +329,7 @@ func (t *Transport) Stats() transport.Stats {
 	s.InboundSourceRefused = t.sourceRefused.Load()
 	s.UnauthenticatedEvicted = t.unauthEvicted.Load()
 	s.ReplyDialsRefused = t.replyDialsRefused.Load()
+	s.InvalidClosed = t.invalidClosed.Load()
 	return s
 }
 
@@ -379,6 +388,9 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	}
 	if c := t.conns[to]; c != nil {
 		err := t.enqueueLocked(c, pkt)
+		if err == nil && c.inbound && isMsg2(pkt) {
+			c.answered.Store(true)
+		}
 		t.mu.RUnlock()
 		return err
 	}
@@ -562,21 +574,30 @@ func (t *Transport) admit(nc net.Conn) {
 
 	src := sourceOf(ap.Addr())
 
-	// A source at its share is refused; with every slot held, the oldest
-	// connection on which no link has authenticated makes room (else the
-	// newcomer is refused). Refusing newcomers alone would let anyone
-	// hold every slot for good by opening a connection every
-	// UnauthenticatedTimeout/max_inbound_connections; now it must beat
-	// every genuine handshake in flight, from sources of its own.
+	// With every slot held, or the newcomer's source at its share, an
+	// inbound connection on which no link has authenticated makes room
+	// (of the newcomer's source when that is what is full): the oldest
+	// of those the node never answered, else the oldest answered one.
+	// Only when every candidate slot carries an authenticated link is the
+	// newcomer refused. Refusing newcomers alone would let anyone hold
+	// every slot for good by opening a connection every
+	// UnauthenticatedTimeout/max_inbound_connections; now a genuine peer
+	// that sends its msg1 at once is answered within a round trip and is
+	// then out of reach of connections that send nothing valid.
 	t.mu.RLock()
 	full := t.inbound >= t.opts.MaxInboundConnections
 	srcFull := t.perSource[src] >= t.opts.perSourceLimit()
 	var victim *conn
-	if full && !srcFull && t.opts.MaxInboundConnections > 0 {
-		victim = t.oldestUnauthenticatedLocked()
+	if t.opts.MaxInboundConnections > 0 {
+		switch {
+		case srcFull:
+			victim = t.evictableLocked(func(c *conn) bool { return c.source == src })
+		case full:
+			victim = t.evictableLocked(nil)
+		}
 	}
 	t.mu.RUnlock()
-	if srcFull || (full && victim == nil) {
+	if (srcFull || full) && victim == nil {
 		t.stats.ConnectsRefused.Add(1)
 		t.stats.ConnectionsRejected.Add(1)
 		if srcFull {
@@ -593,7 +614,7 @@ func (t *Transport) admit(nc net.Conn) {
 	if victim != nil {
 		t.unauthEvicted.Add(1)
 		t.log.Debug("closing the oldest unauthenticated inbound TCP connection to admit a new one",
-			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String())
+			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String(), "answered", victim.answered.Load())
 		t.teardown(victim)
 	}
 	mtu := t.configure(nc)
@@ -631,12 +652,22 @@ func (t *Transport) admit(nc net.Conn) {
 	}()
 }
 
-// oldestUnauthenticatedLocked is the inbound connection admitted first
-// among those on which no link has authenticated; nil when none.
-func (t *Transport) oldestUnauthenticatedLocked() *conn {
+// evictableLocked picks the inbound connection to close for a newcomer
+// among those on which no link has authenticated (and that match, when
+// match is set): the oldest the node never answered, else the oldest
+// answered one; nil when none.
+func (t *Transport) evictableLocked(match func(*conn) bool) *conn {
 	var v *conn
 	for _, c := range t.conns {
-		if c.inbound && !c.authed && !c.down && (v == nil || c.seq < v.seq) {
+		if !c.inbound || c.authed || c.down || (match != nil && !match(c)) {
+			continue
+		}
+		if v == nil {
+			v = c
+			continue
+		}
+		ca, va := c.answered.Load(), v.answered.Load()
+		if (!ca && va) || (ca == va && c.seq < v.seq) {
 			v = c
 		}
 	}
@@ -719,6 +750,36 @@ func (t *Transport) Authenticated(addr transport.Addr) {
 	}
 }
 
+// Rejected tells the transport that the node found a frame from addr
+// invalid (it did not parse, its handshake failed, its index or
+// authentication tag matched no session). An inbound connection on which
+// no link has authenticated is closed at once, and counted: it has shown
+// it is not a FIPS peer's, and keeping it would only hold a slot.
+// Connections carrying an authenticated link, and outbound ones, stay.
+func (t *Transport) Rejected(addr transport.Addr) {
+	t.mu.RLock()
+	c := t.conns[addr]
+	bad := c != nil && c.inbound && !c.authed && !c.down
+	t.mu.RUnlock()
+	if !bad {
+		return
+	}
+	t.closeInvalid(c, "the node rejected a frame on it")
+}
+
+func (t *Transport) closeInvalid(c *conn, why string) {
+	t.mu.RLock()
+	skip := c.down || c.authed
+	t.mu.RUnlock()
+	if skip {
+		return
+	}
+	t.invalidClosed.Add(1)
+	t.log.Debug("invalid frame on unauthenticated inbound TCP connection, closing it",
+		"remote_addr", c.addr.String(), "reason", why)
+	t.teardown(c)
+}
+
 // UnauthenticatedClosed counts inbound connections closed because no link
 // was authenticated on them within UnauthenticatedTimeout.
 func (t *Transport) UnauthenticatedClosed() uint64 { return t.unauthClosed.Load() }
@@ -733,6 +794,7 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 	if first {
 		nc.SetReadDeadline(time.Now().Add(t.firstFrameTimeout))
 	}
+	checkFirst := c.inbound
 	for {
 		pkt, err := wire.ReadFMPPacket(br, buf, mtu)
 		if err != nil {
@@ -743,6 +805,20 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 		if first {
 			nc.SetReadDeadline(time.Time{})
 			first = false
+		}
+		if checkFirst {
+			checkFirst = false
+			if pkt[0]&0x0f == wire.FMPPhaseMsg2 {
+				// An inbound stream is an initiator's: it starts with a
+				// msg1, or with frames of a link it had with us (its
+				// earlier connection dropped). One starting with a msg2
+				// is not a FIPS peer's. Later frames are the node's to
+				// judge (Rejected).
+				t.stats.DroppedInvalid.Add(1)
+				t.closeInvalid(c, "first frame on an inbound connection is a msg2")
+				t.teardown(c)
+				return
+			}
 		}
 		t.stats.PacketsRecv.Add(1)
 		t.stats.BytesRecv.Add(uint64(len(pkt)))

@@ -1,0 +1,197 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/fallback/tcp"
+)
+
+// startTCPNode is startLoopNode over one TCP transport: listening on
+// 127.0.0.1 when listen is set, peered statically with peers (by their
+// TCP listeners) otherwise.
+func startTCPNode(t testing.TB, listen bool, peers ...*tcpNode) *tcpNode {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	to := tcp.Defaults()
+	if listen {
+		to.BindAddr = "127.0.0.1:0"
+	}
+	tr, err := tcp.New(1, "", to, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := identity.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Identity: id, Log: log, Transports: []transport.Transport{tr}, Peer: peer.DefaultConfig()}
+	for _, p := range peers {
+		o.StaticPeers = append(o.StaticPeers, StaticPeer{PublicKey: p.n.Identity().PublicKey(),
+			Addresses: []PeerAddress{{Transport: "tcp", Addr: p.tr.LocalAddr()}}, AutoReconnect: true})
+	}
+	n, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &tcpNode{n: n, tr: tr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := n.Run(ctx); err != nil {
+			t.Errorf("node run: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("node did not stop within 10 s")
+		}
+	})
+	if !waitFor(5*time.Second, func() bool { return tr.State() == transport.StateUp }) {
+		t.Fatalf("TCP transport not up: %s", tr.State())
+	}
+	return tn
+}
+
+type tcpNode struct {
+	n  *Node
+	tr *tcp.Transport
+}
+
+func (tn *tcpNode) peerCount(t testing.TB) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := tn.n.Do(ctx, func(time.Time) any { return tn.n.peers.PeerCount() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(int)
+}
+
+// garbageFrame is one frame a stranger sends, crafted here byte by byte
+// (not with the wire package): an established frame (version 0, phase 0)
+// with a random receiver index and random contents, a msg2-shaped packet
+// (phase 2, 69 bytes), or bytes that are no FMP framing at all.
+func garbageFrame(r *rand.Rand) []byte {
+	switch r.IntN(3) {
+	case 0:
+		// 16-byte header (prefix, receiver index, counter), 20 bytes of
+		// ciphertext, 16 of tag: 52 bytes; payload_len counts the
+		// ciphertext alone.
+		b := make([]byte, 52)
+		b[0] = 0x00
+		binary.LittleEndian.PutUint16(b[2:], 20)
+		for i := 4; i < len(b); i++ {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	case 1:
+		// Prefix, two indices, 57 bytes of Noise: 69 bytes, payload_len
+		// counting all after the prefix.
+		b := make([]byte, 69)
+		b[0] = 0x02
+		binary.LittleEndian.PutUint16(b[2:], 65)
+		for i := 4; i < len(b); i++ {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	default:
+		return []byte("GET / HTTP/1.1\r\nHost: fips\r\n\r\n")
+	}
+}
+
+// TestTCPSlotFloodRealPeerLinks is issue 27's attack: 300 connections
+// that each send one garbage frame and idle, re-opened as they close,
+// from ten loopback sources (the real peer's own among them). They used
+// to hold every slot for the 30 s unauthenticated deadline, again and
+// again. Now each is closed as soon as its frame is seen to be invalid,
+// a newcomer evicts the oldest connection the node never answered, and a
+// real peer whose msg1 the node answers is out of their reach: it links
+// within 5 s.
+func TestTCPSlotFloodRealPeerLinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("300 connections")
+	}
+	b := startTCPNode(t, true)
+	target := b.tr.LocalAddr()
+
+	flood, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var opened, closedByNode atomic.Int64
+	const attackers = 300
+	for i := range attackers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), 27))
+			// 127.0.0.1 (the real peer's source) to 127.0.0.10.
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%10))}, Timeout: time.Second}
+			buf := make([]byte, 256)
+			for {
+				if flood.Err() != nil {
+					return
+				}
+				c, err := d.Dial("tcp", target)
+				if err != nil {
+					continue // refused or out of ports for a moment: again
+				}
+				opened.Add(1)
+				unblock := context.AfterFunc(flood, func() { c.Close() })
+				if _, err := c.Write(garbageFrame(r)); err == nil {
+					// Idle: read until the node closes it (or we stop).
+					for {
+						if _, err := c.Read(buf); err != nil {
+							break
+						}
+					}
+					if flood.Err() == nil {
+						closedByNode.Add(1)
+					}
+				}
+				unblock()
+				c.Close()
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+	})
+	// Let the flood take hold before the real peer shows up.
+	if !waitFor(5*time.Second, func() bool { return opened.Load() >= 2*attackers }) {
+		t.Fatalf("flood did not start: %d connections", opened.Load())
+	}
+
+	start := time.Now()
+	a := startTCPNode(t, false, b)
+	if !waitFor(5*time.Second, func() bool { return a.peerCount(t) == 1 && b.peerCount(t) == 1 }) {
+		t.Fatalf("real peer not linked within 5 s under the flood (A peers %d, B peers %d; B stats %+v)",
+			a.peerCount(t), b.peerCount(t), b.tr.Stats())
+	}
+	took := time.Since(start)
+	st := b.tr.Stats()
+	t.Logf("real peer linked in %v under %d garbage-then-idle connections (%d opened so far, %d closed by the node); B: invalid_closed %d, dropped_invalid %d, unauthenticated_evicted %d, inbound_source_refused %d, connections_refused %d, pool_inbound %d",
+		took.Round(time.Millisecond), attackers, opened.Load(), closedByNode.Load(),
+		st.InvalidClosed, st.DroppedInvalid, st.UnauthenticatedEvicted, st.InboundSourceRefused, st.ConnectsRefused, st.PoolInbound)
+	if st.InvalidClosed == 0 || st.DroppedInvalid == 0 {
+		t.Errorf("garbage connections not closed as invalid: %+v", st)
+	}
+	if st.UnauthenticatedClosed != 0 {
+		t.Errorf("%d connections waited out the unauthenticated deadline", st.UnauthenticatedClosed)
+	}
+}
