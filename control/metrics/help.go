@@ -190,6 +190,7 @@ func counterHelp() map[string]string {
 		"link.msg2_received":                "Handshake msg2 received.",
 		"link.msg2_unmatched":               "Handshake msg2 matching no handshake in progress.",
 		"link.msg2_decrypt_failed":          "Handshake msg2 that failed to decrypt.",
+		"link.msg2_leg_limited":             "Handshake msg2 for a pending handshake refused before any DH: the handshake's budget for its source was spent.",
 		"link.msg2_acl_denied":              "Handshake msg2 refused by the ACL.",
 		"link.msg2_wrong_identity":          "Handshake msg2 from a key other than the dialled one.",
 		"link.handshakes_started":           "Link handshakes started.",

@@ -30,7 +30,22 @@ type leg struct {
 	rekeyOf    *Peer
 	linkID     uint64
 	lastSent   time.Time
+	// msg2Own and msg2Other bound the DH work msg2s for this leg cost:
+	// those from the address msg1 went to, and those from anywhere else.
+	// A forged msg2 needs the leg's index, which only an on-path
+	// observer of our msg1 has; each costs a DH (ee). Flooding from its
+	// own address drains msg2Other and leaves the genuine responder's
+	// budget alone.
+	msg2Own, msg2Other tokenBucket
 }
+
+// Per-leg msg2 budgets (each of msg2Own, msg2Other): a genuine responder
+// sends one msg2 per msg1 it receives, at most one per
+// HandshakeResendInterval. Ours; upstream tries every msg2.
+const (
+	legMsg2Burst = 8
+	legMsg2Rate  = 1 // per second
+)
 
 // ErrConnectionLimit: node.limits.max_connections handshakes are in flight.
 var ErrConnectionLimit = errors.New("too many handshakes in flight")
@@ -87,7 +102,8 @@ func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, a
 	}
 	m.nextLID++
 	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(), hs: hs,
-		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now}
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now,
+		msg2Own: newTokenBucket(legMsg2Burst, legMsg2Rate), msg2Other: newTokenBucket(legMsg2Burst, legMsg2Rate)}
 	noiseMsg, err := hs.WriteMessage1(l.pkt[8:8])
 	if err != nil {
 		return nil, fmt.Errorf("write msg1: %w", err)
@@ -270,7 +286,16 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		return
 	}
 	// A msg2 that fails to authenticate leaves the leg as it was, so a
-	// forged msg2 cannot kill a genuine handshake.
+	// forged msg2 cannot kill a genuine handshake; the leg's budgets bound
+	// what forged ones cost.
+	budget := &l.msg2Other
+	if from == l.addr {
+		budget = &l.msg2Own
+	}
+	if !budget.take(now) {
+		m.stats.Msg2LegLimited++
+		return
+	}
 	epoch, err := l.hs.ReadMessage2(msg.Noise)
 	if err != nil {
 		m.stats.Msg2DecryptFailed++
