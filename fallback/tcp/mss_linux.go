@@ -23,3 +23,24 @@ func maxSegment(tc *net.TCPConn) int {
 	}
 	return mss
 }
+
+// unreadBytes is how many received bytes wait in the socket (SIOCINQ),
+// or 0.
+func unreadBytes(nc net.Conn) int {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		n, gerr = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	}); err != nil || gerr != nil {
+		return 0
+	}
+	return n
+}

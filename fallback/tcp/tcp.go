@@ -177,10 +177,18 @@ type conn struct {
 	// closing: CloseConnection asked for it while packets were queued;
 	// the writer tears it down once they are out (flushTimer bounds that).
 	closing atomic.Bool
-	// answered (inbound): the node sent a msg2 on it, so its msg1 passed
-	// the node's rate limits and DH. With every slot held, such a
-	// connection is evicted only after every unanswered one.
-	answered atomic.Bool
+	// sentMsg1 (inbound): its first frame was a msg1, which the node has
+	// yet to judge; answered: the node sent a msg2 on it, so its msg1
+	// passed the node's rate limits and DH. With every slot held, the
+	// connections that are neither go first (see evictableLocked).
+	sentMsg1, answered atomic.Bool
+	// reading (inbound): its read loop has started, so whatever the
+	// remote sent at once has been seen. Until then it is evicted after
+	// connections that have had that chance and sent nothing valid.
+	reading atomic.Bool
+	// unread (inbound): bytes were seen waiting in its socket when it
+	// was about to be evicted as silent (see evictableLocked).
+	unread atomic.Bool
 
 	// Guarded by Transport.mu.
 	nc         net.Conn // nil while dialing
@@ -576,8 +584,8 @@ func (t *Transport) admit(nc net.Conn) {
 
 	// With every slot held, or the newcomer's source at its share, an
 	// inbound connection on which no link has authenticated makes room
-	// (of the newcomer's source when that is what is full): the oldest
-	// of those the node never answered, else the oldest answered one.
+	// (of the newcomer's source when that is what is full): see
+	// evictableLocked for which.
 	// Only when every candidate slot carries an authenticated link is the
 	// newcomer refused. Refusing newcomers alone would let anyone hold
 	// every slot for good by opening a connection every
@@ -614,7 +622,7 @@ func (t *Transport) admit(nc net.Conn) {
 	if victim != nil {
 		t.unauthEvicted.Add(1)
 		t.log.Debug("closing the oldest unauthenticated inbound TCP connection to admit a new one",
-			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String(), "answered", victim.answered.Load())
+			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String(), "rank", evictRank(victim))
 		t.teardown(victim)
 	}
 	mtu := t.configure(nc)
@@ -654,24 +662,56 @@ func (t *Transport) admit(nc net.Conn) {
 
 // evictableLocked picks the inbound connection to close for a newcomer
 // among those on which no link has authenticated (and that match, when
-// match is set): the oldest the node never answered, else the oldest
-// answered one; nil when none.
+// match is set), oldest first in this order: those that had the chance
+// to send a msg1 and did not; those not yet read (under a connection
+// flood a read loop can wait its turn to run for longer than the flood
+// takes to cycle through a source's share); those whose msg1 awaits the
+// node's verdict; those the node answered. nil when none. A genuine peer
+// sends its msg1 at once, so only connections that do the same, faster
+// than the node answers it, can take its slot.
+//
+// A connection about to go as silent whose socket holds unread bytes
+// (its read loop has yet to run since they came: under a connection
+// flood it can wait its turn for longer than the flood takes to cycle
+// through a source's share) is ranked with the unread ones instead, and
+// the choice made again: at most a few times, one ioctl each.
 func (t *Transport) evictableLocked(match func(*conn) bool) *conn {
+	for range 4 {
+		v := t.evictableAnyLocked(match)
+		if v == nil || evictRank(v) != 0 || v.nc == nil || unreadBytes(v.nc) == 0 {
+			return v
+		}
+		v.unread.Store(true)
+	}
+	return t.evictableAnyLocked(match)
+}
+
+// evictableAnyLocked is evictableLocked without the unread-bytes check.
+func (t *Transport) evictableAnyLocked(match func(*conn) bool) *conn {
 	var v *conn
+	vr := 0
 	for _, c := range t.conns {
 		if !c.inbound || c.authed || c.down || (match != nil && !match(c)) {
 			continue
 		}
-		if v == nil {
-			v = c
-			continue
-		}
-		ca, va := c.answered.Load(), v.answered.Load()
-		if (!ca && va) || (ca == va && c.seq < v.seq) {
-			v = c
+		r := evictRank(c)
+		if v == nil || r < vr || (r == vr && c.seq < v.seq) {
+			v, vr = c, r
 		}
 	}
 	return v
+}
+
+func evictRank(c *conn) int {
+	switch {
+	case c.answered.Load():
+		return 3
+	case c.sentMsg1.Load():
+		return 2
+	case !c.reading.Load(), c.unread.Load():
+		return 1
+	}
+	return 0
 }
 
 // writeLoop writes queued packets until c is torn down.
@@ -795,6 +835,7 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 		nc.SetReadDeadline(time.Now().Add(t.firstFrameTimeout))
 	}
 	checkFirst := c.inbound
+	c.reading.Store(true)
 	for {
 		pkt, err := wire.ReadFMPPacket(br, buf, mtu)
 		if err != nil {
@@ -808,6 +849,9 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 		}
 		if checkFirst {
 			checkFirst = false
+			if pkt[0]&0x0f == wire.FMPPhaseMsg1 {
+				c.sentMsg1.Store(true)
+			}
 			if pkt[0]&0x0f == wire.FMPPhaseMsg2 {
 				// An inbound stream is an initiator's: it starts with a
 				// msg1, or with frames of a link it had with us (its

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -1171,6 +1172,53 @@ func TestInvalidFrameClosesUnauthenticated(t *testing.T) {
 		t.Fatalf("from %s", got.From)
 	}
 	if st := b.Stats(); st.InvalidClosed != 2 || st.DroppedInvalid != 1 || st.ConnectionsUp != 1 || st.UnauthenticatedClosed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestEvictionSparesMsg1Senders: a connection that opened with a msg1 the
+// node has yet to judge goes after every connection that sent nothing,
+// even younger ones.
+func TestEvictionSparesMsg1Senders(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 3
+	o.MaxInboundPerSource = 8
+	b := newNode(t, 1, o, nil)
+	early := rawDial(t, b.addr(t))
+	if _, err := early.Write(msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.Next(t) // read: it is a msg1 sender now
+	var silent []net.Conn
+	for range 2 {
+		silent = append(silent, rawDial(t, b.addr(t)))
+	}
+	// The silent ones' read loops must have run (they are spared until
+	// then): wait until both are reading.
+	for _, c := range silent {
+		for {
+			b.mu.RLock()
+			x := b.conns[addrOf(c)]
+			reading := x != nil && x.reading.Load()
+			b.mu.RUnlock()
+			if reading {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	rawDial(t, b.addr(t))
+	expectClosed(t, silent[0])
+	if got := b.nextDown(t); got != addrOf(silent[0]) {
+		t.Fatalf("evicted %s, want the oldest silent %s", got, silent[0].LocalAddr())
+	}
+	if _, err := early.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From != addrOf(early) {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
