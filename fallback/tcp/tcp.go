@@ -764,15 +764,21 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 // expireUnauthenticated closes an inbound connection on which no link was
 // authenticated in time.
 func (t *Transport) expireUnauthenticated(c *conn) {
+	t.closeUnauthenticated(c, &t.unauthClosed, "no authenticated link on inbound TCP connection in time, closing it",
+		"timeout", t.unauthTimeout)
+}
+
+// closeUnauthenticated closes c, counting it in n and logging msg with
+// args, unless it is gone or a link authenticated on it meanwhile.
+func (t *Transport) closeUnauthenticated(c *conn, n *atomic.Uint64, msg string, args ...any) {
 	t.mu.RLock()
 	skip := c.down || c.authed
 	t.mu.RUnlock()
 	if skip {
 		return
 	}
-	t.unauthClosed.Add(1)
-	t.log.Debug("no authenticated link on inbound TCP connection in time, closing it",
-		"remote_addr", c.addr.String(), "timeout", t.unauthTimeout)
+	n.Add(1)
+	t.log.Debug(msg, append([]any{"remote_addr", c.addr.String()}, args...)...)
 	t.teardown(c)
 }
 
@@ -799,25 +805,15 @@ func (t *Transport) Authenticated(addr transport.Addr) {
 func (t *Transport) Rejected(addr transport.Addr) {
 	t.mu.RLock()
 	c := t.conns[addr]
-	bad := c != nil && c.inbound && !c.authed && !c.down
 	t.mu.RUnlock()
-	if !bad {
-		return
+	if c != nil && c.inbound {
+		t.closeInvalid(c, "the node rejected a frame on it")
 	}
-	t.closeInvalid(c, "the node rejected a frame on it")
 }
 
 func (t *Transport) closeInvalid(c *conn, why string) {
-	t.mu.RLock()
-	skip := c.down || c.authed
-	t.mu.RUnlock()
-	if skip {
-		return
-	}
-	t.invalidClosed.Add(1)
-	t.log.Debug("invalid frame on unauthenticated inbound TCP connection, closing it",
-		"remote_addr", c.addr.String(), "reason", why)
-	t.teardown(c)
+	t.closeUnauthenticated(c, &t.invalidClosed, "invalid frame on unauthenticated inbound TCP connection, closing it",
+		"reason", why)
 }
 
 // UnauthenticatedClosed counts inbound connections closed because no link
