@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fips-go/fips/control/wire"
 )
 
 // maxSegment reads TCP_MAXSEG, or returns 0.
@@ -13,14 +15,19 @@ func maxSegment(tc *net.TCPConn) int {
 	return sockInt(tc, func(fd int) (int, error) { return unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_MAXSEG) })
 }
 
-// unreadBytes is how many received bytes wait in the socket (SIOCINQ),
-// or 0.
-func unreadBytes(nc net.Conn) int {
+// waitingMsg1 reports whether the bytes waiting unread in nc's socket
+// start with an FMP msg1 prefix (peeked, not consumed).
+func waitingMsg1(nc net.Conn) bool {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
-		return 0
+		return false
 	}
-	return sockInt(tc, func(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.SIOCINQ) })
+	var p [wire.FMPPrefixSize]byte
+	n := sockInt(tc, func(fd int) (int, error) {
+		n, _, err := unix.Recvfrom(fd, p[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return n, err
+	})
+	return n == len(p) && isMsg1Prefix(p[:])
 }
 
 // sockInt runs get on tc's descriptor; 0 on any error.

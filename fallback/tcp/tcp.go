@@ -21,6 +21,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -177,8 +178,8 @@ type conn struct {
 	// closing: CloseConnection asked for it while packets were queued;
 	// the writer tears it down once they are out (flushTimer bounds that).
 	closing atomic.Bool
-	// sentMsg1 (inbound): its first frame was a msg1, which the node has
-	// yet to judge; answered: the node sent a msg2 on it, so its msg1
+	// sentMsg1 (inbound): its first frame was a msg1 (read, or seen
+	// waiting in the socket), which the node has yet to judge; answered: the node sent a msg2 on it, so its msg1
 	// passed the node's rate limits and DH. With every slot held, the
 	// connections that are neither go first (see evictableLocked).
 	sentMsg1, answered atomic.Bool
@@ -186,9 +187,6 @@ type conn struct {
 	// remote sent at once has been seen. Until then it is evicted after
 	// connections that have had that chance and sent nothing valid.
 	reading atomic.Bool
-	// unread (inbound): bytes were seen waiting in its socket when it
-	// was about to be evicted as silent (see evictableLocked).
-	unread atomic.Bool
 
 	// Guarded by Transport.mu.
 	nc         net.Conn // nil while dialing
@@ -432,6 +430,11 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	return t.enqueueLocked(c, pkt)
 }
 
+// isMsg1Prefix reports whether p, an FMP prefix, is a msg1's.
+func isMsg1Prefix(p []byte) bool {
+	return p[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg1 && binary.LittleEndian.Uint16(p[2:]) == wire.FMPMsg1PayloadLen
+}
+
 // isMsg2 reports whether pkt is an FMP handshake msg2.
 func isMsg2(pkt []byte) bool {
 	return len(pkt) > 0 && pkt[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg2
@@ -670,23 +673,24 @@ func (t *Transport) admit(nc net.Conn) {
 // sends its msg1 at once, so only connections that do the same, faster
 // than the node answers it, can take its slot.
 //
-// A connection about to go as silent whose socket holds unread bytes
-// (its read loop has yet to run since they came: under a connection
-// flood it can wait its turn for longer than the flood takes to cycle
-// through a source's share) is ranked with the unread ones instead, and
-// the choice made again: at most a few times, one ioctl each.
+// Before one of the first two kinds goes, its socket is peeked at: a
+// msg1 waiting there unread (its read loop has yet to run since it came:
+// under a connection flood it can wait its turn for longer than the
+// flood takes to cycle through a source's share) ranks it with the msg1
+// senders, and the choice is made again — a few times at most, one
+// syscall each.
 func (t *Transport) evictableLocked(match func(*conn) bool) *conn {
-	for range 4 {
+	for range 8 {
 		v := t.evictableAnyLocked(match)
-		if v == nil || evictRank(v) != 0 || v.nc == nil || unreadBytes(v.nc) == 0 {
+		if v == nil || evictRank(v) >= 2 || v.nc == nil || !waitingMsg1(v.nc) {
 			return v
 		}
-		v.unread.Store(true)
+		v.sentMsg1.Store(true)
 	}
 	return t.evictableAnyLocked(match)
 }
 
-// evictableAnyLocked is evictableLocked without the unread-bytes check.
+// evictableAnyLocked is evictableLocked without the peek.
 func (t *Transport) evictableAnyLocked(match func(*conn) bool) *conn {
 	var v *conn
 	vr := 0
@@ -708,7 +712,7 @@ func evictRank(c *conn) int {
 		return 3
 	case c.sentMsg1.Load():
 		return 2
-	case !c.reading.Load(), c.unread.Load():
+	case !c.reading.Load():
 		return 1
 	}
 	return 0
