@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
@@ -157,6 +159,10 @@ func slotFlood(t *testing.T, silent bool, sources int, within time.Duration) {
 	if raceBuild {
 		within *= 3 // the detector slows the node's loop several times
 	}
+	// Registered first, so it runs last: after both nodes stopped and
+	// the flood's goroutines returned.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	b := startTCPNode(t, true)
 	target := b.tr.LocalAddr()
 
