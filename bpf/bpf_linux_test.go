@@ -236,7 +236,7 @@ func TestDisabled(t *testing.T) {
 
 // TestTokenBucket drives the per-source bucket with the config clock:
 // burst, refusal, partial and full refill, a clock going backwards, and
-// independent sources.
+// independent sources (an IPv4 address, an IPv6 /64).
 func TestTokenBucket(t *testing.T) {
 	obj := load(t, Options{})
 	configure(t, obj, 2, 3) // 3 at once, then 2 per second
@@ -275,6 +275,17 @@ func TestTokenBucket(t *testing.T) {
 	}
 	if occ.Sources != 2 || occ.SourcesMax != DefaultMaxSources {
 		t.Errorf("ratelimit occupancy %d/%d, want 2/%d", occ.Sources, occ.SourcesMax, DefaultMaxSources)
+	}
+
+	// One IPv6 /64 is one source: another address in srcV6's /64 finds
+	// its bucket empty; one in the next /64 has its own.
+	same, next := srcV6, srcV6
+	same[15], same[8] = 0x99, 0xfe
+	next[7] = 1
+	run(t, obj, ethernet(etherIPv6, ipv6(same, protoUDP, udp(portA, msg2(t)))), ReasonRateLimited)
+	run(t, obj, ethernet(etherIPv6, ipv6(next, protoUDP, udp(portA, msg2(t)))), ReasonHandshake)
+	if occ, err := obj.Occupancy(); err != nil || occ.Sources != 3 {
+		t.Errorf("ratelimit occupancy %+v (%v), want 3 sources", occ, err)
 	}
 
 	// burst 0: no handshake limit at all.

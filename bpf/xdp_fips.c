@@ -79,7 +79,9 @@ struct fips_xsk_key {
 	__u32 queue;
 };
 
-/* Key of `ratelimit`: the source address, IPv4 as ::ffff:a.b.c.d. */
+/* Key of `ratelimit`: the source, IPv4 as ::ffff:a.b.c.d, IPv6 as its /64
+ * (the rest zero): one IPv6 host picks addresses freely within its /64, and
+ * keyed by exact address it would get 2^64 buckets. */
 struct fips_addr {
 	__u8 addr[16];
 };
@@ -290,7 +292,7 @@ int xdp_fips(struct xdp_md *ctx)
 		if (ip6->nexthdr != IPPROTO_UDP)
 			return pass(ctx, ipv6_ext(ip6->nexthdr) ? REASON_IPV6_EXT : REASON_NOT_UDP);
 		udp = (void *)(ip6 + 1);
-		__builtin_memcpy(src.addr, ip6->saddr, 16);
+		__builtin_memcpy(src.addr, ip6->saddr, 8);
 	} else {
 		return pass(ctx, REASON_NOT_IP);
 	}

@@ -203,6 +203,7 @@ func counterHelp() map[string]string {
 		"link.msg2_received":                "Handshake msg2 received.",
 		"link.msg2_unmatched":               "Handshake msg2 matching no handshake in progress.",
 		"link.msg2_decrypt_failed":          "Handshake msg2 that failed to decrypt.",
+		"link.msg2_leg_limited":             "Handshake msg2 for a pending handshake refused before any DH: the handshake's budget for its source was spent.",
 		"link.msg2_acl_denied":              "Handshake msg2 refused by the ACL.",
 		"link.msg2_wrong_identity":          "Handshake msg2 from a key other than the dialled one.",
 		"link.handshakes_started":           "Link handshakes started.",
@@ -269,6 +270,7 @@ func counterHelp() map[string]string {
 		"transport.unauthenticated_closed":  "Inbound connections closed because no link authenticated on them in time (TCP).",
 		"transport.inbound_source_refused":  "Inbound connections refused because their source (IPv4 address, IPv6 /64) held its share of the slots (TCP).",
 		"transport.unauthenticated_evicted": "Unauthenticated inbound connections closed to admit a new one when every slot was held (TCP).",
+		"transport.invalid_closed":          "Inbound connections closed for an invalid frame before any link authenticated on them (TCP).",
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",
 	}
 }

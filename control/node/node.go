@@ -699,6 +699,15 @@ func (n *Node) LinkAuthenticated(id transport.ID, to transport.Addr) {
 	}
 }
 
+// LinkRejected implements peer's optional Env hook: a packet from `from`
+// was invalid, so a connection-oriented transport closes that
+// connection unless a link authenticated on it.
+func (n *Node) LinkRejected(id transport.ID, from transport.Addr) {
+	if r, ok := n.transports[id].(interface{ Rejected(transport.Addr) }); ok {
+		r.Rejected(from)
+	}
+}
+
 // CloseConnection implements peer.Env.
 func (n *Node) CloseConnection(id transport.ID, to transport.Addr) {
 	if t := n.transports[id]; t != nil {

@@ -87,7 +87,7 @@ var fipsGoAdditions = map[string][]string{
 		".data.sessions[].mmp.jitter_trend", ".data.sessions[].mmp.etx_trend", ".data.sessions[].mmp.spin_bit_role",
 		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats"},
 	"show_stats_list": {".data.recorder"},
-	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed", ".data.transports[].stats.inbound_source_refused", ".data.transports[].stats.unauthenticated_evicted", ".data.transports[].stats.reply_dials_refused"},
+	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed", ".data.transports[].stats.inbound_source_refused", ".data.transports[].stats.unauthenticated_evicted", ".data.transports[].stats.reply_dials_refused", ".data.transports[].stats.invalid_closed"},
 }
 
 func isAddition(cmd, p string) bool {

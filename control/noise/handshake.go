@@ -60,6 +60,10 @@ type handshake struct {
 	step        step
 	role        Role
 	pattern     string // "IK" or "XK", for messages
+	// es (IK initiator, between msg1 and msg2) is DH(e_I, s_R) from msg1:
+	// upstream's msg2 "se" term is the same value, so reading a msg2
+	// costs one DH (ee), not two — each forged msg2 too.
+	es [32]byte
 }
 
 // init sets up the symmetric state and mixes the `<- s` pre-message. The

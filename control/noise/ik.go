@@ -54,7 +54,8 @@ func (h *IKInitiator) WriteMessage1(dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	// -> es
-	mixDH(&ss, e, h.rs)
+	es := dh(e, h.rs)
+	ss.mixKey(es[:])
 	// -> s, encrypted at n=0 under the es key
 	out, err = ss.encryptAndHash(out, h.s.PubKey().SerializeCompressed())
 	if err != nil {
@@ -67,7 +68,8 @@ func (h *IKInitiator) WriteMessage1(dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.ss, h.e, h.step = ss, e, stepMsg1
+	h.ss, h.e, h.es, h.step = ss, e, es, stepMsg1
+	clear(es[:])
 	return out, nil
 }
 
@@ -142,12 +144,14 @@ func (h *IKInitiator) ReadMessage2(msg []byte) (Epoch, error) {
 	}
 	mixDH(&ss, h.e, re) // <- ee
 	// Deviation (upstream quirk): "se" is DH(e_I, s_R), mirroring the
-	// responder's DH(s_R, e_I); textbook IK would use DH(s_I, e_R).
-	mixDH(&ss, h.e, h.rs)
+	// responder's DH(s_R, e_I); textbook IK would use DH(s_I, e_R). It is
+	// msg1's es, kept from WriteMessage1.
+	ss.mixKey(h.es[:])
 	epoch, err := readEpoch(&ss, msg[PubKeySize:])
 	if err != nil {
 		return Epoch{}, err
 	}
+	clear(h.es[:])
 	h.ss, h.re, h.remoteEpoch, h.haveEpoch, h.step = ss, re, epoch, true, stepComplete
 	return epoch, nil
 }

@@ -15,6 +15,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	f, err := wire.ParseFMPFrame(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	if outerCE {
@@ -27,6 +28,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	e := m.byIndex[linkKey{t, f.ReceiverIndex}]
 	if e == nil {
 		m.stats.DropUnknownIndex++
+		m.rejected(t, from)
 		return
 	}
 	p, s := e.peer, e.sess
@@ -40,6 +42,7 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 			// never acted on; a link whose peer really lost its keys goes
 			// quiet and is removed by the dead-link timeout.
 			m.stats.DropDecrypt++
+			m.rejected(t, from)
 		}
 		if p != nil {
 			countOpenError(p, err, t == p.Transport && from == p.Addr)

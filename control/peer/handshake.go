@@ -30,7 +30,22 @@ type leg struct {
 	rekeyOf    *Peer
 	linkID     uint64
 	lastSent   time.Time
+	// msg2Own and msg2Other bound the DH work msg2s for this leg cost:
+	// those from the address msg1 went to, and those from anywhere else.
+	// A forged msg2 needs the leg's index, which only an on-path
+	// observer of our msg1 has; each costs a DH (ee). Flooding from its
+	// own address drains msg2Other and leaves the genuine responder's
+	// budget alone.
+	msg2Own, msg2Other tokenBucket
 }
+
+// Per-leg msg2 budgets (each of msg2Own, msg2Other): a genuine responder
+// sends one msg2 per msg1 it receives, at most one per
+// HandshakeResendInterval. Ours; upstream tries every msg2.
+const (
+	legMsg2Burst = 8
+	legMsg2Rate  = 1 // per second
+)
 
 // ErrConnectionLimit: node.limits.max_connections handshakes are in flight.
 var ErrConnectionLimit = errors.New("too many handshakes in flight")
@@ -87,7 +102,8 @@ func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, a
 	}
 	m.nextLID++
 	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(), hs: hs,
-		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now}
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now,
+		msg2Own: newTokenBucket(legMsg2Burst, legMsg2Rate), msg2Other: newTokenBucket(legMsg2Burst, legMsg2Rate)}
 	noiseMsg, err := hs.WriteMessage1(l.pkt[8:8])
 	if err != nil {
 		return nil, fmt.Errorf("write msg1: %w", err)
@@ -112,6 +128,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	msg, err := wire.ParseFMPMsg1(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	// Classify and rate-limit before any crypto. A source address that
@@ -151,12 +168,14 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	rs, epoch, err := hs.ReadMessage1(msg.Noise)
 	if err != nil {
 		m.stats.Msg1DecryptFailed++
+		m.rejected(t, from)
 		return
 	}
 	pk := identity.XOnly(rs)
 	na := pk.NodeAddr()
 	if na == m.id.NodeAddr() {
 		m.stats.Msg1Ignored++
+		m.rejected(t, from)
 		return
 	}
 	// The established-link carve-out (own bucket, accept_connections
@@ -166,11 +185,13 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.stats.Msg1IdentityMismatch++
 		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
 			"expected", m.name(known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
+		m.rejected(t, from)
 		return
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
 		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
+		m.rejected(t, from)
 		return
 	}
 	existing := m.peers[na]
@@ -255,15 +276,26 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	msg, err := wire.ParseFMPMsg2(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	l := m.legs[linkKey{t, msg.ReceiverIndex}]
 	if l == nil {
 		m.stats.Msg2Unmatched++
+		m.rejected(t, from)
 		return
 	}
 	// A msg2 that fails to authenticate leaves the leg as it was, so a
-	// forged msg2 cannot kill a genuine handshake.
+	// forged msg2 cannot kill a genuine handshake; the leg's budgets bound
+	// what forged ones cost.
+	budget := &l.msg2Other
+	if from == l.addr {
+		budget = &l.msg2Own
+	}
+	if !budget.take(now) {
+		m.stats.Msg2LegLimited++
+		return
+	}
 	epoch, err := l.hs.ReadMessage2(msg.Noise)
 	if err != nil {
 		m.stats.Msg2DecryptFailed++

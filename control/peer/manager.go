@@ -52,6 +52,22 @@ func (m *Manager) authenticated(t transport.ID, to transport.Addr) {
 	}
 }
 
+// LinkRejecter is an optional Env method: the Manager calls it when it
+// drops a packet from from as invalid (it does not parse, its handshake
+// fails, its index or tag matches no session, the ACL refuses its
+// sender), so a connection-oriented transport can close a connection no
+// link has authenticated on rather than hold a slot for it. Packets
+// refused for load (rate limits, peer limits) are not reported.
+type LinkRejecter interface {
+	LinkRejected(t transport.ID, from transport.Addr)
+}
+
+func (m *Manager) rejected(t transport.ID, from transport.Addr) {
+	if r, ok := m.env.(LinkRejecter); ok {
+		r.LinkRejected(t, from)
+	}
+}
+
 // IndexObserver is an optional Env method set: the Manager reports each of
 // its receiver indices as it starts and stops opening established frames
 // on transport t — a link's index when it comes up, a rekey's new index
@@ -338,11 +354,13 @@ func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.
 	m.stats.PacketsIn++
 	if len(pkt) < wire.FMPPrefixSize {
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 		return
 	}
 	if v := pkt[0] >> 4; v != wire.FMPVersion {
 		m.stats.DropMalformed++
 		m.rxLog.Debug("Unknown FMP version, dropping", "version", v, "transport_id", t)
+		m.rejected(t, from)
 		return
 	}
 	switch pkt[0] & 0x0f {
@@ -354,6 +372,7 @@ func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.
 		m.handleMsg2(now, t, from, pkt)
 	default:
 		m.stats.DropMalformed++
+		m.rejected(t, from)
 	}
 }
 

@@ -37,15 +37,24 @@ func (b *tokenBucket) take(now time.Time) bool {
 	return false
 }
 
-// sourceKey names a msg1 source for its bucket: the IP without the port
-// (a sender picks its ports freely), per transport.
+// sourceKey names a msg1 source for its bucket, per transport: an IPv4
+// address, or an IPv6 /64, without the port. A sender picks its ports
+// freely, and one IPv6 host is usually given a whole /64 to pick
+// addresses from: keyed by exact address, a /64 got 2⁶⁴ buckets, each
+// with a full burst. The TCP transport's per-source share and the XDP
+// bucket group sources the same way.
 type sourceKey struct {
 	t  transport.ID
 	ip [16]byte
 }
 
 func sourceOf(t transport.ID, a transport.Addr) sourceKey {
-	return sourceKey{t: t, ip: a.IP.Addr().As16()}
+	ip := a.IP.Addr().Unmap()
+	k := sourceKey{t: t, ip: ip.As16()}
+	if ip.Is6() {
+		clear(k.ip[8:])
+	}
+	return k
 }
 
 type sourceBucket struct {

@@ -34,6 +34,9 @@ type Stats struct {
 	Msg2Received         uint64 `json:"msg2_received"`
 	Msg2Unmatched        uint64 `json:"msg2_unmatched"`
 	Msg2DecryptFailed    uint64 `json:"msg2_decrypt_failed"`
+	// Msg2LegLimited counts msg2s for a pending handshake refused before
+	// any DH because the leg's budget for their source was spent.
+	Msg2LegLimited       uint64 `json:"msg2_leg_limited"`
 	Msg2ACLDenied        uint64 `json:"msg2_acl_denied"`
 	Msg2WrongIdentity    uint64 `json:"msg2_wrong_identity"`
 	HandshakesStarted    uint64 `json:"handshakes_started"`

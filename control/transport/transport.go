@@ -194,6 +194,9 @@ type Stats struct {
 	// address with no connection, not dialled: they answer a msg1 on the
 	// connection it came in on.
 	ReplyDialsRefused uint64 `json:"reply_dials_refused"`
+	// InvalidClosed (fips-go) counts inbound connections closed for an
+	// invalid frame before any link authenticated on them.
+	InvalidClosed uint64 `json:"invalid_closed"`
 }
 
 // MTUError reports a send larger than the transport allows.

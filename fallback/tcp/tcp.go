@@ -21,6 +21,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -177,6 +178,15 @@ type conn struct {
 	// closing: CloseConnection asked for it while packets were queued;
 	// the writer tears it down once they are out (flushTimer bounds that).
 	closing atomic.Bool
+	// sentMsg1 (inbound): its first frame was a msg1 (read, or seen
+	// waiting in the socket), which the node has yet to judge; answered: the node sent a msg2 on it, so its msg1
+	// passed the node's rate limits and DH. With every slot held, the
+	// connections that are neither go first (see evictableLocked).
+	sentMsg1, answered atomic.Bool
+	// reading (inbound): its read loop has started, so whatever the
+	// remote sent at once has been seen. Until then it is evicted after
+	// connections that have had that chance and sent nothing valid.
+	reading atomic.Bool
 
 	// Guarded by Transport.mu.
 	nc         net.Conn // nil while dialing
@@ -230,6 +240,10 @@ type Transport struct {
 	sourceRefused, unauthEvicted atomic.Uint64
 	// replyDialsRefused counts msg2s for an address with no connection.
 	replyDialsRefused atomic.Uint64
+	// invalidClosed counts inbound connections closed for an invalid
+	// frame before any link authenticated on them: one no inbound stream
+	// starts with (a msg2), or one the node rejected (Rejected).
+	invalidClosed atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -321,6 +335,7 @@ func (t *Transport) Stats() transport.Stats {
 	s.InboundSourceRefused = t.sourceRefused.Load()
 	s.UnauthenticatedEvicted = t.unauthEvicted.Load()
 	s.ReplyDialsRefused = t.replyDialsRefused.Load()
+	s.InvalidClosed = t.invalidClosed.Load()
 	return s
 }
 
@@ -379,6 +394,9 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	}
 	if c := t.conns[to]; c != nil {
 		err := t.enqueueLocked(c, pkt)
+		if err == nil && c.inbound && isMsg2(pkt) {
+			c.answered.Store(true)
+		}
 		t.mu.RUnlock()
 		return err
 	}
@@ -410,6 +428,11 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 		t.log.Debug("TCP connecting", "remote_addr", to.String())
 	}
 	return t.enqueueLocked(c, pkt)
+}
+
+// isMsg1Prefix reports whether p, an FMP prefix, is a msg1's.
+func isMsg1Prefix(p []byte) bool {
+	return p[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg1 && binary.LittleEndian.Uint16(p[2:]) == wire.FMPMsg1PayloadLen
 }
 
 // isMsg2 reports whether pkt is an FMP handshake msg2.
@@ -562,21 +585,30 @@ func (t *Transport) admit(nc net.Conn) {
 
 	src := sourceOf(ap.Addr())
 
-	// A source at its share is refused; with every slot held, the oldest
-	// connection on which no link has authenticated makes room (else the
-	// newcomer is refused). Refusing newcomers alone would let anyone
-	// hold every slot for good by opening a connection every
-	// UnauthenticatedTimeout/max_inbound_connections; now it must beat
-	// every genuine handshake in flight, from sources of its own.
+	// With every slot held, or the newcomer's source at its share, an
+	// inbound connection on which no link has authenticated makes room
+	// (of the newcomer's source when that is what is full): see
+	// evictableLocked for which.
+	// Only when every candidate slot carries an authenticated link is the
+	// newcomer refused. Refusing newcomers alone would let anyone hold
+	// every slot for good by opening a connection every
+	// UnauthenticatedTimeout/max_inbound_connections; now a genuine peer
+	// that sends its msg1 at once is answered within a round trip and is
+	// then out of reach of connections that send nothing valid.
 	t.mu.RLock()
 	full := t.inbound >= t.opts.MaxInboundConnections
 	srcFull := t.perSource[src] >= t.opts.perSourceLimit()
 	var victim *conn
-	if full && !srcFull && t.opts.MaxInboundConnections > 0 {
-		victim = t.oldestUnauthenticatedLocked()
+	if t.opts.MaxInboundConnections > 0 {
+		switch {
+		case srcFull:
+			victim = t.evictableLocked(func(c *conn) bool { return c.source == src })
+		case full:
+			victim = t.evictableLocked(nil)
+		}
 	}
 	t.mu.RUnlock()
-	if srcFull || (full && victim == nil) {
+	if (srcFull || full) && victim == nil {
 		t.stats.ConnectsRefused.Add(1)
 		t.stats.ConnectionsRejected.Add(1)
 		if srcFull {
@@ -593,7 +625,7 @@ func (t *Transport) admit(nc net.Conn) {
 	if victim != nil {
 		t.unauthEvicted.Add(1)
 		t.log.Debug("closing the oldest unauthenticated inbound TCP connection to admit a new one",
-			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String())
+			"remote_addr", victim.addr.String(), "new_remote_addr", addr.String(), "rank", evictRank(victim))
 		t.teardown(victim)
 	}
 	mtu := t.configure(nc)
@@ -631,16 +663,59 @@ func (t *Transport) admit(nc net.Conn) {
 	}()
 }
 
-// oldestUnauthenticatedLocked is the inbound connection admitted first
-// among those on which no link has authenticated; nil when none.
-func (t *Transport) oldestUnauthenticatedLocked() *conn {
+// evictableLocked picks the inbound connection to close for a newcomer
+// among those on which no link has authenticated (and that match, when
+// match is set), oldest first in this order: those that had the chance
+// to send a msg1 and did not; those not yet read (under a connection
+// flood a read loop can wait its turn to run for longer than the flood
+// takes to cycle through a source's share); those whose msg1 awaits the
+// node's verdict; those the node answered. nil when none. A genuine peer
+// sends its msg1 at once, so only connections that do the same, faster
+// than the node answers it, can take its slot.
+//
+// Before one of the first two kinds goes, its socket is peeked at: a
+// msg1 waiting there unread (its read loop has yet to run since it came:
+// under a connection flood it can wait its turn for longer than the
+// flood takes to cycle through a source's share) ranks it with the msg1
+// senders, and the choice is made again — a few times at most, one
+// syscall each.
+func (t *Transport) evictableLocked(match func(*conn) bool) *conn {
+	for range 8 {
+		v := t.evictableAnyLocked(match)
+		if v == nil || evictRank(v) >= 2 || v.nc == nil || !waitingMsg1(v.nc) {
+			return v
+		}
+		v.sentMsg1.Store(true)
+	}
+	return t.evictableAnyLocked(match)
+}
+
+// evictableAnyLocked is evictableLocked without the peek.
+func (t *Transport) evictableAnyLocked(match func(*conn) bool) *conn {
 	var v *conn
+	vr := 0
 	for _, c := range t.conns {
-		if c.inbound && !c.authed && !c.down && (v == nil || c.seq < v.seq) {
-			v = c
+		if !c.inbound || c.authed || c.down || (match != nil && !match(c)) {
+			continue
+		}
+		r := evictRank(c)
+		if v == nil || r < vr || (r == vr && c.seq < v.seq) {
+			v, vr = c, r
 		}
 	}
 	return v
+}
+
+func evictRank(c *conn) int {
+	switch {
+	case c.answered.Load():
+		return 3
+	case c.sentMsg1.Load():
+		return 2
+	case !c.reading.Load():
+		return 1
+	}
+	return 0
 }
 
 // writeLoop writes queued packets until c is torn down.
@@ -693,15 +768,21 @@ func (t *Transport) writeLoop(c *conn, nc net.Conn) {
 // expireUnauthenticated closes an inbound connection on which no link was
 // authenticated in time.
 func (t *Transport) expireUnauthenticated(c *conn) {
+	t.closeUnauthenticated(c, &t.unauthClosed, "no authenticated link on inbound TCP connection in time, closing it",
+		"timeout", t.unauthTimeout)
+}
+
+// closeUnauthenticated closes c, counting it in n and logging msg with
+// args, unless it is gone or a link authenticated on it meanwhile.
+func (t *Transport) closeUnauthenticated(c *conn, n *atomic.Uint64, msg string, args ...any) {
 	t.mu.RLock()
 	skip := c.down || c.authed
 	t.mu.RUnlock()
 	if skip {
 		return
 	}
-	t.unauthClosed.Add(1)
-	t.log.Debug("no authenticated link on inbound TCP connection in time, closing it",
-		"remote_addr", c.addr.String(), "timeout", t.unauthTimeout)
+	n.Add(1)
+	t.log.Debug(msg, append([]any{"remote_addr", c.addr.String()}, args...)...)
 	t.teardown(c)
 }
 
@@ -719,6 +800,26 @@ func (t *Transport) Authenticated(addr transport.Addr) {
 	}
 }
 
+// Rejected tells the transport that the node found a frame from addr
+// invalid (it did not parse, its handshake failed, its index or
+// authentication tag matched no session). An inbound connection on which
+// no link has authenticated is closed at once, and counted: it has shown
+// it is not a FIPS peer's, and keeping it would only hold a slot.
+// Connections carrying an authenticated link, and outbound ones, stay.
+func (t *Transport) Rejected(addr transport.Addr) {
+	t.mu.RLock()
+	c := t.conns[addr]
+	t.mu.RUnlock()
+	if c != nil && c.inbound {
+		t.closeInvalid(c, "the node rejected a frame on it")
+	}
+}
+
+func (t *Transport) closeInvalid(c *conn, why string) {
+	t.closeUnauthenticated(c, &t.invalidClosed, "invalid frame on unauthenticated inbound TCP connection, closing it",
+		"reason", why)
+}
+
 // UnauthenticatedClosed counts inbound connections closed because no link
 // was authenticated on them within UnauthenticatedTimeout.
 func (t *Transport) UnauthenticatedClosed() uint64 { return t.unauthClosed.Load() }
@@ -733,6 +834,8 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 	if first {
 		nc.SetReadDeadline(time.Now().Add(t.firstFrameTimeout))
 	}
+	checkFirst := c.inbound
+	c.reading.Store(true)
 	for {
 		pkt, err := wire.ReadFMPPacket(br, buf, mtu)
 		if err != nil {
@@ -743,6 +846,23 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 		if first {
 			nc.SetReadDeadline(time.Time{})
 			first = false
+		}
+		if checkFirst {
+			checkFirst = false
+			if pkt[0]&0x0f == wire.FMPPhaseMsg1 {
+				c.sentMsg1.Store(true)
+			}
+			if pkt[0]&0x0f == wire.FMPPhaseMsg2 {
+				// An inbound stream is an initiator's: it starts with a
+				// msg1, or with frames of a link it had with us (its
+				// earlier connection dropped). One starting with a msg2
+				// is not a FIPS peer's. Later frames are the node's to
+				// judge (Rejected).
+				t.stats.DroppedInvalid.Add(1)
+				t.closeInvalid(c, "first frame on an inbound connection is a msg2")
+				t.teardown(c)
+				return
+			}
 		}
 		t.stats.PacketsRecv.Add(1)
 		t.stats.BytesRecv.Add(uint64(len(pkt)))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -947,6 +948,7 @@ func TestFullSlotsEvictOldestUnauthenticated(t *testing.T) {
 // TestInboundShareOfOneSource: one source (an IPv4 address here) holds at
 // most its share of the inbound slots (by default a quarter, at least 8),
 // so a single host cannot take them all; other sources still get in.
+// With its share all authenticated, its newcomers are refused.
 func TestInboundShareOfOneSource(t *testing.T) {
 	for _, c := range []struct{ max, per, want int }{{256, 0, 64}, {64, 0, 16}, {8, 0, 8}, {5, 0, 8}, {256, 3, 3}} {
 		if got := (Options{MaxInboundConnections: c.max, MaxInboundPerSource: c.per}).perSourceLimit(); got != c.want {
@@ -962,7 +964,9 @@ func TestInboundShareOfOneSource(t *testing.T) {
 		if _, err := c.Write(frame(t, uint64(i), 20)); err != nil {
 			t.Fatal(err)
 		}
-		b.in.Next(t)
+		// Authenticated: an unauthenticated one would make room for its
+		// own source's newcomer (TestEvictionOrder).
+		b.Authenticated(b.in.Next(t).From)
 	}
 	third := dialFrom(t, "127.0.0.2", b.addr(t))
 	expectClosed(t, third)
@@ -1022,5 +1026,202 @@ func TestReplyDoesNotDial(t *testing.T) {
 	}
 	if !bytes.Equal(got, msg1(t, 2)) {
 		t.Fatalf("first bytes on the connection %x", got[:8])
+	}
+}
+
+// addrOf is the transport address of the remote end of our c.
+func addrOf(c net.Conn) transport.Addr {
+	return transport.AddrFromIP(netip.MustParseAddrPort(c.LocalAddr().String()))
+}
+
+// TestEvictionOrder: with every slot held, a newcomer closes the oldest
+// connection the node never answered, even when older answered ones
+// exist: a genuine peer whose msg1 was answered is out of reach of
+// connections that send nothing valid. With the newcomer's source at its
+// share, that source's own unauthenticated connection makes room.
+func TestEvictionOrder(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 3
+	o.MaxInboundPerSource = 2
+	b := newNode(t, 1, o, nil)
+
+	// The genuine peer, first in, answered; then two strangers.
+	genuine := dialFrom(t, "127.0.0.2", b.addr(t))
+	if _, err := genuine.Write(msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(b.in.Next(t).From, msg2(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var strangers []net.Conn
+	for i, from := range []string{"127.0.0.3", "127.0.0.4"} {
+		c := dialFrom(t, from, b.addr(t))
+		if _, err := c.Write(frame(t, uint64(i), 20)); err != nil {
+			t.Fatal(err)
+		}
+		b.in.Next(t)
+		strangers = append(strangers, c)
+	}
+	// Full: the newcomer evicts the oldest unanswered, not the genuine.
+	n1 := dialFrom(t, "127.0.0.5", b.addr(t))
+	expectClosed(t, strangers[0])
+	if got := b.nextDown(t); got != addrOf(strangers[0]) {
+		t.Fatalf("evicted %s, want %s", got, strangers[0].LocalAddr())
+	}
+	if _, err := n1.Write(frame(t, 9, 20)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.Next(t)
+	n2 := dialFrom(t, "127.0.0.6", b.addr(t))
+	expectClosed(t, strangers[1])
+	b.nextDown(t)
+	n3 := dialFrom(t, "127.0.0.7", b.addr(t))
+	expectClosed(t, n1)
+	b.nextDown(t)
+	// Still there: its msg2 arrived, and frames flow.
+	got := make([]byte, wire.FMPMsg2Size)
+	genuine.SetReadDeadline(time.Now().Add(waitFor))
+	if _, err := io.ReadFull(genuine, got); err != nil || !bytes.Equal(got, msg2(t, 1)) {
+		t.Fatalf("genuine peer's msg2: %v %x", err, got)
+	}
+	if _, err := genuine.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From != addrOf(genuine) {
+		t.Fatalf("from %s", got.From)
+	}
+	// Only answered ones left unauthenticated: the oldest of them goes.
+	if err := b.Send(addrOf(n2), msg2(t, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(addrOf(n3), msg2(t, 6)); err != nil {
+		t.Fatal(err)
+	}
+	dialFrom(t, "127.0.0.8", b.addr(t))
+	expectClosed(t, genuine)
+	if got := b.nextDown(t); got != addrOf(genuine) {
+		t.Fatalf("evicted %s, want the oldest answered %s", got, genuine.LocalAddr())
+	}
+	if st := b.Stats(); st.UnauthenticatedEvicted != 4 || st.ConnectsRefused != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// A source at its share (slots to spare) makes room from its own
+	// connections, not another source's older one.
+	o.MaxInboundConnections = 8
+	c := newNode(t, 2, o, nil)
+	other := dialFrom(t, "127.0.0.10", c.addr(t))
+	var own []net.Conn
+	for range 3 {
+		x := dialFrom(t, "127.0.0.9", c.addr(t))
+		if _, err := x.Write(frame(t, 3, 20)); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.in.Next(t); got.From != addrOf(x) {
+			t.Fatalf("from %s", got.From)
+		}
+		own = append(own, x)
+	}
+	expectClosed(t, own[0])
+	if got := c.nextDown(t); got != addrOf(own[0]) {
+		t.Fatalf("evicted %s, want its own source's oldest %s", got, own[0].LocalAddr())
+	}
+	if _, err := other.Write(frame(t, 4, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.in.Next(t); got.From != addrOf(other) {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := c.Stats(); st.UnauthenticatedEvicted != 1 || st.InboundSourceRefused != 0 || st.ConnectionsUp != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestInvalidFrameClosesUnauthenticated: an inbound connection whose
+// first frame is a msg2 (no initiator starts with one), or on which the
+// node rejects a frame (Rejected), is closed at once and counted, not
+// held for the unauthenticated deadline. A connection carrying an
+// authenticated link survives a rejected frame: anyone can forge one
+// with a link's index.
+func TestInvalidFrameClosesUnauthenticated(t *testing.T) {
+	b := newNode(t, 1, listening(), nil)
+
+	m2 := rawDial(t, b.addr(t))
+	if _, err := m2.Write(msg2(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, m2)
+	b.nextDown(t)
+
+	junk := rawDial(t, b.addr(t))
+	if _, err := junk.Write(frame(t, 1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	b.Rejected(b.in.Next(t).From)
+	expectClosed(t, junk)
+	b.nextDown(t)
+
+	good := rawDial(t, b.addr(t))
+	if _, err := good.Write(msg1(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+	from := b.in.Next(t).From
+	b.Authenticated(from)
+	b.Rejected(from)
+	if _, err := good.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From != from {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.InvalidClosed != 2 || st.DroppedInvalid != 1 || st.ConnectionsUp != 1 || st.UnauthenticatedClosed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestEvictionSparesMsg1Senders: a connection that opened with a msg1 the
+// node has yet to judge goes after every connection that sent nothing,
+// even younger ones.
+func TestEvictionSparesMsg1Senders(t *testing.T) {
+	o := listening()
+	o.MaxInboundConnections = 3
+	o.MaxInboundPerSource = 8
+	b := newNode(t, 1, o, nil)
+	early := rawDial(t, b.addr(t))
+	if _, err := early.Write(msg1(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b.in.Next(t) // read: it is a msg1 sender now
+	var silent []net.Conn
+	for range 2 {
+		silent = append(silent, rawDial(t, b.addr(t)))
+	}
+	// The silent ones' read loops must have run (they are spared until
+	// then): wait until both are reading.
+	for _, c := range silent {
+		for {
+			b.mu.RLock()
+			x := b.conns[addrOf(c)]
+			reading := x != nil && x.reading.Load()
+			b.mu.RUnlock()
+			if reading {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	rawDial(t, b.addr(t))
+	expectClosed(t, silent[0])
+	if got := b.nextDown(t); got != addrOf(silent[0]) {
+		t.Fatalf("evicted %s, want the oldest silent %s", got, silent[0].LocalAddr())
+	}
+	if _, err := early.Write(frame(t, 2, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.in.Next(t); got.From != addrOf(early) {
+		t.Fatalf("from %s", got.From)
+	}
+	if st := b.Stats(); st.UnauthenticatedEvicted != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }
