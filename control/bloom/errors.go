@@ -15,7 +15,7 @@ type Reason uint8
 const (
 	ReasonDecode       Reason = iota + 1 // malformed, including a size class other than v1's
 	ReasonInvalid                        // filter length disagrees with size_class (unreachable after decode)
-	ReasonNonV1                          // size class is not v1 (unreachable after decode)
+	ReasonNonV1                          // size class (unreachable after decode) or hash count is not v1's
 	ReasonUnknownPeer                    // sender is not a peer we know of
 	ReasonStale                          // sequence not above the last accepted one
 	ReasonFillExceeded                   // FPR above max_inbound_fpr (anti-poison)

@@ -205,8 +205,9 @@ func (s *State) MarkChanged(now time.Time, exclude identity.NodeAddr) {
 // HandleFilterAnnounce processes msg, a whole FilterAnnounce link message
 // (starting 0x20) from peer from. It returns nil when the filter was
 // stored, else a *RejectError. Checks run in upstream's order: decode
-// (exact length, size class 1, non-zero hash count), known peer, sequence
-// above the last accepted one, FPR cap. A rejected announce leaves the
+// (exact length, size class 1, non-zero hash count), v1 (fips-go: hash
+// count 5), known peer, sequence above the last accepted one, FPR cap
+// (computed at k=5). A rejected announce leaves the
 // peer's previous filter and sequence in place. msg is not retained.
 func (s *State) HandleFilterAnnounce(now time.Time, from identity.NodeAddr, msg []byte) error {
 	s.stats.Received++
@@ -219,7 +220,13 @@ func (s *State) HandleFilterAnnounce(now time.Time, from identity.NodeAddr, msg 
 	if len(fa.Filter) != 512<<fa.SizeClass {
 		return s.reject(&RejectError{Reason: ReasonInvalid, Peer: from, Sequence: fa.Sequence})
 	}
-	if fa.SizeClass != SizeClassV1 {
+	// v1 fixes the hash count at 5 as well as the size class, and upstream
+	// only ever sends 5 (DEFAULT_HASH_COUNT). Upstream checks only the
+	// size class and then applies the FPR cap with the sender's k, so a
+	// sender choosing k makes any fill pass (k=255 at 99.4% fill is an FPR
+	// of 0.2). fips-go refuses any other k as non-v1: an upstream node
+	// never sends one, so nothing genuine is lost.
+	if fa.SizeClass != SizeClassV1 || fa.HashCount != wire.BloomHashCount {
 		return s.reject(&RejectError{Reason: ReasonNonV1, Peer: from, Sequence: fa.Sequence})
 	}
 	ps := s.peers[from]
@@ -230,7 +237,7 @@ func (s *State) HandleFilterAnnounce(now time.Time, from identity.NodeAddr, msg 
 		return s.reject(&RejectError{Reason: ReasonStale, Peer: from, Sequence: fa.Sequence, Current: ps.seq})
 	}
 	fill := float64(popcount(fa.Filter)) / FilterBits
-	if p := fpr(fill, fa.HashCount); p > s.cfg.MaxInboundFPR {
+	if p := fpr(fill, wire.BloomHashCount); p > s.cfg.MaxInboundFPR { // our k, never the sender's
 		was := ps.overCap
 		// Upstream warns at every refusal. With PassOnFull a peer over
 		// the cap is a normal state of a large mesh (every parent is),

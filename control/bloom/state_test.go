@@ -121,25 +121,59 @@ func TestSequenceNotAdvancedAllowsRecovery(t *testing.T) {
 	}
 }
 
-// The cap is applied with the announced hash count, and membership uses
-// it too.
-func TestAnnouncedHashCount(t *testing.T) {
+// rawAnnounce builds a FilterAnnounce link message byte by byte (0x20,
+// sequence LE, hash count, size class 1, 1024 filter bytes) with the
+// first setBits bits set, independently of the wire encoder.
+func rawAnnounce(seq uint64, k uint8, setBits int) []byte {
+	b := make([]byte, 11+FilterBytes)
+	b[0] = 0x20
+	for i := 0; i < 8; i++ {
+		b[1+i] = byte(seq >> (8 * i))
+	}
+	b[9], b[10] = k, 1
+	for i := 0; i < setBits; i++ {
+		b[11+i/8] |= 1 << (i % 8)
+	}
+	return b
+}
+
+// Issue 27 item 8: the FPR cap used to be computed with the sender's hash
+// count, so k=255 made a filter with 99.35% of its bits set pass
+// (0.9935^255 = 0.19 under the 0.20 cap). v1 fixes k=5: any other k is refused as
+// non-v1 and counted, and the cap is computed at k=5, so a filter an
+// upstream node sends (k=5, under the cap) is still accepted.
+func TestSenderHashCountCannotLiftFPRCap(t *testing.T) {
 	s := newState(newFakeEnv())
 	p := addr(1)
 	s.PeerUp(t0, p)
-	k3, _ := FilterFromBytes(make([]byte, FilterBytes), 3)
-	k3.Insert(addr(77))
-	mustAccept(t, s, p, announce(t, 1, k3))
+	poison := FilterBits * 9935 / 10000 // fpr 0.19 at k=255, 0.968 at k=5
+	if f := float64(poison) / FilterBits; math.Pow(f, 255) > 0.20 || math.Pow(f, 5) < 0.9 {
+		t.Fatalf("test filter miscomputed: fill %v", f)
+	}
+	for i, k := range []uint8{255, 3, 6} {
+		wantReject(t, s.HandleFilterAnnounce(t0, p, rawAnnounce(uint64(i+1), k, poison)), ReasonNonV1)
+	}
+	// A sparse filter with another k is refused too: v1 fixes k.
+	wantReject(t, s.HandleFilterAnnounce(t0, p, rawAnnounce(4, 7, 10)), ReasonNonV1)
+	if info, _ := s.Peer(p); info.HasFilter || info.FilterSequence != 0 {
+		t.Fatalf("poison stored: %+v", info)
+	}
+	if s.MayReach(p, addr(4242)) {
+		t.Fatal("poison makes everything reachable")
+	}
+	// The same fill at k=5 is over the cap; a genuine sparse k=5 filter
+	// (what upstream sends) is accepted.
+	wantReject(t, s.HandleFilterAnnounce(t0, p, rawAnnounce(5, 5, poison)), ReasonFillExceeded)
+	mustAccept(t, s, p, rawAnnounce(5, 5, FilterBits*6/10)) // fpr 0.078
+	genuine := NewFilter()
+	genuine.Insert(addr(77))
+	mustAccept(t, s, p, announce(t, 6, genuine))
 	if !s.MayReach(p, addr(77)) {
-		t.Fatal("k=3 member not found")
+		t.Fatal("genuine member not found")
 	}
-	// 60% fill: FPR 0.216 at k=3 (over 0.20), 0.078 at k=5.
-	b := make([]byte, FilterBytes)
-	for i := 0; i < FilterBits*6/10; i++ {
-		b[i/8] |= 1 << (i % 8)
+	if st := s.Stats(); st.NonV1 != 4 || st.FillExceeded != 1 || st.Accepted != 2 || st.Received != 7 {
+		t.Fatalf("stats %+v", st)
 	}
-	wantReject(t, s.HandleFilterAnnounce(t0, p, announceK(t, 2, 3, b)), ReasonFillExceeded)
-	mustAccept(t, s, p, announceK(t, 2, 5, b))
 }
 
 func TestStaleRejected(t *testing.T) {
@@ -506,9 +540,6 @@ func TestBatchMatchesNaive(t *testing.T) {
 				f := NewFilter()
 				for j := rng.IntN(40); j > 0; j-- {
 					f.Insert(addr(10000 + rng.IntN(5000)))
-				}
-				if rng.IntN(6) == 0 {
-					f, _ = FilterFromBytes(f.Bytes(), uint8(1+rng.IntN(8))) // odd k: bits merge regardless
 				}
 				if s.peers[p].seq == 0 {
 					mustAccept(t, s, p, announce(t, 1, f))

@@ -8,7 +8,7 @@ type Stats struct {
 	Received           uint64 `json:"received"`            // every HandleFilterAnnounce call
 	DecodeError        uint64 `json:"decode_error"`        // ReasonDecode
 	Invalid            uint64 `json:"invalid"`             // ReasonInvalid
-	NonV1              uint64 `json:"non_v1"`              // ReasonNonV1
+	NonV1              uint64 `json:"non_v1"`              // ReasonNonV1 (fips-go: also a hash count other than 5)
 	UnknownPeer        uint64 `json:"unknown_peer"`        // ReasonUnknownPeer
 	Stale              uint64 `json:"stale"`               // ReasonStale
 	FillExceeded       uint64 `json:"fill_exceeded"`       // ReasonFillExceeded

@@ -83,7 +83,7 @@ func counterHelp() map[string]string {
 		"bloom.received":            "Bloom filter announces received.",
 		"bloom.decode_error":        "Bloom filter announces refused as malformed.",
 		"bloom.invalid":             "Bloom filter announces refused as invalid.",
-		"bloom.non_v1":              "Bloom filter announces of an unsupported version.",
+		"bloom.non_v1":              "Bloom filter announces not v1 (size class, or a hash count other than 5).",
 		"bloom.unknown_peer":        "Bloom filter announces from a sender that is not an active peer.",
 		"bloom.stale":               "Bloom filter announces older than the stored filter.",
 		"bloom.fill_exceeded":       "Bloom filter announces refused because the filter was too full.",
