@@ -4,10 +4,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/testing/nsthread"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -30,29 +30,9 @@ func (rt *router) enter(t *testing.T, ns netns.NsHandle) {
 
 func newRouter(t *testing.T) *router {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("current netns: %v", err)
-	}
+	nsthread.Lock(t)
 	rt := &router{}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("restore netns: %v", err)
-			return // leave the thread locked: it is in the wrong namespace
-		}
-		for _, h := range []netns.NsHandle{rt.a, rt.b, rt.r} {
-			h.Close()
-		}
-		orig.Close()
-		runtime.UnlockOSThread()
-	})
-	for _, h := range []*netns.NsHandle{&rt.a, &rt.b, &rt.r} {
-		if *h, err = netns.New(); err != nil { // the thread ends in r
-			t.Fatalf("new netns (needs root): %v", err)
-		}
-	}
+	rt.a, rt.b, rt.r = nsthread.New(t), nsthread.New(t), nsthread.New(t) // the thread ends in r
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -2,13 +2,12 @@ package node
 
 import (
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/fips-go/fips/bpf"
+	"github.com/fips-go/fips/testing/nsthread"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // TestWatchLocalAddrs: for a wildcard bind the XDP program's local_addrs
@@ -17,27 +16,8 @@ import (
 // watch stops. It runs in a fresh network namespace with a veth link, and
 // needs root like the bpf tests.
 func TestWatchLocalAddrs(t *testing.T) {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		orig.Close()
-		runtime.UnlockOSThread()
-		t.Fatalf("new netns (needs root): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("restore netns: %v", err)
-			return
-		}
-		ns.Close()
-		orig.Close()
-		runtime.UnlockOSThread()
-	})
+	nsthread.Lock(t)
+	nsthread.New(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
