@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"os"
@@ -39,13 +40,16 @@ func newRouter(t *testing.T) *router {
 			t.Fatal(err)
 		}
 	}
-	up := func(name, cidr string) netlink.Link {
+	up := func(name string, cidrs ...string) netlink.Link {
 		t.Helper()
 		l, err := netlink.LinkByName(name)
 		must(err)
-		addr, err := netlink.ParseAddr(cidr)
-		must(err)
-		must(netlink.AddrAdd(l, addr))
+		for _, cidr := range cidrs {
+			addr, err := netlink.ParseAddr(cidr)
+			must(err)
+			addr.Flags = unix.IFA_F_NODAD // usable at once
+			must(netlink.AddrAdd(l, addr))
+		}
 		must(netlink.LinkSetUp(l))
 		return l
 	}
@@ -62,22 +66,32 @@ func newRouter(t *testing.T) *router {
 		must(err)
 		must(netlink.LinkSetNsFd(peer, int(p.ns)))
 	}
-	rt.ra = up("ra", "10.1.0.1/24").Attrs().Index
-	rt.rb = up("rb", "10.2.0.1/24").Attrs().Index
+	rt.ra = up("ra", "10.1.0.1/24", "fd01::1/64").Attrs().Index
+	rt.rb = up("rb", "10.2.0.1/24", "fd02::1/64").Attrs().Index
 	must(os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644))
+	must(os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1"), 0o644))
 	rt.enter(t, rt.a)
-	route(up("ar", "10.1.0.2/24"), "10.1.0.1")
+	l := up("ar", "10.1.0.2/24", "fd01::2/64")
+	route(l, "10.1.0.1")
+	route(l, "fd01::1")
 	rt.enter(t, rt.b)
-	route(up("br", "10.2.0.2/24"), "10.2.0.1")
+	l = up("br", "10.2.0.2/24", "fd02::2/64")
+	route(l, "10.2.0.1")
+	route(l, "fd02::1")
 	rt.enter(t, rt.r)
 	return rt
 }
 
 // udpSocket opens a UDP socket in the thread's current namespace, bound to
-// laddr, reporting the received TOS byte.
+// laddr, reporting the received TOS / traffic class byte.
 func udpSocket(t *testing.T, laddr string) *net.UDPConn {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(mustAddrPort(t, laddr)))
+	ap := mustAddrPort(t, laddr)
+	network, level, opt := "udp4", unix.IPPROTO_IP, unix.IP_RECVTOS
+	if ap.Addr().Is6() {
+		network, level, opt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS
+	}
+	c, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(ap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +101,8 @@ func udpSocket(t *testing.T, laddr string) *net.UDPConn {
 		t.Fatal(err)
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1) }); err != nil || serr != nil {
-		t.Fatalf("IP_RECVTOS: %v %v", err, serr)
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), level, opt, 1) }); err != nil || serr != nil {
+		t.Fatalf("receive TOS: %v %v", err, serr)
 	}
 	return c
 }
@@ -112,12 +126,15 @@ func recvTOS(t *testing.T, c *net.UDPConn) ([]byte, uint8) {
 		if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) > 0 {
 			return buf[:n], m.Data[0]
 		}
+		if m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_TCLASS && len(m.Data) >= 4 {
+			return buf[:n], uint8(binary.NativeEndian.Uint32(m.Data))
+		}
 	}
-	t.Fatal("no IP_TOS control message")
+	t.Fatal("no IP_TOS / IPV6_TCLASS control message")
 	return nil, 0
 }
 
-// TestRouterPassesOthersFIPS mounts a node that is also a router, in
+// TestRouterPassesOthersFIPS mounts, over IPv4 and IPv6, a node that is also a router, in
 // wildcard-bind mode: the XDP program on its interface toward a, with the
 // local-address check (its own addresses), and the tc programs on its
 // interface toward b. Junk and msg1 floods from a's port 2121 to b's port
@@ -136,7 +153,7 @@ func TestRouterPassesOthersFIPS(t *testing.T) {
 	if err := obj.SetConfig([]uint16{2121}, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := obj.SetLocalAddrs(addrs(t, "10.1.0.1", "10.2.0.1")); err != nil {
+	if err := obj.SetLocalAddrs(addrs(t, "10.1.0.1", "10.2.0.1", "fd01::1", "fd02::1")); err != nil {
 		t.Fatal(err)
 	}
 	tc, err := LoadTC()
@@ -150,28 +167,44 @@ func TestRouterPassesOthersFIPS(t *testing.T) {
 	if _, err := tc.Attach(rt.rb); err != nil {
 		t.Fatal(err)
 	}
-	own := udpSocket(t, "10.2.0.1:2121") // r's node socket
+	for _, f := range []struct {
+		own, any, toB, toR string
+		ipHdr              uint64
+	}{
+		{"10.2.0.1:2121", "0.0.0.0:2121", "10.2.0.2:2121", "10.1.0.1:2121", 20},
+		{"[fd02::1]:2121", "[::]:2121", "[fd02::2]:2121", "[fd01::1]:2121", 40},
+	} {
+		routedThrough(t, rt, obj, tc, f.own, f.any, f.toB, f.toR, f.ipHdr)
+	}
+}
+
+// routedThrough sends from a to b through r and from r itself, over one
+// address family, and checks what arrived and the counters. The thread
+// is in r before and after.
+func routedThrough(t *testing.T, rt *router, obj *Objects, tc *TCObjects, ownAddr, anyAddr, bAddr, rAddr string, ipHdr uint64) {
+	t.Helper()
+	own := udpSocket(t, ownAddr) // r's node socket
 	rt.enter(t, rt.b)
-	bs := udpSocket(t, "0.0.0.0:2121")
+	bs := udpSocket(t, anyAddr)
 	rt.enter(t, rt.a)
-	as := udpSocket(t, "0.0.0.0:2121")
+	as := udpSocket(t, anyAddr)
 	rt.enter(t, rt.r)
 	xBefore, tBefore := stats(t, obj), tcStats(t, tc)
 
-	toB := net.UDPAddrFromAddrPort(mustAddrPort(t, "10.2.0.2:2121"))
+	toB := net.UDPAddrFromAddrPort(mustAddrPort(t, bAddr))
 	sent := [][]byte{{'j'}, {1, 2, 3}, msg1(t), msg1(t), msg1(t), msg1(t)} // fmp_short junk, then a msg1 flood over burst 1
 	var bytesSent uint64
 	for _, p := range sent {
 		if _, err := as.WriteToUDP(p, toB); err != nil {
 			t.Fatal(err)
 		}
-		bytesSent += uint64(14 + 20 + 8 + len(p))
+		bytesSent += 14 + ipHdr + 8 + uint64(len(p))
 		got, tos := recvTOS(t, bs)
 		if string(got) != string(p) {
-			t.Fatalf("b received %x, want %x", got, p)
+			t.Fatalf("%s: b received %x, want %x", bAddr, got, p)
 		}
 		if tos&3 != 0 {
-			t.Errorf("forwarded datagram arrived with ECN %d: r's egress program marked another host's traffic", tos&3)
+			t.Errorf("%s: forwarded datagram arrived with ECN %d: r's egress program marked another host's traffic", bAddr, tos&3)
 		}
 	}
 	// r's own traffic: its datagram to b is marked, junk to r is dropped.
@@ -179,9 +212,9 @@ func TestRouterPassesOthersFIPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, tos := recvTOS(t, bs); tos&3 != 2 {
-		t.Errorf("r's own datagram arrived with ECN %d, want ECT(0)", tos&3)
+		t.Errorf("%s: r's own datagram arrived with ECN %d, want ECT(0)", ownAddr, tos&3)
 	}
-	if _, err := as.WriteToUDP([]byte{'j'}, net.UDPAddrFromAddrPort(mustAddrPort(t, "10.1.0.1:2121"))); err != nil {
+	if _, err := as.WriteToUDP([]byte{'j'}, net.UDPAddrFromAddrPort(mustAddrPort(t, rAddr))); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Second)
@@ -191,22 +224,22 @@ func TestRouterPassesOthersFIPS(t *testing.T) {
 
 	x := delta(xBefore, stats(t, obj))
 	if c := x[[2]uint32{uint32(VerdictPass), uint32(ReasonNotLocal)}]; c.Packets != uint64(len(sent)) || c.Bytes != bytesSent {
-		t.Errorf("pass/not_local moved %+v, want %d packets %d bytes; all deltas %s", c, len(sent), bytesSent, fmtDelta(x))
+		t.Errorf("%s: pass/not_local moved %+v, want %d packets %d bytes; all deltas %s", bAddr, c, len(sent), bytesSent, fmtDelta(x))
 	}
 	if c := x[[2]uint32{uint32(VerdictDrop), uint32(ReasonFMPShort)}]; c.Packets != 1 {
-		t.Errorf("drop/fmp_short moved %d, want 1 (the junk to r itself); all deltas %s", c.Packets, fmtDelta(x))
+		t.Errorf("%s: drop/fmp_short moved %d, want 1 (the junk to r itself); all deltas %s", rAddr, c.Packets, fmtDelta(x))
 	}
 	for k, c := range x {
 		if Verdict(k[0]) == VerdictDrop && Reason(k[1]) != ReasonFMPShort {
-			t.Errorf("dropped %d packets as %s", c.Packets, Reason(k[1]))
+			t.Errorf("%s: dropped %d packets as %s", bAddr, c.Packets, Reason(k[1]))
 		}
 	}
 	ts := tcStats(t, tc)
 	if d := ts[TCEgress][TCReasonForwarded].Packets - tBefore[TCEgress][TCReasonForwarded].Packets; d != uint64(len(sent)) {
-		t.Errorf("egress/forwarded moved %d, want %d", d, len(sent))
+		t.Errorf("%s: egress/forwarded moved %d, want %d", bAddr, d, len(sent))
 	}
 	if d := ts[TCEgress][TCReasonMarked].Packets - tBefore[TCEgress][TCReasonMarked].Packets; d != 1 {
-		t.Errorf("egress/marked moved %d, want 1 (r's own datagram)", d)
+		t.Errorf("%s: egress/marked moved %d, want 1 (r's own datagram)", ownAddr, d)
 	}
 }
 
