@@ -1,15 +1,14 @@
 package bpf
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/fips-go/fips/testing/nsthread"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 )
 
 // inNetns runs the rest of the test on a locked OS thread inside a fresh
@@ -17,27 +16,8 @@ import (
 // ifindexes. The namespace goes away with its last reference at cleanup.
 func inNetns(t *testing.T) (int, int) {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("current netns: %v", err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		orig.Close()
-		runtime.UnlockOSThread()
-		t.Fatalf("new netns (needs root): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("restore netns: %v", err)
-			return // leave the thread locked: it is in the wrong namespace
-		}
-		ns.Close()
-		orig.Close()
-		runtime.UnlockOSThread()
-	})
+	nsthread.Lock(t)
+	nsthread.New(t)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "fipsx0"}, PeerName: "fipsx1"}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatalf("add veth: %v", err)

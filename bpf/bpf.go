@@ -11,6 +11,9 @@ var (
 	ErrNotSupported = errors.New("bpf: XDP is supported on Linux only")
 	// ErrLinksFull: the links map holds its maximum number of indices.
 	ErrLinksFull = errors.New("bpf: links map full")
+	// ErrLocalAddrsFull: SetLocalAddrs was given more addresses than
+	// local_addrs holds.
+	ErrLocalAddrsFull = errors.New("bpf: local_addrs map full")
 	// ErrUnknownLink: RemoveLink of an index that is not in the map.
 	ErrUnknownLink = errors.New("bpf: receiver index not in links map")
 )
@@ -21,6 +24,7 @@ const (
 	DefaultMaxLinks   = 65536 // links entries unless Options.MaxLinks says less
 	DefaultMaxSources = 16384 // ratelimit LRU entries unless Options.MaxSources says less
 	MaxSlots          = 64    // xsks entries: worker/queue slots a link can name
+	MaxLocalAddrs     = 1024  // local_addrs entries: the node's own addresses
 	ProgramName       = "xdp_fips"
 )
 
@@ -72,6 +76,7 @@ const (
 	ReasonRateLimited                  // drop: msg1/msg2 over the token bucket
 	ReasonRateLimitError               // pass: the bucket could not be stored
 	ReasonMultiBuffer                  // pass: a multi-buffer frame (Options.Frags: a jumbo frame)
+	ReasonNotLocal                     // pass: FIPS port, destination not a local address (SetLocalAddrs): routed traffic
 	reasonMax
 )
 
@@ -80,6 +85,7 @@ var reasonNames = [...]string{
 	"not_udp", "other_port", "fmp_short", "bad_version", "bad_phase",
 	"bad_length", "bad_flags", "unknown_index", "link_kernel", "link_xsk",
 	"handshake", "rate_limited", "ratelimit_error", "multi_buffer",
+	"not_local",
 }
 
 var reasonVerdicts = [...]Verdict{
@@ -87,6 +93,7 @@ var reasonVerdicts = [...]Verdict{
 	VerdictPass, VerdictPass, VerdictDrop, VerdictDrop, VerdictDrop,
 	VerdictDrop, VerdictDrop, VerdictDrop, VerdictPass, VerdictRedirect,
 	VerdictPass, VerdictDrop, VerdictPass, VerdictPass,
+	VerdictPass,
 }
 
 // Reasons lists every reason.
@@ -189,6 +196,12 @@ type Occupancy struct {
 	Links, LinksMax     uint32
 	LinksRefused        uint64 // AddLink calls refused because links was full
 	Sources, SourcesMax uint32 // ratelimit buckets; the LRU evicts, never refuses
+	// LocalAddrs are the addresses in local_addrs; LocalAddrsRefused
+	// counts those SetLocalAddrs could not store (map full): frames to
+	// them pass as ReasonNotLocal.
+	LocalAddrs, LocalAddrsMax uint32
+	LocalAddrsRefused         uint64
+	LocalOnly                 bool // the destination check is on
 }
 
 // checkConfig validates SetConfig's arguments.

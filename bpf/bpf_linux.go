@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,11 @@ type Objects struct {
 	maxLinks   uint32
 	maxSources uint32
 	refused    atomic.Uint64 // AddLink refusals: links full
+
+	localMu      sync.Mutex // serialises SetLocalAddrs and SetConfig
+	localOnly    bool
+	local        map[xdpFipsAddr]struct{} // what local_addrs holds
+	localRefused atomic.Uint64            // addresses SetLocalAddrs could not store
 
 	mu       sync.Mutex
 	attached map[int]*attachment // by ifindex
@@ -42,6 +48,7 @@ func Load(o Options) (*Objects, error) {
 		maxLinks:   capacity(o.MaxLinks, DefaultMaxLinks),
 		maxSources: capacity(o.MaxSources, DefaultMaxSources),
 		attached:   make(map[int]*attachment),
+		local:      make(map[xdpFipsAddr]struct{}),
 	}
 	spec.Maps["links"].MaxEntries = obj.maxLinks
 	spec.Maps["ratelimit"].MaxEntries = obj.maxSources
@@ -211,9 +218,14 @@ func (o *Objects) SetConfig(ports []uint16, rate, burst uint32) error {
 	if err := checkConfig(ports); err != nil {
 		return err
 	}
+	o.localMu.Lock()
+	defer o.localMu.Unlock()
 	var c xdpFipsConfig
 	if len(ports) > 0 {
 		c.Enabled = 1
+	}
+	if o.localOnly {
+		c.LocalOnly = 1
 	}
 	copy(c.Ports[:], ports)
 	c.Rate, c.Burst = rate, burst
@@ -221,6 +233,66 @@ func (o *Objects) SetConfig(ports []uint16, rate, burst uint32) error {
 		return fmt.Errorf("bpf: write config: %w", err)
 	}
 	return nil
+}
+
+// SetLocalAddrs makes the program act only on frames to one of addrs (the
+// node's own addresses: the bound one, or every address of the host for a
+// wildcard bind); frames to other destinations on a FIPS port pass
+// untouched as ReasonNotLocal, since this host only routes them. It
+// replaces the previous set; nil turns the check off again (every frame
+// to a FIPS port is judged). Addresses beyond MaxLocalAddrs are refused,
+// counted in Occupancy.LocalAddrsRefused, and ErrLocalAddrsFull returned
+// after the others are stored.
+func (o *Objects) SetLocalAddrs(addrs []netip.Addr) error {
+	o.localMu.Lock()
+	defer o.localMu.Unlock()
+	want := make(map[xdpFipsAddr]struct{}, len(addrs))
+	for _, a := range addrs {
+		want[xdpFipsAddr{Addr: a.As16()}] = struct{}{} // IPv4 as ::ffff:a.b.c.d, as the program keys it
+	}
+	var errs []error
+	for k := range o.local {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		if err := o.objs.LocalAddrs.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("bpf: local_addrs: remove %v: %w", netip.AddrFrom16(k.Addr), err))
+			continue
+		}
+		delete(o.local, k)
+	}
+	refused := 0
+	for k := range want {
+		if _, ok := o.local[k]; ok {
+			continue
+		}
+		if err := o.objs.LocalAddrs.Put(k, uint8(1)); err != nil {
+			if errors.Is(err, unix.E2BIG) {
+				refused++
+				continue
+			}
+			errs = append(errs, fmt.Errorf("bpf: local_addrs: add %v: %w", netip.AddrFrom16(k.Addr), err))
+			continue
+		}
+		o.local[k] = struct{}{}
+	}
+	if refused > 0 {
+		o.localRefused.Add(uint64(refused))
+		errs = append(errs, fmt.Errorf("bpf: %d of %d addresses: %w (%d entries)", refused, len(want), ErrLocalAddrsFull, MaxLocalAddrs))
+	}
+	var c xdpFipsConfig
+	if err := o.objs.Config.Lookup(uint32(0), &c); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("bpf: read config: %w", err))...)
+	}
+	o.localOnly = addrs != nil
+	c.LocalOnly = 0
+	if o.localOnly {
+		c.LocalOnly = 1
+	}
+	if err := o.objs.Config.Put(uint32(0), &c); err != nil {
+		errs = append(errs, fmt.Errorf("bpf: write config: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // setClock makes the program read its token-bucket clock from the config
@@ -336,9 +408,18 @@ func (o *Objects) Occupancy() (Occupancy, error) {
 	if err != nil {
 		return Occupancy{}, fmt.Errorf("bpf: count ratelimit: %w", err)
 	}
+	local, err := countKeys[xdpFipsAddr](o.objs.LocalAddrs)
+	if err != nil {
+		return Occupancy{}, fmt.Errorf("bpf: count local_addrs: %w", err)
+	}
+	o.localMu.Lock()
+	localOnly := o.localOnly
+	o.localMu.Unlock()
 	return Occupancy{
 		Links: links, LinksMax: o.maxLinks, LinksRefused: o.refused.Load(),
 		Sources: sources, SourcesMax: o.maxSources,
+		LocalAddrs: local, LocalAddrsMax: MaxLocalAddrs, LocalAddrsRefused: o.localRefused.Load(),
+		LocalOnly: localOnly,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -207,10 +208,11 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, r := range Reasons() {
 		switch r {
-		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError, ReasonMultiBuffer:
+		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError, ReasonMultiBuffer, ReasonNotLocal:
 			// TestDisabled, TestTokenBucket, TestRedirectToXSK (it needs
 			// a bound AF_XDP socket) and TestFragsMultiBuffer; RateLimitError needs the kernel to
-			// refuse an LRU insert, which a test cannot provoke.
+			// refuse an LRU insert, which a test cannot provoke; NotLocal
+			// needs SetLocalAddrs: TestLocalOnly.
 		default:
 			if !seen[r] {
 				t.Errorf("no case for reason %s", r)
@@ -343,7 +345,7 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Occupancy{Links: 4, LinksMax: 4, LinksRefused: 1, SourcesMax: DefaultMaxSources}); occ != want {
+	if want := (Occupancy{Links: 4, LinksMax: 4, LinksRefused: 1, SourcesMax: DefaultMaxSources, LocalAddrsMax: MaxLocalAddrs}); occ != want {
 		t.Errorf("occupancy %+v, want %+v", occ, want)
 	}
 	frame := func(idx uint32) []byte {
@@ -499,5 +501,87 @@ func TestFragsMultiBuffer(t *testing.T) {
 		{"single buffer msg1", v6(udp(portA, msg1(t))), ReasonHandshake},
 	} {
 		t.Run(c.name, func(t *testing.T) { run(t, obj, c.frame, c.want) })
+	}
+}
+
+// toDst rewrites the destination of a frame built by ipv4 or ipv6.
+func toDst(a netip.Addr) func([]byte) {
+	return func(b []byte) {
+		if a.Is4() {
+			v := a.As4()
+			copy(b[14+16:], v[:])
+			return
+		}
+		v := a.As16()
+		copy(b[14+24:], v[:])
+	}
+}
+
+// TestLocalOnly: on a router, FIPS-port frames to other hosts pass
+// untouched as not_local (no drop, no bucket), while frames to the node's
+// own addresses are judged as before; SetConfig keeps the check, nil
+// turns it off, and the map is bounded and counts what it refused.
+func TestLocalOnly(t *testing.T) {
+	obj := load(t, Options{})
+	configure(t, obj, 1, 1) // one handshake per source, then rate_limited
+	own4, own6 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")
+	other4, other6 := netip.MustParseAddr("203.0.113.9"), netip.MustParseAddr("2001:db8::99")
+	if err := obj.SetLocalAddrs([]netip.Addr{own4, own6}); err != nil {
+		t.Fatal(err)
+	}
+	configure(t, obj, 1, 1) // rewriting the config keeps local_only
+
+	v4 := func(dst netip.Addr, l4 []byte) []byte {
+		return with(ethernet(etherIPv4, ipv4(srcV4, protoUDP, nil, l4)), toDst(dst))
+	}
+	v6 := func(dst netip.Addr, l4 []byte) []byte {
+		return with(ethernet(etherIPv6, ipv6(srcV6, protoUDP, l4)), toDst(dst))
+	}
+	junk := []byte{1, 2}
+	unknown := established(t, 0, 0x0badf00d, 64)
+
+	// Another host's FIPS traffic routed through this one: untouched,
+	// however it looks and however much of it there is.
+	for _, f := range [][]byte{
+		v4(other4, udp(portA, junk)), v6(other6, udp(portA, junk)),
+		v4(other4, udp(portA, unknown)), v6(other6, udp(portB, unknown)),
+	} {
+		run(t, obj, f, ReasonNotLocal)
+	}
+	for range 5 {
+		run(t, obj, v4(other4, udp(portA, msg1(t))), ReasonNotLocal)
+		run(t, obj, v6(other6, udp(portA, msg2(t))), ReasonNotLocal)
+	}
+	run(t, obj, v4(other4, udp(53, junk)), ReasonOtherPort)
+	if occ, err := obj.Occupancy(); err != nil || occ.Sources != 0 || !occ.LocalOnly || occ.LocalAddrs != 2 {
+		t.Errorf("Occupancy = %+v, %v: want no ratelimit bucket, local_only, 2 local addresses", occ, err)
+	}
+
+	// The node's own traffic is still judged.
+	run(t, obj, v4(own4, udp(portA, junk)), ReasonFMPShort)
+	run(t, obj, v6(own6, udp(portA, unknown)), ReasonUnknownIndex)
+	run(t, obj, v4(own4, udp(portA, msg1(t))), ReasonHandshake)
+	run(t, obj, v4(own4, udp(portA, msg1(t))), ReasonRateLimited)
+
+	// Without the check every FIPS-port frame is judged again.
+	if err := obj.SetLocalAddrs(nil); err != nil {
+		t.Fatal(err)
+	}
+	run(t, obj, v4(other4, udp(portA, junk)), ReasonFMPShort)
+	if occ, _ := obj.Occupancy(); occ.LocalOnly || occ.LocalAddrs != 0 {
+		t.Errorf("after SetLocalAddrs(nil): %+v", occ)
+	}
+
+	// Bounded: the addresses beyond the map are refused and counted.
+	many := make([]netip.Addr, MaxLocalAddrs+3)
+	for i := range many {
+		many[i] = netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})
+	}
+	if err := obj.SetLocalAddrs(many); !errors.Is(err, ErrLocalAddrsFull) {
+		t.Errorf("SetLocalAddrs(%d) = %v, want ErrLocalAddrsFull", len(many), err)
+	}
+	occ, err := obj.Occupancy()
+	if err != nil || occ.LocalAddrs != MaxLocalAddrs || occ.LocalAddrsMax != MaxLocalAddrs || occ.LocalAddrsRefused != 3 {
+		t.Errorf("Occupancy = %+v, %v: want %d local addresses, 3 refused", occ, err, MaxLocalAddrs)
 	}
 }

@@ -2,6 +2,8 @@
 
 package bpf
 
+import "net/netip"
+
 // Objects is the loaded program and its maps; on this OS it cannot exist.
 type Objects struct{}
 
@@ -22,6 +24,9 @@ func (*Objects) ProgramID() (uint32, error) { return 0, ErrNotSupported }
 
 // SetConfig returns ErrNotSupported.
 func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupported }
+
+// SetLocalAddrs returns ErrNotSupported.
+func (*Objects) SetLocalAddrs([]netip.Addr) error { return ErrNotSupported }
 
 // AddLink returns ErrNotSupported.
 func (*Objects) AddLink(uint32, uint32) error { return ErrNotSupported }

@@ -46,12 +46,13 @@ const (
 	TCReasonNotECT                    // ingress: Not-ECT
 	TCReasonECT                       // ingress: ECT(0) or ECT(1)
 	TCReasonCE                        // ingress: CE
+	TCReasonForwarded                 // egress: FIPS port, no local socket: forwarded, not marked
 	tcReasonMax
 )
 
 var tcReasonNames = [...]string{
 	"disabled", "not_ip", "short", "not_udp", "fragment", "other_port",
-	"marked", "ecn_kept", "not_ect", "ect", "ce",
+	"marked", "ecn_kept", "not_ect", "ect", "ce", "forwarded",
 }
 
 // TCReasons lists every reason.
@@ -73,7 +74,7 @@ func (r TCReason) String() string {
 // In reports whether the program of direction d can count r.
 func (r TCReason) In(d TCDir) bool {
 	switch r {
-	case TCReasonMarked, TCReasonECNKept:
+	case TCReasonMarked, TCReasonECNKept, TCReasonForwarded:
 		return d == TCEgress
 	case TCReasonNotECT, TCReasonECT, TCReasonCE:
 		return d == TCIngress

@@ -47,7 +47,8 @@ const (
 	tcFipsTcReasonTC_REASON_NOT_ECT    tcFipsTcReason = 8
 	tcFipsTcReasonTC_REASON_ECT        tcFipsTcReason = 9
 	tcFipsTcReasonTC_REASON_CE         tcFipsTcReason = 10
-	tcFipsTcReasonTC_REASON_MAX        tcFipsTcReason = 11
+	tcFipsTcReasonTC_REASON_FORWARDED  tcFipsTcReason = 11
+	tcFipsTcReasonTC_REASON_MAX        tcFipsTcReason = 12
 )
 
 // Names of all BPF objects in the ELF.

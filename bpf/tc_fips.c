@@ -3,11 +3,14 @@
 /*
  * tc_fips.c: ECN for FIPS FMP over UDP at the underlay interfaces.
  *
- * tc_fips_egress marks every outgoing FIPS datagram (UDP from one of the
- * configured ports, IPv4 or IPv6) ECT(0) when its outer header is Not-ECT,
+ * tc_fips_egress marks every FIPS datagram the node sends (UDP from one of
+ * the configured ports, IPv4 or IPv6, from a local socket) ECT(0) when its
+ * outer header is Not-ECT,
  * so ECN-capable routers on the underlay mark congestion instead of
  * dropping; an IPv4 header checksum is updated incrementally (RFC 1624).
- * A header already carrying ECT(0), ECT(1) or CE is left as it is.
+ * A header already carrying ECT(0), ECT(1) or CE is left as it is, and so
+ * is a packet without a socket (skb->sk NULL): one this host forwards for
+ * others, whose source port being a FIPS port says nothing.
  *
  * tc_fips_ingress counts the outer ECN codepoint of every incoming FIPS
  * datagram (UDP to a configured port). It cannot set the FMP CE flag
@@ -48,6 +51,7 @@ enum fips_tc_reason {
 	TC_REASON_NOT_ECT,    /* ingress: Not-ECT */
 	TC_REASON_ECT,        /* ingress: ECT(0) or ECT(1) */
 	TC_REASON_CE,         /* ingress: CE, congestion on the underlay path */
+	TC_REASON_FORWARDED,  /* egress: FIPS port, but no local socket: forwarded, left as it is */
 	TC_REASON_MAX,
 };
 
@@ -168,6 +172,8 @@ static __always_inline int fips_tc(struct __sk_buff *skb, enum fips_tc_dir dir)
 		if (dir == TC_DIR_EGRESS) {
 			__u16 old, new;
 
+			if (!skb->sk)
+				return count(skb, dir, TC_REASON_FORWARDED);
 			if (ecn != ECN_NOT_ECT)
 				return count(skb, dir, TC_REASON_ECN_KEPT);
 			old = (__u16)ip->ver_ihl << 8 | ip->tos;
@@ -204,6 +210,8 @@ static __always_inline int fips_tc(struct __sk_buff *skb, enum fips_tc_dir dir)
 		tc = (__u8 *)ip6;
 		ecn = (tc[1] >> 4) & ECN_MASK;
 		if (dir == TC_DIR_EGRESS) {
+			if (!skb->sk)
+				return count(skb, dir, TC_REASON_FORWARDED);
 			if (ecn != ECN_NOT_ECT)
 				return count(skb, dir, TC_REASON_ECN_KEPT);
 			tc[1] |= ECN_ECT0 << 4;

@@ -193,7 +193,10 @@ func TestTCVerdicts(t *testing.T) {
 	}
 	for _, d := range TCDirs() {
 		for _, r := range TCReasons() {
-			if r.In(d) && r != TCReasonDisabled && !seen[[2]uint32{uint32(d), uint32(r)}] {
+			// BPF_PROG_TEST_RUN gives every skb a socket, so a forwarded
+			// packet (no socket) is mounted in testing/netns:
+			// TestTCForwardedNotMarked.
+			if r.In(d) && r != TCReasonDisabled && r != TCReasonForwarded && !seen[[2]uint32{uint32(d), uint32(r)}] {
 				t.Errorf("no case for %s/%s", d, r)
 			}
 		}

@@ -25,13 +25,15 @@ type xdpFipsBucket struct {
 }
 
 type xdpFipsConfig struct {
-	_       structs.HostLayout
-	Enabled uint32
-	Ports   [4]uint16
-	Rate    uint32
-	Burst   uint32
-	_       [4]byte
-	ClockNs uint64
+	_         structs.HostLayout
+	Enabled   uint32
+	Ports     [4]uint16
+	Rate      uint32
+	Burst     uint32
+	_         [4]byte
+	ClockNs   uint64
+	LocalOnly uint32
+	Pad       uint32
 }
 
 type xdpFipsCounter struct {
@@ -69,7 +71,8 @@ const (
 	xdpFipsReasonREASON_RATE_LIMITED    xdpFipsReason = 17
 	xdpFipsReasonREASON_RATELIMIT_ERROR xdpFipsReason = 18
 	xdpFipsReasonREASON_MULTI_BUFFER    xdpFipsReason = 19
-	xdpFipsReasonREASON_MAX             xdpFipsReason = 20
+	xdpFipsReasonREASON_NOT_LOCAL       xdpFipsReason = 20
+	xdpFipsReasonREASON_MAX             xdpFipsReason = 21
 )
 
 type xdpFipsVerdict uint32
@@ -93,6 +96,7 @@ type xdpFipsXskKey struct {
 const (
 	xdpMapConfig            = "config"
 	xdpMapLinks             = "links"
+	xdpMapLocalAddrs        = "local_addrs"
 	xdpMapRatelimit         = "ratelimit"
 	xdpMapStats             = "stats"
 	xdpMapXskSlots          = "xsk_slots"
@@ -151,12 +155,13 @@ type xdpProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpMapSpecs struct {
-	Config    *ebpf.MapSpec `ebpf:"config"`
-	Links     *ebpf.MapSpec `ebpf:"links"`
-	Ratelimit *ebpf.MapSpec `ebpf:"ratelimit"`
-	Stats     *ebpf.MapSpec `ebpf:"stats"`
-	XskSlots  *ebpf.MapSpec `ebpf:"xsk_slots"`
-	Xsks      *ebpf.MapSpec `ebpf:"xsks"`
+	Config     *ebpf.MapSpec `ebpf:"config"`
+	Links      *ebpf.MapSpec `ebpf:"links"`
+	LocalAddrs *ebpf.MapSpec `ebpf:"local_addrs"`
+	Ratelimit  *ebpf.MapSpec `ebpf:"ratelimit"`
+	Stats      *ebpf.MapSpec `ebpf:"stats"`
+	XskSlots   *ebpf.MapSpec `ebpf:"xsk_slots"`
+	Xsks       *ebpf.MapSpec `ebpf:"xsks"`
 }
 
 // xdpVariableSpecs contains global variables before they are loaded into the kernel.
@@ -187,18 +192,20 @@ func (o *xdpObjects) Close() error {
 //
 // It can be passed to loadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpMaps struct {
-	Config    *ebpf.Map `ebpf:"config"`
-	Links     *ebpf.Map `ebpf:"links"`
-	Ratelimit *ebpf.Map `ebpf:"ratelimit"`
-	Stats     *ebpf.Map `ebpf:"stats"`
-	XskSlots  *ebpf.Map `ebpf:"xsk_slots"`
-	Xsks      *ebpf.Map `ebpf:"xsks"`
+	Config     *ebpf.Map `ebpf:"config"`
+	Links      *ebpf.Map `ebpf:"links"`
+	LocalAddrs *ebpf.Map `ebpf:"local_addrs"`
+	Ratelimit  *ebpf.Map `ebpf:"ratelimit"`
+	Stats      *ebpf.Map `ebpf:"stats"`
+	XskSlots   *ebpf.Map `ebpf:"xsk_slots"`
+	Xsks       *ebpf.Map `ebpf:"xsks"`
 }
 
 func (m *xdpMaps) Close() error {
 	return _XdpClose(
 		m.Config,
 		m.Links,
+		m.LocalAddrs,
 		m.Ratelimit,
 		m.Stats,
 		m.XskSlots,

@@ -48,6 +48,7 @@ enum fips_reason {
 	REASON_RATE_LIMITED,    /* drop: msg1/msg2 over the source's token bucket */
 	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
 	REASON_MULTI_BUFFER,    /* pass: FIPS port, a frame in several buffers (loaded with xdp.frags: a jumbo frame) */
+	REASON_NOT_LOCAL,       /* pass: FIPS port, destination not a local address (config.local_only): traffic this host routes */
 	REASON_MAX,
 };
 
@@ -64,6 +65,8 @@ struct fips_config {
 	__u32 rate;                   /* handshake packets per second per source */
 	__u32 burst;                  /* bucket depth in packets; 0 = no handshake limit */
 	__u64 clock_ns;               /* tests only: non-zero replaces bpf_ktime_get_ns */
+	__u32 local_only;             /* 1: act only on frames to an address in local_addrs */
+	__u32 pad;
 };
 
 /* Value of `links`: one receiver index of this node's links. */
@@ -135,6 +138,18 @@ struct {
 	__type(value, struct fips_bucket);
 } ratelimit SEC(".maps");
 
+/* The node's own addresses (IPv4 as ::ffff:a.b.c.d), written by the
+ * control plane: the bound address, or for a wildcard bind every address
+ * of the host, kept current from netlink. With config.local_only set, a
+ * frame to a FIPS port whose destination is not here belongs to another
+ * host (this one routes it) and passes untouched as REASON_NOT_LOCAL. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct fips_addr);
+	__type(value, __u8);
+} local_addrs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, VERDICT_MAX * REASON_MAX);
@@ -192,6 +207,33 @@ static __always_inline int ipv6_ext(__u8 nexthdr)
 		return 1;
 	}
 	return 0;
+}
+
+/* Whether the frame's destination is one of the node's addresses; always
+ * true without config.local_only. eth is an IPv4 or IPv6 frame whose
+ * header the caller has already bounds-checked. */
+static __always_inline int dst_local(const struct fips_config *cfg, const struct ethhdr *eth, void *end)
+{
+	struct fips_addr dst = {};
+
+	if (!cfg->local_only)
+		return 1;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		const struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > end)
+			return 0;
+		dst.addr[10] = 0xff;
+		dst.addr[11] = 0xff;
+		__builtin_memcpy(&dst.addr[12], &ip->daddr, 4);
+	} else {
+		const struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > end)
+			return 0;
+		__builtin_memcpy(dst.addr, ip6->daddr, 16);
+	}
+	return bpf_map_lookup_elem(&local_addrs, &dst) != NULL;
 }
 
 /* Token bucket per source: burst packets at once, rate per second after. */
@@ -301,6 +343,10 @@ int xdp_fips(struct xdp_md *ctx)
 		return pass(ctx, REASON_SHORT);
 	if (!fips_port(cfg, bpf_ntohs(udp->dest)))
 		return pass(ctx, REASON_OTHER_PORT);
+	/* On a router a FIPS port alone does not make a frame this node's:
+	 * other hosts' FIPS traffic crosses it too, and must not be judged. */
+	if (!dst_local(cfg, eth, end))
+		return pass(ctx, REASON_NOT_LOCAL);
 	/* Loaded with BPF_F_XDP_HAS_FRAGS, the program also sees frames in
 	 * several buffers (a jumbo frame on a device whose MTU exceeds a
 	 * page). Only the first buffer is in [data, end), so the kernel's UDP

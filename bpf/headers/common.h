@@ -57,8 +57,10 @@ struct xdp_md {
 	__u32 egress_ifindex;
 };
 
-/* The leading fields of struct __sk_buff, up to data_end (the context of
- * tc programs; the verifier checks accesses by offset). */
+struct bpf_sock;
+
+/* The leading fields of struct __sk_buff, up to sk (the context of tc
+ * programs; the verifier checks accesses by offset: sk is at 168). */
 struct __sk_buff {
 	__u32 len;
 	__u32 pkt_type;
@@ -77,7 +79,22 @@ struct __sk_buff {
 	__u32 tc_classid;
 	__u32 data;
 	__u32 data_end;
+	__u32 napi_id;
+	__u32 family;
+	__u32 remote_ip4;
+	__u32 local_ip4;
+	__u32 remote_ip6[4];
+	__u32 local_ip6[4];
+	__u32 remote_port;
+	__u32 local_port;
+	__u32 data_meta;
+	__u64 flow_keys; /* a pointer in the kernel's layout; not read here */
+	__u64 tstamp;
+	__u32 wire_len;
+	__u32 gso_segs;
+	struct bpf_sock *sk __attribute__((aligned(8))); /* NULL: no socket (forwarded) */
 };
+_Static_assert(__builtin_offsetof(struct __sk_buff, sk) == 168, "struct __sk_buff: sk at 168 as in the kernel's uapi");
 
 /* tc verdicts: TC_ACT_UNSPEC is also tcx's TCX_NEXT (run the next program,
  * then the stack). */

@@ -118,8 +118,8 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		tw.Flush()
 	}
 	if m := s.Maps; m != nil {
-		fmt.Fprintf(&b, "\nmaps: links %d/%d (refused %d), ratelimit %d/%d, link map write errors %d\n",
-			m.Links, m.LinksMax, m.LinksRefused, m.Ratelimit, m.RatelimitMax, m.MapErrors)
+		fmt.Fprintf(&b, "\nmaps: links %d/%d (refused %d), ratelimit %d/%d, local addresses %d/%d (refused %d), map write errors %d\n",
+			m.Links, m.LinksMax, m.LinksRefused, m.Ratelimit, m.RatelimitMax, m.LocalAddrs, m.LocalAddrsMax, m.LocalAddrsRefused, m.MapErrors)
 		if m.LastError != "" {
 			fmt.Fprintf(&b, "last map error: %s\n", m.LastError)
 		}

@@ -24,9 +24,12 @@ func TestXDPMetrics(t *testing.T) {
 		Interfaces: []node.XDPInterface{{Name: "veth0", Ifindex: 3, AttachMode: "native", ProgramID: 77}}}
 	src := &bpfSource{v: node.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
 		Counters: []node.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
-			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000}},
-		Maps:       &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384, MapErrors: 1},
-		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900}}}}
+			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000},
+			{Verdict: "pass", Reason: "not_local", Packets: 77, Bytes: 7_700}},
+		Maps: &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384,
+			LocalAddrs: 5, LocalAddrsMax: 1024, LocalAddrsRefused: 2, MapErrors: 1},
+		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900},
+			{Direction: "egress", Reason: "forwarded", Packets: 66, Bytes: 6_600}}}}
 	src.v.TC = node.TCView{Attached: true, Interfaces: []node.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
 	s.Dataplane.OuterCE = 9
 	src.v.XSKs = []node.XSKView{{Interface: "veth0", Queue: 0, Statistics: afxdp.Statistics{Received: 4096, RxRingFull: 2, Transmitted: 4000}, ToLoop: 12}}
@@ -51,6 +54,11 @@ func TestXDPMetrics(t *testing.T) {
 		{"fips_xdp_map_entries", map[string]string{"map": "ratelimit"}, 3},
 		{"fips_xdp_map_max_entries", map[string]string{"map": "links"}, 65536},
 		{"fips_xdp_links_refused_total", nil, 1},
+		{"fips_xdp_packets_total", map[string]string{"verdict": "pass", "reason": "not_local"}, 77},
+		{"fips_xdp_map_entries", map[string]string{"map": "local_addrs"}, 5},
+		{"fips_xdp_map_max_entries", map[string]string{"map": "local_addrs"}, 1024},
+		{"fips_xdp_local_addrs_refused_total", nil, 2},
+		{"fips_tc_packets_total", map[string]string{"direction": "egress", "reason": "forwarded"}, 66},
 		{"fips_xdp_map_errors_total", nil, 1},
 		{"fips_tc_interface_info", map[string]string{"interface": "veth0", "attach_mode": "tcx"}, 1},
 		{"fips_tc_packets_total", map[string]string{"direction": "egress", "reason": "marked"}, 500},

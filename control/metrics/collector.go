@@ -210,10 +210,11 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_xdp_interface_info", "gauge", "", "Always 1 for an interface the XDP program is attached to; labels give the attach mode (native or generic) and program id.", "show_bpf interfaces", []string{"interface", "attach_mode", "program_id"}},
 		{"fips_xdp_packets_total", "counter", "packets", "Frames the XDP program judged, by verdict (pass, drop, redirect) and reason, summed over CPUs.", "show_bpf counters[].packets", []string{"verdict", "reason"}},
 		{"fips_xdp_bytes_total", "counter", "bytes", "Bytes of the frames the XDP program judged (Ethernet header included), by verdict and reason, summed over CPUs.", "show_bpf counters[].bytes", []string{"verdict", "reason"}},
-		{"fips_xdp_map_entries", "gauge", "entries", "Entries in the XDP program's bounded maps: links (receiver indices of this node's sessions) and ratelimit (per-source handshake buckets).", "show_bpf maps.links, maps.ratelimit_entries", []string{"map"}},
-		{"fips_xdp_map_max_entries", "gauge", "entries", "Capacity of the XDP program's bounded maps.", "show_bpf maps.links_max, maps.ratelimit_max", []string{"map"}},
+		{"fips_xdp_map_entries", "gauge", "entries", "Entries in the XDP program's bounded maps: links (receiver indices of this node's sessions), ratelimit (per-source handshake buckets) and local_addrs (the node's own addresses the program acts on).", "show_bpf maps.links, maps.ratelimit_entries, maps.local_addrs", []string{"map"}},
+		{"fips_xdp_map_max_entries", "gauge", "entries", "Capacity of the XDP program's bounded maps.", "show_bpf maps.links_max, maps.ratelimit_max, maps.local_addrs_max", []string{"map"}},
 		{"fips_xdp_links_refused_total", "counter", "indices", "Receiver indices the links map refused because it was full (their frames are dropped in XDP).", "show_bpf maps.links_refused", nil},
-		{"fips_xdp_map_errors_total", "counter", "writes", "Link-map writes that failed.", "show_bpf maps.map_errors", nil},
+		{"fips_xdp_local_addrs_refused_total", "counter", "addresses", "Node addresses the full local_addrs map could not take (frames to them pass XDP as not_local, to the UDP socket).", "show_bpf maps.local_addrs_refused", nil},
+		{"fips_xdp_map_errors_total", "counter", "writes", "Link-map and local-address writes that failed.", "show_bpf maps.map_errors", nil},
 		{"fips_tc_interface_info", "gauge", "", "Always 1 for an interface the tc ECN programs are attached to; attach_mode is tcx or clsact.", "show_bpf tc.interfaces", []string{"interface", "attach_mode"}},
 		{"fips_tc_packets_total", "counter", "packets", "Packets the tc programs saw, by direction (egress: marked ECT(0) or ECN kept; ingress: outer not_ect, ect or ce) and reason, summed over CPUs.", "show_bpf tc_counters[].packets", []string{"direction", "reason"}},
 		{"fips_tc_bytes_total", "counter", "bytes", "Bytes of the packets the tc programs saw, by direction and reason, summed over CPUs.", "show_bpf tc_counters[].bytes", []string{"direction", "reason"}},
@@ -454,8 +455,11 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 	gauge("fips_xdp_map_entries", float64(m.Links), "links")
 	gauge("fips_xdp_map_entries", float64(m.Ratelimit), "ratelimit")
 	gauge("fips_xdp_map_max_entries", float64(m.LinksMax), "links")
+	gauge("fips_xdp_map_entries", float64(m.LocalAddrs), "local_addrs")
 	gauge("fips_xdp_map_max_entries", float64(m.RatelimitMax), "ratelimit")
+	gauge("fips_xdp_map_max_entries", float64(m.LocalAddrsMax), "local_addrs")
 	counter("fips_xdp_links_refused_total", float64(m.LinksRefused))
+	counter("fips_xdp_local_addrs_refused_total", float64(m.LocalAddrsRefused))
 	counter("fips_xdp_map_errors_total", float64(m.MapErrors))
 }
 

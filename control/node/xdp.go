@@ -124,6 +124,11 @@ type xdpPlane struct {
 	mu        sync.Mutex // guards errors (read by show_bpf)
 	mapErrors uint64
 	lastErr   string
+
+	// stopAddrs ends the netlink address watch of a wildcard bind (nil:
+	// none runs); addrsDone is closed when it has returned.
+	stopAddrs chan struct{}
+	addrsDone chan struct{}
 }
 
 type xdpKey struct {
@@ -252,6 +257,19 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 	case "generic":
 		mode = bpf.AttachGeneric
 	}
+	p := &xdpPlane{obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}
+	// Before attaching: the program must never judge another host's
+	// FIPS traffic that this host routes.
+	if err := p.watchLocalAddrs(bound); err != nil {
+		return fail(fmt.Errorf("cannot give %s the node's addresses: %w", bpf.ProgramName, err))
+	}
+	fail = func(err error) (*xdpPlane, []XDPInterface, error) {
+		p.stopWatch()
+		if cerr := obj.Close(); cerr != nil {
+			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
+		}
+		return nil, nil, err
+	}
 	var out []XDPInterface
 	for _, ifi := range ifaces {
 		m, err := obj.Attach(ifi.Index, mode)
@@ -260,7 +278,7 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 		}
 		out = append(out, XDPInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String(), ProgramID: id})
 	}
-	return &xdpPlane{obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}, out, nil
+	return p, out, nil
 }
 
 // startTC attaches the ECN programs to the XDP program's interfaces,
@@ -420,6 +438,7 @@ func (n *Node) stopDataplane() {
 			n.log.Warn("dataplane: detaching tc programs", "error", err)
 		}
 	}
+	p.stopWatch()
 	if err := p.obj.Close(); err != nil {
 		n.log.Warn("dataplane: detaching XDP program", "error", err)
 		return
@@ -465,7 +484,15 @@ type XDPMaps struct {
 	LinksRefused uint64 `json:"links_refused"`
 	Ratelimit    uint32 `json:"ratelimit_entries"`
 	RatelimitMax uint32 `json:"ratelimit_max"`
-	// MapErrors counts link-map writes that failed (LastError the last).
+	// LocalAddrs are the node's own addresses the program acts on (the
+	// bound address, or every host address for a wildcard bind); frames
+	// to other destinations pass as not_local. LocalAddrsRefused counts
+	// addresses the full map could not take.
+	LocalAddrs        uint32 `json:"local_addrs"`
+	LocalAddrsMax     uint32 `json:"local_addrs_max"`
+	LocalAddrsRefused uint64 `json:"local_addrs_refused"`
+	// MapErrors counts link-map and local-address writes that failed
+	// (LastError the last).
 	MapErrors uint64 `json:"map_errors"`
 	LastError string `json:"last_error,omitempty"`
 }
@@ -515,7 +542,9 @@ func (n *Node) BPF() (BPFView, error) {
 	}
 	p.mu.Lock()
 	v.Maps = &XDPMaps{Links: occ.Links, LinksMax: occ.LinksMax, LinksRefused: occ.LinksRefused,
-		Ratelimit: occ.Sources, RatelimitMax: occ.SourcesMax, MapErrors: p.mapErrors, LastError: p.lastErr}
+		Ratelimit: occ.Sources, RatelimitMax: occ.SourcesMax,
+		LocalAddrs: occ.LocalAddrs, LocalAddrsMax: occ.LocalAddrsMax, LocalAddrsRefused: occ.LocalAddrsRefused,
+		MapErrors: p.mapErrors, LastError: p.lastErr}
 	p.mu.Unlock()
 	return v, nil
 }

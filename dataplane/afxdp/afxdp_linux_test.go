@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/testing/nsthread"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
@@ -23,25 +22,8 @@ import (
 // ifindex of each and b's MAC. The calling goroutine's thread stays in it.
 func veth(t *testing.T) (int, int, net.HardwareAddr) {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		orig.Close()
-		t.Fatalf("new netns (needs root): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("restore netns: %v", err)
-			return
-		}
-		ns.Close()
-		orig.Close()
-		runtime.UnlockOSThread()
-	})
+	nsthread.Lock(t)
+	nsthread.New(t)
 	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "xska"}, PeerName: "xskb"}); err != nil {
 		t.Fatal(err)
 	}

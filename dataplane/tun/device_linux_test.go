@@ -8,12 +8,11 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/testing/nsthread"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // inNetns runs the rest of the test on a locked OS thread inside a fresh
@@ -21,27 +20,8 @@ import (
 // reference at cleanup, and whatever the test made in it with it.
 func inNetns(t *testing.T) {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("current netns: %v", err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		orig.Close()
-		runtime.UnlockOSThread()
-		t.Fatalf("new netns (needs root): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("restore netns: %v", err)
-			return // leave the thread locked: it is in the wrong namespace
-		}
-		ns.Close()
-		orig.Close()
-		runtime.UnlockOSThread()
-	})
+	nsthread.Lock(t)
+	nsthread.New(t)
 }
 
 // policyRule is the fd00::/8 rule at upstream's priority, if present.
