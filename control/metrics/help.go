@@ -211,6 +211,8 @@ func counterHelp() map[string]string {
 		"link.handshake_timeouts":           "Link handshakes that timed out.",
 		"link.handshakes_superseded":        "Link handshakes superseded by another.",
 		"link.connection_limit":             "Connections refused at node.limits.max_connections.",
+		"link.discovered_limit":             "Dials to mDNS-discovered peers refused for the discovered-peer handshake budget.",
+		"link.discovered_evicted":           "Handshakes to mDNS-discovered peers dropped to give a configured peer a slot.",
 		"link.peers_promoted":               "Handshakes promoted to active peers.",
 		"link.peers_removed":                "Active peers removed.",
 		"link.peer_restarts":                "Peer restarts detected and proved.",

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"net/netip"
 	"time"
 
@@ -87,7 +88,13 @@ func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
 		lc := logging.WithTarget(n.log, "fips::node::lifecycle")
 		lc.Info("Auto-connecting to discovered peer", "peer", n.displayName(na, d.PublicKey.Npub()), "transport_id", uint32(id),
 			"remote_addr", to.String(), "active_refresh", false, "scope", d.Scope)
-		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: to}); err != nil {
+		// A peer nobody configured is dialled from the discovered budget
+		// (any LAN host can answer with fresh npubs); a configured one
+		// found on the LAN keeps its full claim on a slot.
+		_, configured := n.staticNpubs[na]
+		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: to, Discovered: !configured}); errors.Is(err, peer.ErrDiscoveredLimit) {
+			lc.Debug("Discovered peer not dialled", "error", err) // counted: link_layer.discovered_limit
+		} else if err != nil {
 			lc.Warn("Failed to auto-connect to discovered peer", "error", err)
 		}
 		return

@@ -38,15 +38,20 @@ type Config struct {
 	PeerMsg1Burst float64
 	PeerMsg1Rate  float64
 
-	MaxConnections     int // node.limits.max_connections: handshakes in flight
-	MaxPeers           int // node.limits.max_peers (0 = unlimited)
-	MaxPendingInbound  int // node.limits.max_pending_inbound
-	RetryBase          time.Duration
-	RetryMax           time.Duration
-	RetryMaxRetries    int // limits non-auto-reconnect entries only
-	RekeyEnabled       bool
-	RekeyAfter         time.Duration // node.rekey.after_secs
-	RekeyAfterMessages uint64        // node.rekey.after_messages
+	MaxConnections int // node.limits.max_connections: handshakes in flight
+	// MaxDiscovered and MaxDiscoveredPerHost bound the handshakes in
+	// flight to mDNS-discovered (unconfigured) peers, in all and to one
+	// host address (fips-go's; upstream has no such bound).
+	MaxDiscovered        int
+	MaxDiscoveredPerHost int
+	MaxPeers             int // node.limits.max_peers (0 = unlimited)
+	MaxPendingInbound    int // node.limits.max_pending_inbound
+	RetryBase            time.Duration
+	RetryMax             time.Duration
+	RetryMaxRetries      int // limits non-auto-reconnect entries only
+	RekeyEnabled         bool
+	RekeyAfter           time.Duration // node.rekey.after_secs
+	RekeyAfterMessages   uint64        // node.rekey.after_messages
 	// RekeyJitter is the half-width of the uniform jitter added to RekeyAfter,
 	// redrawn per session.
 	RekeyJitter time.Duration
@@ -81,6 +86,8 @@ func DefaultConfig() Config {
 		PeerMsg1Burst:           12,
 		PeerMsg1Rate:            1,
 		MaxConnections:          256,
+		MaxDiscovered:           16,
+		MaxDiscoveredPerHost:    2,
 		MaxPeers:                128,
 		MaxPendingInbound:       1000,
 		RetryBase:               5 * time.Second,

@@ -37,6 +37,7 @@ type leg struct {
 	// own address drains msg2Other and leaves the genuine responder's
 	// budget alone.
 	msg2Own, msg2Other tokenBucket
+	discovered         bool // Candidate.Discovered
 }
 
 // Per-leg msg2 budgets (each of msg2Own, msg2Other): a genuine responder
@@ -69,9 +70,15 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 			return nil
 		}
 	}
+	if c.Discovered && !m.discoveredRoom(c.Addr) {
+		m.stats.DiscoveredLimit++
+		return ErrDiscoveredLimit
+	}
 	if m.cfg.MaxConnections > 0 && len(m.legs) >= m.cfg.MaxConnections {
-		m.stats.ConnectionLimit++
-		return ErrConnectionLimit
+		if c.Discovered || !m.evictDiscovered() {
+			m.stats.ConnectionLimit++
+			return ErrConnectionLimit
+		}
 	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.rejectedByACL(pk, c.Transport, c.Addr, "outbound_connect", d)
@@ -81,10 +88,50 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 	if err != nil {
 		return err
 	}
+	l.discovered = c.Discovered
 	m.log.Debug("Connection initiated", "peer", m.name(na), "transport_id", c.Transport, "remote_addr", c.Addr,
 		"link_id", l.linkID, "our_index", l.ourIndex)
 	m.send(c.Transport, c.Addr, l.pkt[:])
 	return nil
+}
+
+// ErrDiscoveredLimit: the budget for handshakes to mDNS-discovered peers
+// (in all, or to this host) is in flight.
+var ErrDiscoveredLimit = errors.New("too many handshakes to discovered peers in flight")
+
+// discoveredRoom reports whether one more discovered handshake, to addr's
+// host, fits MaxDiscovered and MaxDiscoveredPerHost.
+func (m *Manager) discoveredRoom(addr transport.Addr) bool {
+	all, host := 0, 0
+	for _, l := range m.legs {
+		if !l.discovered {
+			continue
+		}
+		all++
+		if l.addr.IP.Addr() == addr.IP.Addr() {
+			host++
+		}
+	}
+	return (m.cfg.MaxDiscovered <= 0 || all < m.cfg.MaxDiscovered) &&
+		(m.cfg.MaxDiscoveredPerHost <= 0 || host < m.cfg.MaxDiscoveredPerHost)
+}
+
+// evictDiscovered drops the oldest handshake to a discovered peer, to
+// make room for a configured one; false when there is none.
+func (m *Manager) evictDiscovered() bool {
+	var old *leg
+	for _, l := range m.legs {
+		if l.discovered && (old == nil || l.started.Before(old.started) ||
+			(l.started.Equal(old.started) && l.linkID < old.linkID)) {
+			old = l
+		}
+	}
+	if old == nil {
+		return false
+	}
+	m.dropLeg(old)
+	m.stats.DiscoveredEvicted++
+	return true
 }
 
 func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer) (*leg, error) {

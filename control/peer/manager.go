@@ -156,6 +156,11 @@ type StaticResolver interface {
 type Candidate struct {
 	Transport transport.ID
 	Addr      transport.Addr
+	// Discovered marks a dial to a peer nobody configured, found by LAN
+	// (mDNS) rendezvous: any LAN host can name such peers, so their
+	// handshakes draw from a small budget of their own and give their
+	// slot up to a configured peer's dial.
+	Discovered bool
 }
 
 // Manager runs every link of one node. Not safe for concurrent use.

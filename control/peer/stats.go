@@ -44,11 +44,17 @@ type Stats struct {
 	HandshakeTimeouts    uint64 `json:"handshake_timeouts"`
 	HandshakesSuperseded uint64 `json:"handshakes_superseded"`
 	ConnectionLimit      uint64 `json:"connection_limit"`
-	PeersPromoted        uint64 `json:"peers_promoted"`
-	PeersRemoved         uint64 `json:"peers_removed"`
-	PeerRestarts         uint64 `json:"peer_restarts"`
-	CrossConnections     uint64 `json:"cross_connections"`
-	LinksDead            uint64 `json:"links_dead"`
+	// DiscoveredLimit: dials to mDNS-discovered peers refused for the
+	// discovered budget (all of it, or one host's share, in flight).
+	// DiscoveredEvicted: handshakes to mDNS-discovered peers dropped so a
+	// configured peer's dial got a slot at max_connections.
+	DiscoveredLimit   uint64 `json:"discovered_limit"`
+	DiscoveredEvicted uint64 `json:"discovered_evicted"`
+	PeersPromoted     uint64 `json:"peers_promoted"`
+	PeersRemoved      uint64 `json:"peers_removed"`
+	PeerRestarts      uint64 `json:"peer_restarts"`
+	CrossConnections  uint64 `json:"cross_connections"`
+	LinksDead         uint64 `json:"links_dead"`
 	// Answered handshakes awaiting their first authenticated frame:
 	// proved, evicted (table full, oldest first), expired (handshake
 	// timeout), and a peer's unproven rekeys evicted beyond four.

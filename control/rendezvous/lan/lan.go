@@ -35,6 +35,10 @@ const (
 	DefaultInterval = 5 * time.Second
 	queryWait       = time.Second
 	maxEntries      = 64 // answers taken from one query
+	// maxPerHost is how many peers one answering host (by advertised
+	// address) may hand over per query: a host with 64 fresh npubs must
+	// not crowd the other hosts' answers out of the node's queue.
+	maxPerHost = 4
 )
 
 // ErrConfig is an unusable LAN rendezvous setting.
@@ -63,7 +67,8 @@ type Stats struct {
 	Answers    uint64 `json:"answers"`
 	Discovered uint64 `json:"discovered"`
 	Ignored    uint64 `json:"ignored"`
-	Dropped    uint64 `json:"dropped"` // events the node had no room for
+	Dropped    uint64 `json:"dropped"`     // events the node had no room for
+	HostCapped uint64 `json:"host_capped"` // peers past maxPerHost from one host in one query
 }
 
 // LAN is a running registration and browser.
@@ -77,6 +82,7 @@ type LAN struct {
 	cancel                                         context.CancelFunc
 	wg                                             sync.WaitGroup
 	queries, answers, discovered, ignored, dropped atomic.Uint64
+	hostCapped                                     atomic.Uint64
 }
 
 // SplitServiceType turns "_fips._udp.local." into ("_fips._udp", "local.").
@@ -187,7 +193,7 @@ func (l *LAN) Events() <-chan Discovered { return l.events }
 // Stats reads the counters.
 func (l *LAN) Stats() Stats {
 	return Stats{Queries: l.queries.Load(), Answers: l.answers.Load(), Discovered: l.discovered.Load(),
-		Ignored: l.ignored.Load(), Dropped: l.dropped.Load()}
+		Ignored: l.ignored.Load(), Dropped: l.dropped.Load(), HostCapped: l.hostCapped.Load()}
 }
 
 // Close stops browsing and the responder.
@@ -223,9 +229,13 @@ func (l *LAN) query(ctx context.Context, lg *log.Logger) {
 		if err != nil && ctx.Err() == nil {
 			l.log.Debug("mDNS query failed", "ipv6", v6, "error", err)
 		}
+		perHost := map[netip.Addr]int{}
 		for e := range entries {
 			l.answers.Add(1)
 			for _, d := range l.accept(e) {
+				if !l.hostRoom(perHost, d) {
+					continue
+				}
 				select {
 				case l.events <- d:
 					l.discovered.Add(1)
@@ -235,6 +245,18 @@ func (l *LAN) query(ctx context.Context, lg *log.Logger) {
 			}
 		}
 	}
+}
+
+// hostRoom takes d unless its host already handed over maxPerHost peers
+// in this query (perHost), which it counts as host_capped.
+func (l *LAN) hostRoom(perHost map[netip.Addr]int, d Discovered) bool {
+	h := d.Addr.Addr()
+	if perHost[h] >= maxPerHost {
+		l.hostCapped.Add(1)
+		return false
+	}
+	perHost[h]++
+	return true
 }
 
 // accept applies upstream's browse filters to one resolved service: it

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/fips-go/fips/control/identity"
@@ -62,5 +63,32 @@ func TestAcceptFilters(t *testing.T) {
 	got = Accept(txt, 2121, nil, &net.IPAddr{IP: net.ParseIP("fe80::1"), Zone: "eth0"}, own.Npub(), "", ign)
 	if len(got) != 1 || got[0].Addr.Addr().Zone() != "eth0" {
 		t.Errorf("zoned link-local: %+v", got)
+	}
+}
+
+// TestHostCapPerQuery: one host answering a query with 64 fresh npubs
+// hands over maxPerHost of them (the rest counted as host_capped), and a
+// second host's answer in the same query is still taken.
+func TestHostCapPerQuery(t *testing.T) {
+	own, _ := identity.Generate(rand.Reader)
+	l := &LAN{cfg: Config{Identity: own}}
+	perHost := map[netip.Addr]int{}
+	taken := 0
+	for i := range 64 {
+		id, _ := identity.Generate(rand.Reader)
+		txt := []string{"npub=" + id.Npub(), "v=1"}
+		for _, d := range Accept(txt, 2121+i, net.IPv4(192, 168, 1, 66), nil, own.Npub(), "", func() {}) {
+			if l.hostRoom(perHost, d) {
+				taken++
+			}
+		}
+	}
+	honest, _ := identity.Generate(rand.Reader)
+	ds := Accept([]string{"npub=" + honest.Npub()}, 2121, net.IPv4(192, 168, 1, 20), nil, own.Npub(), "", func() {})
+	if len(ds) != 1 || !l.hostRoom(perHost, ds[0]) {
+		t.Fatal("the other host's answer was not taken")
+	}
+	if st := l.Stats(); taken != maxPerHost || st.HostCapped != 64-maxPerHost {
+		t.Fatalf("took %d from the flooding host (host_capped %d), want %d (%d)", taken, st.HostCapped, maxPerHost, 64-maxPerHost)
 	}
 }
