@@ -113,7 +113,7 @@ func runGateway(ctx context.Context, o options, log *slog.Logger, sigs <-chan os
 	}
 
 	// Components.
-	pool, err := gateway.NewPool(gateway.PoolOptions{CIDR: gw.Pool, TTLSecs: uint64(gw.DNS.TTL),
+	pool, err := gateway.NewPool(gateway.PoolOptions{CIDR: gw.Pool, TTLSecs: uint64(gw.DNS.TTL), MaxPerClient: int(gw.DNS.MaxMappingsPerClient),
 		GraceSecs: gw.PoolGracePeriod, Log: log})
 	if err != nil {
 		return fail(log, "Failed to create virtual IP pool", "error", err)
@@ -144,10 +144,19 @@ func runGateway(ctx context.Context, o options, log *slog.Logger, sigs <-chan os
 	// so a client that connects at once does not reach the pool's local
 	// route before the DNAT (ours: upstream answers first).
 	res := &gateway.Resolver{TTL: gw.DNS.TTL, Log: logging.WithTarget(log, "fips::gateway::dns")}
-	res.Alloc = func(node gateway.NodeAddr, mesh netip.Addr, name string) (netip.Addr, bool, error) {
+	res.Alloc = func(client netip.Addr, node gateway.NodeAddr, mesh netip.Addr, name string) (netip.Addr, bool, error) {
 		poolMu.Lock()
-		defer poolMu.Unlock()
-		return pool.Allocate(node, mesh, name)
+		vip, isNew, removed, err := pool.AllocateFor(client, node, mesh, name)
+		poolMu.Unlock()
+		// Mappings evicted for room lose their rules before the new one's
+		// go in (the event queue is ordered).
+		for _, ev := range removed {
+			select {
+			case events <- applyEvent{ev: ev}:
+			case <-ctx.Done():
+			}
+		}
+		return vip, isNew, err
 	}
 	res.Created = func(ctx context.Context, ev gateway.Event) {
 		done := make(chan struct{})

@@ -269,7 +269,7 @@ func TestGatewayDefaults(t *testing.T) {
 	g := c.Gateway
 	want := GatewayConfig{
 		Pool: "fd01::/112", LANInterface: "eth0",
-		DNS:             GatewayDNSConfig{Listen: "[::1]:5353", Upstream: "[::1]:5354", TTL: 60},
+		DNS:             GatewayDNSConfig{Listen: "[::1]:5353", Upstream: "[::1]:5354", TTL: 60, MaxMappingsPerClient: 256},
 		PoolGracePeriod: 60,
 		Conntrack:       ConntrackConfig{TCPEstablished: 432000, UDPTimeout: 30, UDPAssured: 180, ICMPTimeout: 30},
 	}

@@ -14,10 +14,12 @@ const (
 	DefaultGatewayDNSUpstream = "[::1]:5354"
 	DefaultGatewayDNSTTL      = 60
 	DefaultPoolGracePeriod    = 60
-	DefaultCTTCPEstablished   = 432000
-	DefaultCTUDPTimeout       = 30
-	DefaultCTUDPAssured       = 180
-	DefaultCTICMPTimeout      = 30
+	// DefaultMaxMappingsPerClient is gateway.dns.max_mappings_per_client's.
+	DefaultMaxMappingsPerClient = 256
+	DefaultCTTCPEstablished     = 432000
+	DefaultCTUDPTimeout         = 30
+	DefaultCTUDPAssured         = 180
+	DefaultCTICMPTimeout        = 30
 )
 
 // GatewayConfig is gateway.* (read by fips-gateway). Unknown keys are
@@ -35,7 +37,8 @@ type GatewayConfig struct {
 
 func (g *GatewayConfig) applyDefaults() {
 	*g = GatewayConfig{
-		DNS:             GatewayDNSConfig{Listen: DefaultGatewayDNSListen, Upstream: DefaultGatewayDNSUpstream, TTL: DefaultGatewayDNSTTL},
+		DNS: GatewayDNSConfig{Listen: DefaultGatewayDNSListen, Upstream: DefaultGatewayDNSUpstream, TTL: DefaultGatewayDNSTTL,
+			MaxMappingsPerClient: DefaultMaxMappingsPerClient},
 		PoolGracePeriod: DefaultPoolGracePeriod,
 		Conntrack: ConntrackConfig{
 			TCPEstablished: DefaultCTTCPEstablished,
@@ -51,6 +54,9 @@ type GatewayDNSConfig struct {
 	Listen   string `yaml:"listen" fips:"optional"`
 	Upstream string `yaml:"upstream" fips:"optional"` // must match the daemon's dns bind
 	TTL      uint32 `yaml:"ttl" fips:"optional"`
+	// MaxMappingsPerClient bounds the pool addresses one LAN client's
+	// queries may hold (fips-go's; upstream has no bound).
+	MaxMappingsPerClient uint32 `yaml:"max_mappings_per_client" fips:"optional"`
 }
 
 // ConntrackConfig is gateway.conntrack.* (seconds).

@@ -30,22 +30,26 @@ type Snapshot struct {
 }
 
 // ShowGateway is show_gateway's data, upstream's keys (alphabetical, as
-// upstream's JSON object serialises them) plus pool_refused, ours.
+// upstream's JSON object serialises them) plus pool_refused,
+// pool_evicted and pool_client_refused, ours.
 type ShowGateway struct {
-	DNSListen       string `json:"dns_listen"`
-	DNSTTL          uint32 `json:"dns_ttl"`
-	DNSUpstream     string `json:"dns_upstream"`
-	LANInterface    string `json:"lan_interface"`
-	NATMappings     int    `json:"nat_mappings"`
-	PoolActive      int    `json:"pool_active"`
-	PoolAllocated   int    `json:"pool_allocated"`
-	PoolCIDR        string `json:"pool_cidr"`
-	PoolDraining    int    `json:"pool_draining"`
-	PoolFree        int    `json:"pool_free"`
-	PoolGracePeriod uint64 `json:"pool_grace_period"`
-	PoolRefused     uint64 `json:"pool_refused"`
-	PoolTotal       int    `json:"pool_total"`
-	UptimeSecs      uint64 `json:"uptime_secs"`
+	DNSListen     string `json:"dns_listen"`
+	DNSTTL        uint32 `json:"dns_ttl"`
+	DNSUpstream   string `json:"dns_upstream"`
+	LANInterface  string `json:"lan_interface"`
+	NATMappings   int    `json:"nat_mappings"`
+	PoolActive    int    `json:"pool_active"`
+	PoolAllocated int    `json:"pool_allocated"`
+	PoolCIDR      string `json:"pool_cidr"`
+	// PoolClientRefused and PoolEvicted: Status.ClientRefused, .Evicted.
+	PoolClientRefused uint64 `json:"pool_client_refused"`
+	PoolDraining      int    `json:"pool_draining"`
+	PoolEvicted       uint64 `json:"pool_evicted"`
+	PoolFree          int    `json:"pool_free"`
+	PoolGracePeriod   uint64 `json:"pool_grace_period"`
+	PoolRefused       uint64 `json:"pool_refused"`
+	PoolTotal         int    `json:"pool_total"`
+	UptimeSecs        uint64 `json:"uptime_secs"`
 }
 
 // ShowMapping is one entry of show_mappings' "mappings".
@@ -72,7 +76,7 @@ func BuildShowGateway(s Snapshot) ShowGateway {
 		LANInterface: s.Config.LANInterface, NATMappings: s.NATMappings,
 		PoolActive: s.Pool.Active, PoolAllocated: s.Pool.Allocated, PoolCIDR: s.Config.PoolCIDR,
 		PoolDraining: s.Pool.Draining, PoolFree: s.Pool.Free, PoolGracePeriod: s.Config.PoolGracePeriod,
-		PoolRefused: s.Pool.Refused, PoolTotal: s.Pool.Total, UptimeSecs: wholeSecs(s.Uptime),
+		PoolRefused: s.Pool.Refused, PoolEvicted: s.Pool.Evicted, PoolClientRefused: s.Pool.ClientRefused, PoolTotal: s.Pool.Total, UptimeSecs: wholeSecs(s.Uptime),
 	}
 }
 

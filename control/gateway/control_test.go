@@ -43,7 +43,7 @@ func TestControlSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"dns_listen":"[fd02::10]:53","dns_ttl":60,"dns_upstream":"127.0.0.1:5354","lan_interface":"br-lan",` +
-		`"nat_mappings":1,"pool_active":0,"pool_allocated":1,"pool_cidr":"fd01::/112","pool_draining":0,"pool_free":65534,` +
+		`"nat_mappings":1,"pool_active":0,"pool_allocated":1,"pool_cidr":"fd01::/112","pool_client_refused":0,"pool_draining":0,"pool_evicted":0,"pool_free":65534,` +
 		`"pool_grace_period":60,"pool_refused":0,"pool_total":65535,"uptime_secs":3600}`
 	if string(raw) != want {
 		t.Fatalf("show_gateway\n got %s\nwant %s", raw, want)

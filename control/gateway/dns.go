@@ -34,7 +34,9 @@ const (
 type Resolver struct {
 	Upstream netip.AddrPort // gateway.dns.upstream
 	TTL      uint32         // gateway.dns.ttl
-	Alloc    func(node NodeAddr, mesh netip.Addr, name string) (netip.Addr, bool, error)
+	// Alloc maps a destination for a query from client (the LAN source
+	// address; zero when unknown).
+	Alloc func(client netip.Addr, node NodeAddr, mesh netip.Addr, name string) (netip.Addr, bool, error)
 	// Created is called with MappingCreated for each new allocation
 	// and should return once its NAT rules are in: the answer is sent
 	// after it returns.
@@ -95,7 +97,11 @@ func (r *Resolver) Serve(ctx context.Context, pc net.PacketConn) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			resp := r.Handle(ctx, q)
+			var client netip.Addr
+			if ua, ok := from.(*net.UDPAddr); ok {
+				client = ua.AddrPort().Addr().Unmap().WithZone("")
+			}
+			resp := r.HandleFrom(ctx, q, client)
 			if resp == nil {
 				return
 			}
@@ -138,9 +144,14 @@ func pack(m *dns.Msg) []byte {
 	return b
 }
 
-// Handle answers one query datagram; nil means no answer (it did not
-// parse).
+// Handle answers one query datagram from an unknown client; nil means no
+// answer (it did not parse).
 func (r *Resolver) Handle(ctx context.Context, query []byte) []byte {
+	return r.HandleFrom(ctx, query, netip.Addr{})
+}
+
+// HandleFrom answers one query datagram from client.
+func (r *Resolver) HandleFrom(ctx context.Context, query []byte, client netip.Addr) []byte {
 	q := new(dns.Msg)
 	if err := q.Unpack(query); err != nil {
 		return nil
@@ -175,7 +186,7 @@ func (r *Resolver) Handle(ctx context.Context, query []byte) []byte {
 		r.log().Warn("Upstream AAAA is not a FIPS mesh address, rejecting", "name", name, "mesh_addr", meshAddr)
 		return pack(reply(q, dns.RcodeServerFailure))
 	}
-	vip, isNew, err := r.Alloc(node, meshAddr, name)
+	vip, isNew, err := r.Alloc(client, node, meshAddr, name)
 	if err != nil {
 		r.log().Warn("Pool allocation failed", "error", err)
 		return pack(reply(q, dns.RcodeServerFailure))

@@ -100,7 +100,7 @@ func newHarness(t *testing.T, up netip.AddrPort) *harness {
 	p, _ := newTestPool(t, "fd01::/112", 60, 30)
 	h := &harness{pool: p}
 	h.res = &Resolver{Upstream: up, TTL: 60, Log: quiet(), Timeout: 2 * time.Second,
-		Alloc: p.Allocate,
+		Alloc: anyClient(p),
 		Created: func(_ context.Context, ev Event) {
 			h.mu.Lock()
 			h.events = append(h.events, ev)
@@ -287,7 +287,7 @@ func TestResolverTimeoutAndExhaustion(t *testing.T) {
 		return []datagram{{msg: answer(q, q.Question[0].Name, "fd00::"+q.Question[0].Name[:1])}}
 	})
 	p, _ := newTestPool(t, "fd01::/127", 60, 30) // one address
-	r := &Resolver{Upstream: u2.addr(), TTL: 5, Log: quiet(), Alloc: p.Allocate}
+	r := &Resolver{Upstream: u2.addr(), TTL: 5, Log: quiet(), Alloc: anyClient(p)}
 	h2 := &harness{res: r, pool: p}
 	aaaa(t, h2.ask(t, 1, "a.fips", dns.TypeAAAA))
 	if m := h2.ask(t, 2, "b.fips", dns.TypeAAAA); m.Rcode != dns.RcodeServerFailure {
@@ -339,7 +339,7 @@ func FuzzResolverHandle(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	r := &Resolver{Upstream: netip.MustParseAddrPort("[::1]:9"), Log: quiet(), Alloc: p.Allocate, Timeout: 50 * time.Millisecond}
+	r := &Resolver{Upstream: netip.MustParseAddrPort("[::1]:9"), Log: quiet(), Alloc: anyClient(p), Timeout: 50 * time.Millisecond}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out := r.Handle(context.Background(), b)
 		if out == nil {
@@ -353,4 +353,11 @@ func FuzzResolverHandle(f *testing.F) {
 			t.Fatalf("reply ID %d", m.Id)
 		}
 	})
+}
+
+// anyClient is p.Allocate as a Resolver's Alloc, ignoring the client.
+func anyClient(p *Pool) func(netip.Addr, NodeAddr, netip.Addr, string) (netip.Addr, bool, error) {
+	return func(_ netip.Addr, n NodeAddr, m netip.Addr, name string) (netip.Addr, bool, error) {
+		return p.Allocate(n, m, name)
+	}
 }

@@ -96,6 +96,9 @@ type Mapping struct {
 	LastReferenced time.Time
 	DrainStart     time.Time // zero unless Draining
 	Sessions       uint32
+	// Client is the LAN address whose query created the mapping (zero
+	// when unknown); it counts against that client's share.
+	Client netip.Addr
 }
 
 // EventKind says what a pool Event asks of NAT and the network setup.
@@ -120,6 +123,12 @@ type Status struct {
 	// Refused counts allocations turned away because the pool was full
 	// (ours; upstream only logs them).
 	Refused uint64
+	// Evicted counts idle mappings (no sessions) reclaimed early to make
+	// room: the least recently referenced, the pool's or, at its
+	// MaxPerClient, the asking client's own. ClientRefused counts a
+	// client's allocations refused because its share was all in use.
+	// Both are fips-go's: upstream has no per-client bound.
+	Evicted, ClientRefused uint64
 }
 
 // MappingInfo is a mapping as show_mappings reports it.
@@ -149,8 +158,14 @@ type Pool struct {
 	grace     time.Duration
 	total     int
 	refused   uint64
-	now       func() time.Time
-	log       *slog.Logger
+	// perClient counts the mappings each LAN client created; maxPerClient
+	// bounds it for AllocateFor.
+	perClient     map[netip.Addr]int
+	maxPerClient  int
+	evicted       uint64
+	clientRefused uint64
+	now           func() time.Time
+	log           *slog.Logger
 }
 
 // PoolOptions configures NewPool.
@@ -158,8 +173,11 @@ type PoolOptions struct {
 	CIDR      string // gateway.pool
 	TTLSecs   uint64 // gateway.dns.ttl
 	GraceSecs uint64 // gateway.pool_grace_period
-	Now       func() time.Time
-	Log       *slog.Logger
+	// MaxPerClient is gateway.dns.max_mappings_per_client (0: the
+	// default, DefaultMaxPerClient).
+	MaxPerClient int
+	Now          func() time.Time
+	Log          *slog.Logger
 }
 
 // NewPool builds the pool: the prefix's addresses after its base, at most
@@ -177,15 +195,20 @@ func NewPool(o PoolOptions) (*Pool, error) {
 		n = 1 << hb
 	}
 	p := &Pool{
-		mappings: make(map[NodeAddr]*Mapping),
-		reverse:  make(map[netip.Addr]NodeAddr),
-		ttl:      secs(o.TTLSecs),
-		grace:    secs(o.GraceSecs),
-		now:      o.Now,
-		log:      o.Log,
+		mappings:     make(map[NodeAddr]*Mapping),
+		reverse:      make(map[netip.Addr]NodeAddr),
+		perClient:    make(map[netip.Addr]int),
+		maxPerClient: o.MaxPerClient,
+		ttl:          secs(o.TTLSecs),
+		grace:        secs(o.GraceSecs),
+		now:          o.Now,
+		log:          o.Log,
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if p.maxPerClient <= 0 {
+		p.maxPerClient = DefaultMaxPerClient
 	}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -271,6 +294,76 @@ func (p *Pool) Allocate(node NodeAddr, mesh netip.Addr, dnsName string) (vip net
 	return vip, true, nil
 }
 
+// DefaultMaxPerClient is how many mappings one LAN client's queries may
+// hold by default (gateway.dns.max_mappings_per_client).
+const DefaultMaxPerClient = 256
+
+// AllocateFor is Allocate for a query from client (a LAN address), with
+// bounds upstream lacks: a client already holding MaxPerClient mappings
+// gets a new one only by giving up its own least recently referenced idle
+// one (none idle: refused, counted as ClientRefused); a full pool reclaims
+// its least recently referenced idle mapping rather than refuse everyone.
+// removed lists the mappings reclaimed, whose NAT and NDP must go.
+func (p *Pool) AllocateFor(client netip.Addr, node NodeAddr, mesh netip.Addr, dnsName string) (vip netip.Addr, isNew bool, removed []Event, err error) {
+	if m, ok := p.mappings[node]; ok {
+		m.LastReferenced = p.now()
+		return m.VirtualIP, false, nil, nil
+	}
+	if client.IsValid() && p.perClient[client] >= p.maxPerClient {
+		ev, ok := p.evictIdle(client, true)
+		if !ok {
+			p.clientRefused++
+			return netip.Addr{}, false, nil, &ExhaustedError{InUse: p.perClient[client]}
+		}
+		removed = append(removed, ev)
+	}
+	if len(p.available) == 0 {
+		if ev, ok := p.evictIdle(netip.Addr{}, false); ok {
+			removed = append(removed, ev)
+		}
+	}
+	vip, isNew, err = p.Allocate(node, mesh, dnsName)
+	if err == nil && client.IsValid() {
+		p.mappings[node].Client = client
+		p.perClient[client]++
+	}
+	return vip, isNew, removed, err
+}
+
+// evictIdle frees the least recently referenced mapping without sessions
+// (of client only, when own), counted as Evicted.
+func (p *Pool) evictIdle(client netip.Addr, own bool) (Event, bool) {
+	var lru *Mapping
+	for _, m := range p.mappings {
+		if m.Sessions > 0 || m.State == Active || (own && m.Client != client) {
+			continue
+		}
+		if lru == nil || m.LastReferenced.Before(lru.LastReferenced) ||
+			(m.LastReferenced.Equal(lru.LastReferenced) && m.VirtualIP.Less(lru.VirtualIP)) {
+			lru = m
+		}
+	}
+	if lru == nil {
+		return Event{}, false
+	}
+	p.evicted++
+	p.log.Debug("Evicted idle mapping for room", "virtual_ip", lru.VirtualIP, "mesh_addr", lru.MeshAddr, "client", lru.Client)
+	return p.free(lru), true
+}
+
+// free releases a mapping's address and returns its MappingRemoved.
+func (p *Pool) free(m *Mapping) Event {
+	delete(p.mappings, m.NodeAddr)
+	delete(p.reverse, m.VirtualIP)
+	if m.Client.IsValid() {
+		if p.perClient[m.Client]--; p.perClient[m.Client] <= 0 {
+			delete(p.perClient, m.Client)
+		}
+	}
+	p.available = append(p.available, m.VirtualIP)
+	return Event{Kind: MappingRemoved, VirtualIP: m.VirtualIP, MeshAddr: m.MeshAddr}
+}
+
 // Tick drives the state machine (upstream's, every 10 s there): sessions
 // seen pin a mapping and make it Active; a mapping idle past the TTL
 // drains; a draining one with traffic again is Active with a fresh grace
@@ -312,18 +405,15 @@ func (p *Pool) Tick(now time.Time, ct Conntrack) []Event {
 	var events []Event
 	for _, node := range free {
 		m := p.mappings[node]
-		delete(p.mappings, node)
-		delete(p.reverse, m.VirtualIP)
-		p.available = append(p.available, m.VirtualIP)
 		p.log.Info("Reclaimed virtual IP", "virtual_ip", m.VirtualIP, "mesh_addr", m.MeshAddr)
-		events = append(events, Event{Kind: MappingRemoved, VirtualIP: m.VirtualIP, MeshAddr: m.MeshAddr})
+		events = append(events, p.free(m))
 	}
 	return events
 }
 
 // Status counts mappings by state.
 func (p *Pool) Status() Status {
-	s := Status{Total: p.total, Free: len(p.available), Refused: p.refused}
+	s := Status{Total: p.total, Free: len(p.available), Refused: p.refused, Evicted: p.evicted, ClientRefused: p.clientRefused}
 	for _, m := range p.mappings {
 		switch m.State {
 		case Allocated:
