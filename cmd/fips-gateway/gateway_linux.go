@@ -188,7 +188,7 @@ func runGateway(ctx context.Context, o options, log *slog.Logger, sigs <-chan os
 		poolMu.Lock()
 		defer poolMu.Unlock()
 		return gateway.Snapshot{Pool: pool.Status(), Mappings: pool.Mappings(time.Now()),
-			NATMappings: int(natCount.Load()), Uptime: time.Since(start),
+			NATMappings: int(natCount.Load()), DNSDropped: res.Dropped(), Uptime: time.Since(start),
 			Config: gateway.SnapshotConfig{PoolCIDR: gw.Pool, LANInterface: gw.LANInterface,
 				DNSUpstream: gw.DNS.Upstream, DNSListen: gw.DNS.Listen, DNSTTL: gw.DNS.TTL,
 				PoolGracePeriod: gw.PoolGracePeriod}}

@@ -25,14 +25,16 @@ type Snapshot struct {
 	Pool        Status
 	Mappings    []MappingInfo
 	NATMappings int
+	DNSDropped  uint64 // Resolver.Dropped
 	Uptime      time.Duration
 	Config      SnapshotConfig
 }
 
 // ShowGateway is show_gateway's data, upstream's keys (alphabetical, as
-// upstream's JSON object serialises them) plus pool_refused,
+// upstream's JSON object serialises them) plus dns_dropped, pool_refused,
 // pool_evicted and pool_client_refused, ours.
 type ShowGateway struct {
+	DNSDropped    uint64 `json:"dns_dropped"`
 	DNSListen     string `json:"dns_listen"`
 	DNSTTL        uint32 `json:"dns_ttl"`
 	DNSUpstream   string `json:"dns_upstream"`
@@ -72,7 +74,7 @@ type ShowMappings struct {
 // BuildShowGateway renders a snapshot as show_gateway.
 func BuildShowGateway(s Snapshot) ShowGateway {
 	return ShowGateway{
-		DNSListen: s.Config.DNSListen, DNSTTL: s.Config.DNSTTL, DNSUpstream: s.Config.DNSUpstream,
+		DNSDropped: s.DNSDropped, DNSListen: s.Config.DNSListen, DNSTTL: s.Config.DNSTTL, DNSUpstream: s.Config.DNSUpstream,
 		LANInterface: s.Config.LANInterface, NATMappings: s.NATMappings,
 		PoolActive: s.Pool.Active, PoolAllocated: s.Pool.Allocated, PoolCIDR: s.Config.PoolCIDR,
 		PoolDraining: s.Pool.Draining, PoolFree: s.Pool.Free, PoolGracePeriod: s.Config.PoolGracePeriod,

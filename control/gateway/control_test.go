@@ -42,7 +42,7 @@ func TestControlSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"dns_listen":"[fd02::10]:53","dns_ttl":60,"dns_upstream":"127.0.0.1:5354","lan_interface":"br-lan",` +
+	want := `{"dns_dropped":0,"dns_listen":"[fd02::10]:53","dns_ttl":60,"dns_upstream":"127.0.0.1:5354","lan_interface":"br-lan",` +
 		`"nat_mappings":1,"pool_active":0,"pool_allocated":1,"pool_cidr":"fd01::/112","pool_client_refused":0,"pool_draining":0,"pool_evicted":0,"pool_free":65534,` +
 		`"pool_grace_period":60,"pool_refused":0,"pool_total":65535,"uptime_secs":3600}`
 	if string(raw) != want {

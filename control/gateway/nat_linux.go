@@ -48,10 +48,21 @@ func ForwardsFromConfig(pfs []config.PortForward) ([]Forward, error) {
 	return out, nil
 }
 
-// NAT owns the inet fips_gateway table. Every change rebuilds the whole
-// table in one netlink batch (add, delete, add again with its chains and
-// rules), so the table is never seen half-built and a table left by a
-// crashed run is replaced, not added to.
+// Names of the maps the mapping rules look addresses up in (fips-go's:
+// upstream installs a DNAT and an SNAT rule per mapping).
+const (
+	DNATMap = "dnat_map" // virtual → mesh
+	SNATMap = "snat_map" // mesh → virtual
+)
+
+// NAT owns the inet fips_gateway table. Building it (at start and for
+// port forwards) replaces the whole table in one netlink batch (add,
+// delete, add again with its chains, maps and rules), so the table is
+// never seen half-built and a table left by a crashed run is replaced,
+// not added to. A mapping is one element in each of two maps, added or
+// deleted on its own: the cost of a mapping does not grow with the
+// number installed, and a packet's lookup is a hash lookup, not a walk
+// down a chain of one rule per mapping.
 type NAT struct {
 	conn     *nftables.Conn
 	lan      string
@@ -88,23 +99,38 @@ func (n *NAT) SetPortForwards(f []Forward) error {
 
 // AddMapping installs DNAT virtual → mesh and SNAT mesh → virtual.
 func (n *NAT) AddMapping(virtualIP, meshAddr netip.Addr) error {
-	n.mappings[virtualIP] = meshAddr
-	if err := n.rebuild(); err != nil {
-		return err
+	if old, ok := n.mappings[virtualIP]; ok {
+		if old == meshAddr {
+			return nil
+		}
+		if err := n.RemoveMapping(virtualIP); err != nil {
+			return err
+		}
 	}
+	dn, sn := n.maps()
+	_ = n.conn.SetAddElements(dn, []nftables.SetElement{element(virtualIP, meshAddr)})
+	_ = n.conn.SetAddElements(sn, []nftables.SetElement{element(meshAddr, virtualIP)})
+	if err := n.conn.Flush(); err != nil {
+		return fmt.Errorf("nftables error: %w", err)
+	}
+	n.mappings[virtualIP] = meshAddr
 	n.log.Debug("Added DNAT/SNAT rules", "virtual_ip", virtualIP, "mesh_addr", meshAddr)
 	return nil
 }
 
 // RemoveMapping removes a virtual address's rules.
 func (n *NAT) RemoveMapping(virtualIP netip.Addr) error {
-	if _, ok := n.mappings[virtualIP]; !ok {
+	meshAddr, ok := n.mappings[virtualIP]
+	if !ok {
 		return fmt.Errorf("%w %s", ErrRuleNotFound, virtualIP)
 	}
-	delete(n.mappings, virtualIP)
-	if err := n.rebuild(); err != nil {
-		return err
+	dn, sn := n.maps()
+	_ = n.conn.SetDeleteElements(dn, []nftables.SetElement{{Key: as16(virtualIP)}})
+	_ = n.conn.SetDeleteElements(sn, []nftables.SetElement{{Key: as16(meshAddr)}})
+	if err := n.conn.Flush(); err != nil {
+		return fmt.Errorf("nftables error: %w", err)
 	}
+	delete(n.mappings, virtualIP)
 	n.log.Debug("Removed DNAT/SNAT rules", "virtual_ip", virtualIP)
 	return nil
 }
@@ -126,6 +152,19 @@ func (n *NAT) Cleanup() error {
 	return nil
 }
 
+// maps are the two mapping maps, as set operations name them.
+func (n *NAT) maps() (dnat, snat *nftables.Set) {
+	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: TableName}
+	return &nftables.Set{Table: t, Name: DNATMap, IsMap: true, KeyType: nftables.TypeIP6Addr, DataType: nftables.TypeIP6Addr},
+		&nftables.Set{Table: t, Name: SNATMap, IsMap: true, KeyType: nftables.TypeIP6Addr, DataType: nftables.TypeIP6Addr}
+}
+
+func as16(a netip.Addr) []byte { b := a.As16(); return b[:] }
+
+func element(key, val netip.Addr) nftables.SetElement {
+	return nftables.SetElement{Key: as16(key), Val: as16(val)}
+}
+
 func (n *NAT) rebuild() error {
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: TableName}
 	n.conn.AddTable(t)
@@ -135,7 +174,18 @@ func (n *NAT) rebuild() error {
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
 	post := n.conn.AddChain(&nftables.Chain{Name: PostroutingChain, Table: t, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
-	rs := buildRules(n.lan, n.mappings, n.forwards)
+	dn, sn := n.maps()
+	var de, se []nftables.SetElement
+	for v, m := range n.mappings {
+		de, se = append(de, element(v, m)), append(se, element(m, v))
+	}
+	if err := n.conn.AddSet(dn, de); err != nil {
+		return fmt.Errorf("nftables error: %w", err)
+	}
+	if err := n.conn.AddSet(sn, se); err != nil {
+		return fmt.Errorf("nftables error: %w", err)
+	}
+	rs := buildRules(n.lan, dn, sn, n.forwards)
 	for _, e := range rs.pre {
 		n.conn.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: e})
 	}
@@ -150,26 +200,19 @@ func (n *NAT) rebuild() error {
 
 type ruleSet struct{ pre, post [][]expr.Any }
 
-// buildRules is upstream's rule set, in its order:
+// buildRules is upstream's rule set, in its order, with the mappings'
+// rules folded into one map lookup each:
 //
 //	postrouting: oifname "fips0" masquerade
-//	per mapping:  prerouting  ip6 daddr VIP dnat to MESH
-//	              postrouting ip6 saddr MESH snat to VIP
+//	mappings:     prerouting  dnat ip6 to ip6 daddr map @dnat_map
+//	              postrouting snat ip6 to ip6 saddr map @snat_map
 //	per forward:  prerouting  iifname "fips0" meta l4proto P th dport LP dnat to [T]:TP
 //	any forward:  postrouting iifname "fips0" oifname LAN masquerade
-func buildRules(lan string, mappings map[netip.Addr]netip.Addr, forwards []Forward) ruleSet {
+func buildRules(lan string, dnat, snat *nftables.Set, forwards []Forward) ruleSet {
 	var rs ruleSet
 	rs.post = append(rs.post, cat(metaCmp(expr.MetaKeyOIFNAME, ifname(meshInterfaceName)), []expr.Any{&expr.Masq{}}))
-	vips := make([]netip.Addr, 0, len(mappings))
-	for v := range mappings {
-		vips = append(vips, v)
-	}
-	slices.SortFunc(vips, netip.Addr.Compare)
-	for _, v := range vips {
-		m := mappings[v]
-		rs.pre = append(rs.pre, nat6(expr.NATTypeDestNAT, 24, v, m))
-		rs.post = append(rs.post, nat6(expr.NATTypeSourceNAT, 8, m, v))
-	}
+	rs.pre = append(rs.pre, natMap6(expr.NATTypeDestNAT, 24, dnat))
+	rs.post = append(rs.post, natMap6(expr.NATTypeSourceNAT, 8, snat))
 	for _, f := range forwards {
 		proto := byte(unix.IPPROTO_TCP)
 		if f.Proto == config.ProtoUDP {
@@ -199,13 +242,12 @@ func buildRules(lan string, mappings map[netip.Addr]netip.Addr, forwards []Forwa
 	return rs
 }
 
-// nat6 is "meta nfproto ipv6, ip6 {saddr|daddr} == match, {s|d}nat to to".
-func nat6(t expr.NATType, offset uint32, match, to netip.Addr) []expr.Any {
-	m, a := match.As16(), to.As16()
+// natMap6 is "meta nfproto ipv6, {s|d}nat ip6 to ip6 {saddr|daddr} map
+// @m": an address not in the map does not match.
+func natMap6(t expr.NATType, offset uint32, m *nftables.Set) []expr.Any {
 	return cat(metaCmp(expr.MetaKeyNFPROTO, []byte{unix.NFPROTO_IPV6}), []expr.Any{
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 16},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: m[:]},
-		&expr.Immediate{Register: 1, Data: a[:]},
+		&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
 		&expr.NAT{Type: t, Family: unix.NFPROTO_IPV6, RegAddrMin: 1},
 	})
 }

@@ -12,21 +12,22 @@ import (
 	"github.com/fips-go/fips/control/config"
 )
 
-// The rule set is upstream's: fips0 masquerade first, a DNAT/SNAT pair
-// per mapping, a DNAT per forward and the LAN masquerade once there is
-// any forward.
+// The rule set is upstream's, the mappings' rules folded into two map
+// lookups: fips0 masquerade first, the DNAT and SNAT map rules, a DNAT
+// per forward and the LAN masquerade once there is any forward.
 func TestBuildRules(t *testing.T) {
-	vip, m := netip.MustParseAddr("fd01::1"), netip.MustParseAddr("fd12:3456::1")
-	rs := buildRules("lan0", nil, nil)
-	if len(rs.pre) != 0 || len(rs.post) != 1 {
-		t.Fatalf("empty gateway: %d pre, %d post, want 0 and 1", len(rs.pre), len(rs.post))
+	n := &NAT{}
+	dn, sn := n.maps()
+	rs := buildRules("lan0", dn, sn, nil)
+	if len(rs.pre) != 1 || len(rs.post) != 2 {
+		t.Fatalf("empty gateway: %d pre, %d post, want 1 and 2", len(rs.pre), len(rs.post))
 	}
 	if _, ok := rs.post[0][2].(*expr.Masq); !ok || string(rs.post[0][1].(*expr.Cmp).Data) != "fips0\x00" {
 		t.Fatalf("masquerade rule %v", rs.post[0])
 	}
 	fw := []Forward{{ListenPort: 18080, Proto: config.ProtoTCP, Target: netip.MustParseAddrPort("[fd02::20]:8080")},
 		{ListenPort: 18081, Proto: config.ProtoUDP, Target: netip.MustParseAddrPort("[fd02::20]:8081")}}
-	rs = buildRules("lan0", map[netip.Addr]netip.Addr{vip: m}, fw)
+	rs = buildRules("lan0", dn, sn, fw)
 	if len(rs.pre) != 3 || len(rs.post) != 3 {
 		t.Fatalf("%d pre, %d post, want 3 and 3", len(rs.pre), len(rs.post))
 	}
@@ -34,20 +35,20 @@ func TestBuildRules(t *testing.T) {
 	if p := dnat[2].(*expr.Payload); p.Offset != 24 || p.Len != 16 || p.Base != expr.PayloadBaseNetworkHeader {
 		t.Fatalf("DNAT matches %+v, want ip6 daddr", p)
 	}
-	if a, _ := netip.AddrFromSlice(dnat[3].(*expr.Cmp).Data); a != vip {
-		t.Fatalf("DNAT match %v", a)
+	if l := dnat[3].(*expr.Lookup); l.SetName != DNATMap || !l.IsDestRegSet || l.DestRegister != 1 {
+		t.Fatalf("DNAT lookup %+v", l)
 	}
-	if a, _ := netip.AddrFromSlice(dnat[4].(*expr.Immediate).Data); a != m {
-		t.Fatalf("DNAT to %v", a)
-	}
-	if n := dnat[5].(*expr.NAT); n.Type != expr.NATTypeDestNAT || n.Family != unix.NFPROTO_IPV6 {
+	if n := dnat[4].(*expr.NAT); n.Type != expr.NATTypeDestNAT || n.Family != unix.NFPROTO_IPV6 {
 		t.Fatalf("DNAT %+v", n)
 	}
 	snat := rs.post[1]
 	if p := snat[2].(*expr.Payload); p.Offset != 8 {
 		t.Fatalf("SNAT matches offset %d, want ip6 saddr", p.Offset)
 	}
-	if n := snat[5].(*expr.NAT); n.Type != expr.NATTypeSourceNAT {
+	if l := snat[3].(*expr.Lookup); l.SetName != SNATMap {
+		t.Fatalf("SNAT lookup %+v", l)
+	}
+	if n := snat[4].(*expr.NAT); n.Type != expr.NATTypeSourceNAT {
 		t.Fatalf("SNAT %+v", n)
 	}
 	udp := rs.pre[2]

@@ -267,7 +267,9 @@ func TestGatewayLANClientReachesMesh(t *testing.T) {
 		t.Fatalf("example.com via the gateway:\n%s", refused)
 	}
 	ruleset = mustExec(t, gw.NS, "nft", "list", "table", "inet", "fips_gateway")
-	for _, want := range []string{"ip6 daddr fd01::1 dnat ip6 to " + c.IPv6(), "ip6 saddr " + c.IPv6() + " snat ip6 to fd01::1"} {
+	// The mapping is one element in each map the two NAT rules look up.
+	for _, want := range []string{"dnat ip6 to ip6 daddr map @dnat_map", "snat ip6 to ip6 saddr map @snat_map",
+		"fd01::1 : " + c.IPv6(), c.IPv6() + " : fd01::1"} {
 		if !strings.Contains(ruleset, want) {
 			t.Errorf("after allocation the ruleset lacks %q:\n%s", want, ruleset)
 		}
