@@ -14,6 +14,7 @@ import (
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
+	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -62,6 +63,9 @@ type StatusData struct {
 	// LinkLayer counts what the link layer did and refused (msg1 rate
 	// limiting, decrypt failures, unknown indices, …).
 	LinkLayer peer.Stats `json:"link_layer"`
+	// LANRendezvous is mDNS browsing's counters (queries, answers,
+	// host_capped, …); absent when node.rendezvous.lan is off.
+	LANRendezvous *lan.Stats `json:"lan_rendezvous,omitempty"`
 	// ReceiveQueueDrops counts received packets refused because the event
 	// loop had stopped. A full receive queue (node.buffers.packet_channel)
 	// holds the transport's reader back instead, so overload shows as the
@@ -131,7 +135,7 @@ func (n *Node) showStatus() StatusData {
 		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
 	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
-		SessionLayer: sessionLayer(s)}
+		SessionLayer: sessionLayer(s), LANRendezvous: s.LAN}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/tree"
 
 	"github.com/fips-go/fips/control/peer"
@@ -60,6 +61,8 @@ type Snapshot struct {
 	History    history.Stats
 	// Rendezvous is Nostr discovery's state; nil when it is off.
 	Rendezvous *RendezvousView
+	// LAN is mDNS browsing's counters; nil when it is off.
+	LAN *lan.Stats
 }
 
 type nameInfo struct {
@@ -196,6 +199,10 @@ func (n *Node) publish(now time.Time) {
 		s.LinkMsgs[k.String()] = v
 	}
 	s.Rendezvous = n.rdvView(now)
+	if n.lan != nil {
+		st := n.lan.Stats()
+		s.LAN = &st
+	}
 	n.snap.Store(s)
 }
 

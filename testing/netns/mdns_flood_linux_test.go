@@ -114,6 +114,10 @@ peers: []
 			DiscoveredEvicted uint64 `json:"discovered_evicted"`
 		} `json:"link_layer"`
 		Connections int `json:"connection_count"`
+		LAN         *struct {
+			Answers    uint64 `json:"answers"`
+			HostCapped uint64 `json:"host_capped"`
+		} `json:"lan_rendezvous"`
 	}
 	var st status
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -141,8 +145,11 @@ peers: []
 	if err := a.Call("show_status", nil, &st); err != nil || st.LinkLayer.ConnectionLimit != 0 || st.LinkLayer.DiscoveredLimit == 0 {
 		t.Fatalf("show_status link_layer %+v %v: want the flood refused by the discovered budget, never at max_connections", st.LinkLayer, err)
 	}
+	if st.LAN == nil || st.LAN.Answers == 0 {
+		t.Errorf("show_status lan_rendezvous %+v: want the flood's answers counted", st.LAN)
+	}
 	if st.Connections > 3 { // a share of 2 for the flooding address, and b's
 		t.Errorf("%d handshakes in flight during the flood, want at most 3", st.Connections)
 	}
-	t.Logf("during the flood: %+v", st)
+	t.Logf("during the flood: %+v, lan_rendezvous %+v", st, *st.LAN)
 }
