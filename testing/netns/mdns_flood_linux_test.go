@@ -63,14 +63,7 @@ func (z floodZone) Records(q dns.Question) []dns.RR {
 // discovered handshakes at max_connections is control/peer's
 // TestConfiguredDialEvictsDiscovered.)
 func TestMDNSFloodLeavesConfiguredPeerASlot(t *testing.T) {
-	m := New(t, Options{IPv6: true, LogLevel: "debug"})
-	a, b := m.AddNode("a"), m.AddNode("b")
-	l := m.Link(a, b)
-	for _, e := range [][2]string{{"a", l.IfA}, {"b", l.IfB}} {
-		if out, err := m.Exec(e[0], "ip", "route", "add", "224.0.0.0/4", "dev", e[1]); err != nil {
-			t.Fatalf("%s: multicast route: %v\n%s", e[0], err, out)
-		}
-	}
+	_, a, b, l := lanSegment(t)
 	z := floodZone{answers: make(chan int, 1)}
 	var srv *mdns.Server
 	if err := inNamespace(b.NS, func() (err error) { srv, err = mdns.NewServer(&mdns.Config{Zone: z}); return err }); err != nil {

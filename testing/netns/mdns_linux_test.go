@@ -16,16 +16,7 @@ import (
 // configured and Nostr off, find each other by mDNS alone (TXT npub, v=1,
 // scope), link, and ping6 each other by .fips name.
 func TestMDNSLANDiscovery(t *testing.T) {
-	m := New(t, Options{IPv6: true, LogLevel: "debug"})
-	a, b := m.AddNode("a"), m.AddNode("b")
-	l := m.Link(a, b)
-	// A LAN host has a default route; these namespaces have only the
-	// link's /30, so give multicast a route out of it.
-	for _, e := range [][2]string{{"a", l.IfA}, {"b", l.IfB}} {
-		if out, err := m.Exec(e[0], "ip", "route", "add", "224.0.0.0/4", "dev", e[1]); err != nil {
-			t.Fatalf("%s: multicast route: %v\n%s", e[0], err, out)
-		}
-	}
+	m, a, b, _ := lanSegment(t)
 	start := time.Now()
 	for _, n := range []*Node{a, b} {
 		cfg := fmt.Sprintf(`node:
@@ -84,4 +75,21 @@ peers: []
 			t.Errorf("%s: no LAN mDNS discovery enabled line:\n%s", n.Name, tail(n.Logs(), 30))
 		}
 	}
+}
+
+// lanSegment is two nodes, a and b, on one link with a multicast route
+// out of it: a LAN segment for mDNS.
+func lanSegment(t *testing.T) (m *Mesh, a, b *Node, l *Link) {
+	t.Helper()
+	m = New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b = m.AddNode("a"), m.AddNode("b")
+	l = m.Link(a, b)
+	// A LAN host has a default route; these namespaces have only the
+	// link's /30, so give multicast a route out of it.
+	for _, e := range [][2]string{{"a", l.IfA}, {"b", l.IfB}} {
+		if out, err := m.Exec(e[0], "ip", "route", "add", "224.0.0.0/4", "dev", e[1]); err != nil {
+			t.Fatalf("%s: multicast route: %v\n%s", e[0], err, out)
+		}
+	}
+	return m, a, b, l
 }
