@@ -377,6 +377,12 @@ func (c *Core) PeerDown(p *peer.Peer, why string) {
 	seq := c.tree.Sequence()
 	c.tree.PeerDown(c.now, p.NodeAddr)
 	c.bloom.PeerDown(c.now, p.NodeAddr)
+	// The end-to-end session with the peer itself, and the packets
+	// waiting for it, go with the peer (upstream's remove_active_peer):
+	// a session kept past a restart of the peer, which no longer knows
+	// it, would swallow every packet sent to the new one and keep a new
+	// session from being set up until it idled out.
+	c.sess.Remove(c.now, p.NodeAddr)
 	c.dispLog.Debug("Peer removed and state cleaned up", "peer", logging.Named(c.displayName, p.NodeAddr),
 		"link_id", p.LinkID, "tree_changed", c.tree.Sequence() != seq, "reason", why)
 }

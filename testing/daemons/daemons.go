@@ -208,18 +208,27 @@ func (d *Daemon) Call(command string, params, out any) error {
 }
 
 // Peers returns the npubs show_peers lists.
-func (d *Daemon) Peers() []string {
-	var v struct {
-		Peers []struct {
-			Npub string `json:"npub"`
-		} `json:"peers"`
+func (d *Daemon) Peers() []string { return d.npubs("show_peers", "peers") }
+
+// Sessions returns the npubs of the sessions show_sessions lists.
+func (d *Daemon) Sessions() []string { return d.npubs("show_sessions", "sessions") }
+
+// npubs is the npub of every entry of the list named list in command's
+// data (nil when the daemon does not answer).
+func (d *Daemon) npubs(command, list string) []string {
+	var data map[string]json.RawMessage
+	if err := d.Call(command, nil, &data); err != nil {
+		return nil
 	}
-	if err := d.Call("show_peers", nil, &v); err != nil {
+	var entries []struct {
+		Npub string `json:"npub"`
+	}
+	if err := json.Unmarshal(data[list], &entries); err != nil {
 		return nil
 	}
 	var out []string
-	for _, p := range v.Peers {
-		out = append(out, p.Npub)
+	for _, e := range entries {
+		out = append(out, e.Npub)
 	}
 	return out
 }

@@ -29,14 +29,7 @@ type status struct {
 // established link: the link stays up, heartbeats keep flowing, memory
 // stays bounded, and show_status counts the refusals.
 func TestFloodVisibleThroughControlSocket(t *testing.T) {
-	pa, pb := FreePort(t), FreePort(t)
-	a := New(t, bins, "a", pairConfig(skA, "udp", pa, pb, npubB))
-	b := New(t, bins, "b", pairConfig(skB, "udp", pb, pa, npubA))
-	a.Start()
-	b.Start()
-	if _, ok := WaitFor(5*time.Second, func() bool { return a.HasPeer(npubB) && b.HasPeer(npubA) }); !ok {
-		t.Fatalf("not linked\n%s\n%s", a.Logs(), b.Logs())
-	}
+	a, b, pb := linkedPair(t)
 	var before status
 	if err := b.Call("show_status", nil, &before); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,45 @@ func TestTwoDaemonsLinkAndSurviveKill9(t *testing.T) {
 				t.Errorf("survivor did not log the Disconnect\n%s", a.Logs())
 			}
 		})
+	}
+}
+
+// linkedPair starts daemons a and b, each naming the other as its UDP
+// static peer, waits until both list the other, and returns them with
+// b's port.
+func linkedPair(t *testing.T) (a, b *Daemon, portB int) {
+	t.Helper()
+	pa, pb := FreePort(t), FreePort(t)
+	a = New(t, bins, "a", pairConfig(skA, "udp", pa, pb, npubB))
+	b = New(t, bins, "b", pairConfig(skB, "udp", pb, pa, npubA))
+	a.Start()
+	b.Start()
+	if took, ok := WaitFor(5*time.Second, func() bool { return a.HasPeer(npubB) && b.HasPeer(npubA) }); !ok {
+		t.Fatalf("not linked after %v\nA:\n%s\nB:\n%s", took, a.Logs(), b.Logs())
+	}
+	return a, b, pb
+}
+
+// TestKill9DropsSessionWithRestartedPeer: a survivor drops its end-to-end
+// session with a peer that restarted (as upstream's remove_active_peer
+// does) — kept, it would carry everything for the new run of the peer,
+// which no longer knows it, until it idled out 90 s later. B's probe of A
+// leaves A's half of the session B opened; after B's kill -9 and restart
+// the relink removes it.
+func TestKill9DropsSessionWithRestartedPeer(t *testing.T) {
+	a, b, _ := linkedPair(t)
+	if out, err := exec.Command(bins.Fipsctl, "-s", b.Socket, "probe", npubA, "--json").CombinedOutput(); err != nil {
+		t.Fatalf("probe b → a: %v\n%s", err, out)
+	}
+	if !slices.Contains(a.Sessions(), npubB) {
+		t.Fatalf("a lists no session with b after b's probe\n%s", a.Logs())
+	}
+	b.Kill()
+	b.Start()
+	if took, ok := WaitFor(5*time.Second, func() bool { return b.HasPeer(npubA) && a.HasPeer(npubB) }); !ok {
+		t.Fatalf("not relinked after restart (%v)\nA:\n%s\nB:\n%s", took, a.Logs(), b.Logs())
+	}
+	if slices.Contains(a.Sessions(), npubB) {
+		t.Fatalf("a kept its session with b across b's restart\n%s", a.Logs())
 	}
 }

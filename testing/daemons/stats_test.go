@@ -39,15 +39,8 @@ func lastValue(v []*float64) (float64, bool) {
 // series, show_status' sparklines fill, fipsctl renders the series, and
 // after the peer leaves its history is kept (inactive) for the retention.
 func TestStatsHistoryOfALinkedPair(t *testing.T) {
-	pa, pb := FreePort(t), FreePort(t)
-	a := New(t, bins, "a", pairConfig(skA, "udp", pa, pb, npubB))
-	b := New(t, bins, "b", pairConfig(skB, "udp", pb, pa, npubA))
-	a.Start()
-	b.Start()
+	a, b, _ := linkedPair(t)
 	defer a.Stop()
-	if _, ok := WaitFor(5*time.Second, func() bool { return a.HasPeer(npubB) && b.HasPeer(npubA) }); !ok {
-		t.Fatalf("not linked\nA:\n%s\nB:\n%s", a.Logs(), b.Logs())
-	}
 
 	// Heartbeats and MMP reports flow: within a few seconds the peer's
 	// bytes_in series has a measured rate and the node counts one peer.
