@@ -106,13 +106,20 @@ sim-bound:
 	SIM_COMMAND="make sim-bound BOUND_N=$(BOUND_N)" \
 	  nice -n 15 $(GO) run ./testing/sim/simreport -bounds -n $(BOUND_N) -topo all -search-max-n 1000
 
+# What the namespace scenarios run (command:Debian package); need-tools
+# installs whichever of them is missing.
+NETNS_TOOLS := ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables
+define need-tools
+	@need=""; for c in $(1); do \
+	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
+	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+endef
+
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo bench
 demo:
-	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
-	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
-	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+	$(call need-tools,$(NETNS_TOOLS))
 	$(GO) run ./testing/demo
 
 ## bench: fips-go side by side with wireguard-go and the kernel on 2-, 3-
@@ -123,9 +130,7 @@ demo:
 ## into out/bench/quick.md (≤ 3 minutes).
 BENCH_QUICK ?=
 bench:
-	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
-	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
-	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+	$(call need-tools,$(NETNS_TOOLS))
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
