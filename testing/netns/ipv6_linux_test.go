@@ -36,48 +36,6 @@ func ipv6ChainRelay(tb testing.TB, o Options, relay string) (m *Mesh, a, b, c *N
 	return m, a, b, c, took
 }
 
-// waitReply pings addr from node until the first echo reply comes back
-// (one request every 0.2 s, for at most timeout) and returns how long that
-// took: the first packet to a node with no session waits for a lookup and
-// a session handshake, whose lost attempts are retried after 1 s and more,
-// so a test that counts replies warms the path with this first. It fails
-// with every node's log tail when no reply comes.
-func waitReply(tb testing.TB, m *Mesh, from *Node, addr string, timeout time.Duration) time.Duration {
-	tb.Helper()
-	start := time.Now()
-	secs := fmt.Sprint(int(timeout.Round(time.Second) / time.Second))
-	out, err := m.Exec(from.Name, "ping", "-6", "-c", "1", "-i", "0.2", "-W", "1", "-w", secs, addr)
-	took := time.Since(start)
-	// Requests sent while the session was being set up wait in its
-	// queue and are answered together: "N received" with N ≥ 1 (ping
-	// exits 0 only with a reply).
-	if r := regexp.MustCompile(` (\d+) received`).FindSubmatch(out); err != nil || r == nil || string(r[1]) == "0" {
-		var logs strings.Builder
-		for _, n := range m.Nodes() {
-			fmt.Fprintf(&logs, "--- %s ---\n%s", n.Name, tail(n.Logs(), 40))
-		}
-		tb.Fatalf("no echo reply from %s to %s within %v: %v\n%s\n%s", addr, from.Name, timeout, err, out, logs.String())
-	}
-	tb.Logf("first echo reply %s → %s after %v", from.Name, addr, took.Round(time.Millisecond))
-	if took > time.Second {
-		tb.Logf("%s", out)
-	}
-	return took
-}
-
-// resolve asks from's .fips DNS responder for to's address, as an
-// application would (teaching from to's key), and fails unless it answers
-// to's address.
-func resolve(tb testing.TB, m *Mesh, from, to *Node) string {
-	tb.Helper()
-	out, err := m.Exec(from.Name, "dig", "@::1", "-p", "5354", to.Npub()+".fips", "AAAA", "+short", "+time=2", "+tries=3")
-	answer := strings.TrimSpace(string(out))
-	if err != nil || answer != to.IPv6() {
-		tb.Fatalf("dig in %s: %v %q, want %s\n%s", from.Name, err, answer, to.IPv6(), from.Logs())
-	}
-	return answer
-}
-
 // TestIPv6ChainNamesAndPing is issue 6's first scenario: a chain A—B—C
 // with no A—C link, each daemon with its TUN fips0 and .fips DNS: inside
 // A, `dig @::1 -p 5354 <npub of C>.fips AAAA` answers C's address, and
@@ -196,37 +154,9 @@ func ipv6ChainChecks(t *testing.T, m *Mesh, a, c *Node) {
 	t.Logf("ping -s 1400 -M do:\n%s", firstLines(string(out), 4))
 
 	// iperf3 server on C's mesh address, client in A for 5 s.
-	defer m.Background("c", "iperf3", "-s", "-1", "-B", addr)()
-	if !m.WaitListening("c", 5201, 10*time.Second) {
-		t.Fatal("iperf3 server not listening")
-	}
-	res, err := m.Exec("a", "iperf3", "-c", addr, "-t", "5", "-J")
-	if err != nil {
-		t.Fatalf("iperf3: %v\n%s", err, res)
-	}
-	if bps := regexp.MustCompile(`"sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+)`).FindSubmatch(res); bps != nil {
-		t.Logf("iperf3 TCP A→C over the mesh: %s bit/s received", bps[1])
-	} else {
-		t.Errorf("iperf3 output has no receive rate:\n%s", firstLines(string(res), 20))
-	}
-
-	// HTTP from A to a server bound on C's fips0 address.
-	defer m.Background("c", "python3", "-m", "http.server", "8080", "--bind", addr, "--directory", t.TempDir())()
-	if !m.WaitListening("c", 8080, 10*time.Second) {
-		t.Fatal("HTTP server not listening")
-	}
-	out, err = m.Exec("a", "curl", "-sS", "-6", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "http://"+c.Npub()+".fips:8080/")
-	if err != nil || strings.TrimSpace(string(out)) != "200" {
-		t.Fatalf("curl: %v %s", err, out)
-	}
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, "\n")
+	defer IperfServer(t, m, c)()
+	t.Logf("iperf3 TCP A→C over the mesh: %.0f bit/s received", iperf(t, m, "a", addr, 5))
+	FetchHTTP(t, m, a, c)
 }
 
 // TestIPv6RingSurvivesACutLink: a 5-node ring a—b—c—d—e—a; a pings c

@@ -145,27 +145,6 @@ func flood(t *testing.T, m *Mesh, node, script, host string, port, count int, ki
 	return n
 }
 
-var iperfRate = regexp.MustCompile(`"sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+)`)
-
-// iperf runs iperf3 TCP from a to addr for secs and returns the received
-// bit rate.
-func iperf(t *testing.T, m *Mesh, from, addr string, secs int) float64 {
-	t.Helper()
-	res, err := m.Exec(from, "iperf3", "-c", addr, "-t", strconv.Itoa(secs), "-J")
-	if err != nil {
-		t.Fatalf("iperf3: %v\n%s", err, firstLines(string(res), 30))
-	}
-	mm := iperfRate.FindSubmatch(res)
-	if mm == nil {
-		t.Fatalf("iperf3 output has no receive rate:\n%s", firstLines(string(res), 30))
-	}
-	bps, err := strconv.ParseFloat(string(mm[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bps
-}
-
 // TestXDPTransitChain is issue 12's netns acceptance without AF_XDP: the
 // chain A—B—C with B in dataplane.mode xdp (and D, a fourth node peered
 // with B, as the attacker's namespace). ping6 and iperf3 A→C pass through
