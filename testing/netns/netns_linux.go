@@ -67,6 +67,13 @@ type Options struct {
 	// NoDaemons makes a mesh of namespaces and veths only (for other
 	// software under test): no fips binaries are built, Start refuses.
 	NoDaemons bool
+	// Transport is the transport every node binds on Port and names its
+	// static peers by: "udp" (the default) or "tcp".
+	Transport string
+	// KeepLogs, when set, is a directory Close copies every node's
+	// fips.yaml and logs into (one folder a node) before the run's
+	// directory goes.
+	KeepLogs string
 }
 
 // LogLevelEnv names the environment variable that sets the daemons' log
@@ -107,10 +114,14 @@ type Node struct {
 	// ExtraConfig is YAML appended to this node's fips.yaml only (after
 	// Options.ExtraConfig); set it before Start.
 	ExtraConfig string
+	// Bin is the fips and fipsctl this node runs when set (another
+	// implementation, say); the zero value runs the mesh's.
+	Bin daemons.Binaries
 
 	links  []*Link
 	cmd    *exec.Cmd
 	exited chan struct{}
+	starts int
 }
 
 // Link is one veth pair between two nodes, 10.77.<index>.1/30 on A's end
@@ -120,6 +131,8 @@ type Link struct {
 	A, B         *Node
 	IfA, IfB     string
 	AddrA, AddrB string
+	// OneWay links list B as a static peer of A only: A dials, B accepts.
+	OneWay bool
 }
 
 // New prepares an empty mesh and registers its Close with t.Cleanup. It
@@ -241,15 +254,22 @@ func (m *Mesh) systemResolver(n *Node) {
 	}
 }
 
-// Link joins a and b with a veth pair and configures both ends.
-func (m *Mesh) Link(a, b *Node) *Link {
+// Link joins a and b with a veth pair and configures both ends; each
+// lists the other as a static peer.
+func (m *Mesh) Link(a, b *Node) *Link { return m.link(a, b, false) }
+
+// LinkOneWay is Link with only a listing b as a static peer: a dials, b
+// accepts an inbound link from a node its configuration does not name.
+func (m *Mesh) LinkOneWay(a, b *Node) *Link { return m.link(a, b, true) }
+
+func (m *Mesh) link(a, b *Node, oneWay bool) *Link {
 	m.mu.Lock()
 	k := len(m.links)
 	m.mu.Unlock()
 	if k > 255 {
 		m.t.Fatalf("netns: at most 256 links")
 	}
-	l := &Link{Index: k, A: a, B: b,
+	l := &Link{Index: k, A: a, B: b, OneWay: oneWay,
 		IfA: fmt.Sprintf("%sl%da", m.Prefix, k), IfB: fmt.Sprintf("%sl%db", m.Prefix, k),
 		AddrA: fmt.Sprintf("10.77.%d.1", k), AddrB: fmt.Sprintf("10.77.%d.2", k)}
 	steps := [][]string{
@@ -281,17 +301,25 @@ func (m *Mesh) Link(a, b *Node) *Link {
 	return l
 }
 
-// config is n's fips.yaml: UDP on every address of the namespace, and each
-// link's other end as a static peer.
+// config is n's fips.yaml: the transport (UDP unless Options.Transport
+// says otherwise) on every address of the namespace, and each link's
+// other end as a static peer (but the dialled end of a one-way link).
 func (n *Node) config() string {
 	port := n.m.opts.Port
+	transport := n.m.opts.Transport
+	if transport == "" {
+		transport = "udp"
+	}
 	var peers strings.Builder
 	for _, l := range n.links {
 		other, addr := l.B, l.AddrB
 		if l.B == n {
+			if l.OneWay {
+				continue
+			}
 			other, addr = l.A, l.AddrA
 		}
-		fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: udp, addr: \"%s:%d\" }\n", other.ID.Npub(), addr, port)
+		fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: %s, addr: \"%s:%d\" }\n", other.ID.Npub(), transport, addr, port)
 	}
 	level := ""
 	lv := n.m.opts.LogLevel
@@ -315,7 +343,7 @@ func (n *Node) config() string {
 		v6 = fmt.Sprintf("tun: { enabled: true, name: fips0, mtu: %d }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n", mtu)
 	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
-		"transports:\n  udp: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, port, v6, p, n.m.opts.ExtraConfig+n.ExtraConfig)
+		"transports:\n  %s: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, transport, port, v6, p, n.m.opts.ExtraConfig+n.ExtraConfig)
 }
 
 // Start writes every node's config and starts its daemon in its namespace.
@@ -332,22 +360,56 @@ func (m *Mesh) Start() {
 		m.t.Fatalf("netns: Start on a mesh made with NoDaemons")
 	}
 	for _, n := range nodes {
-		if err := os.WriteFile(n.Config, []byte(n.config()), 0o600); err != nil {
-			m.t.Fatalf("netns: %v", err)
-		}
-		if err := n.start(); err != nil {
-			m.t.Fatalf("netns: start %s: %v", n.Name, err)
-		}
+		m.startNode(n)
 	}
 }
 
+// StartNode writes the config of n, a node added after Start (a late
+// joiner), and starts its daemon. The running nodes' configs stay as
+// they were: link n to them with LinkOneWay(n, …).
+func (m *Mesh) StartNode(n *Node) {
+	m.mu.Lock()
+	started := m.started
+	m.mu.Unlock()
+	if !started || n.Pid() != 0 {
+		m.t.Fatalf("netns: StartNode %s: for a node added after Start", n.Name)
+	}
+	m.startNode(n)
+}
+
+func (m *Mesh) startNode(n *Node) {
+	if err := os.WriteFile(n.Config, []byte(n.config()), 0o600); err != nil {
+		m.t.Fatalf("netns: %v", err)
+	}
+	if err := n.start(); err != nil {
+		m.t.Fatalf("netns: start %s: %v", n.Name, err)
+	}
+}
+
+// bin is the fips and fipsctl n runs.
+func (n *Node) bin() daemons.Binaries {
+	if n.Bin.Fips != "" {
+		return n.Bin
+	}
+	return n.m.bin
+}
+
 func (n *Node) start() error {
-	f, err := os.Create(filepath.Join(n.Dir, "fips.log"))
+	log := filepath.Join(n.Dir, "fips.log")
+	n.m.mu.Lock()
+	n.starts++
+	runs := n.starts
+	n.m.mu.Unlock()
+	if runs > 1 {
+		// The previous run's log stays beside the new one.
+		_ = os.Rename(log, filepath.Join(n.Dir, fmt.Sprintf("fips.%d.log", runs-1)))
+	}
+	f, err := os.Create(log)
 	if err != nil {
 		return err
 	}
 	// `ip netns exec` execs fips in place, so the pid is the daemon's.
-	cmd := exec.Command("ip", "netns", "exec", n.NS, n.m.bin.Fips, "-c", n.Config)
+	cmd := exec.Command("ip", "netns", "exec", n.NS, n.bin().Fips, "-c", n.Config)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Own process group (killed as a whole); die with the harness.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -393,8 +455,25 @@ func (n *Node) stop(grace time.Duration) {
 // grace) and waits for it to exit; Restart starts it again.
 func (n *Node) Stop(grace time.Duration) { n.stop(grace) }
 
+// Kill is kill -9: SIGKILL to the daemon's process group, no SIGTERM
+// first, and it waits for the exit; Restart starts it again.
+func (n *Node) Kill() {
+	n.m.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+	}
+}
+
 // Restart starts n's daemon again, with the same config and identity,
-// after Stop. Its log starts afresh.
+// after Stop or Kill. Its log starts afresh (Logs); the previous run's
+// is kept as fips.<run>.log.
 func (n *Node) Restart() {
 	n.m.mu.Lock()
 	exited := n.exited
@@ -419,6 +498,22 @@ func (n *Node) Pid() int {
 		return 0
 	}
 	return n.cmd.Process.Pid
+}
+
+// Running reports whether the daemon was started and has not exited.
+func (n *Node) Running() bool {
+	n.m.mu.Lock()
+	exited := n.exited
+	n.m.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // Logs returns what the node's daemon has logged.
@@ -468,7 +563,7 @@ func (m *Mesh) Fipsctl(node string, args ...string) ([]byte, error) {
 	if n == nil {
 		return nil, fmt.Errorf("netns: no node %q", node)
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", n.NS, m.bin.Fipsctl, "-s", n.Socket}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.NS, n.bin().Fipsctl, "-s", n.Socket}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -609,10 +704,41 @@ func (m *Mesh) Close() {
 	if err := Sweep(m.Prefix); err != nil {
 		m.t.Logf("netns: sweep %s: %v", m.Prefix, err)
 	}
+	if m.opts.KeepLogs != "" {
+		for _, n := range nodes {
+			if err := keepLogs(n.Dir, filepath.Join(m.opts.KeepLogs, n.Name)); err != nil {
+				m.t.Logf("netns: keeping %s's logs: %v", n.Name, err)
+			}
+		}
+	}
 	if m.Dir != "" {
 		_ = os.RemoveAll(m.Dir)
 	}
 	_ = os.Remove(filepath.Join(ownersDir, m.Prefix))
+}
+
+// keepLogs copies a node's fips.yaml and fips*.log from dir into to.
+func keepLogs(dir, to string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "fips*.log"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, f := range append(files, filepath.Join(dir, "fips.yaml")) {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Namespaces lists the network namespaces whose name starts with prefix.
