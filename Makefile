@@ -134,6 +134,23 @@ bench:
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
+## interop: fips-go and upstream side by side in network namespaces
+## (Linux, root; docs/interop.md), one table row per scenario: every
+## A–B–C line of the two, late joiners, a 10-node random mixed mesh
+## probed between all ordered pairs, kill -9 restarts, rekeys under load,
+## TCP links, the fips-go relay in each dataplane mode between upstream
+## ends. FIPS_UPSTREAM is a folder with upstream's fips and fipsctl
+## (jmcorgan/fips built with `cargo build --release`: target/release).
+## Node logs go to out/interop/. Not part of `make test`. INTEROP_FLAGS
+## passes -run REGEXP (some rows), -seed N (another mesh), -list.
+FIPS_UPSTREAM ?=
+INTEROP_FLAGS ?=
+.PHONY: interop
+interop:
+	@if [ -z "$(FIPS_UPSTREAM)" ]; then $(GO) run ./testing/interop; exit 1; fi
+	$(call need-tools,$(NETNS_TOOLS) curl:curl python3:python3)
+	FIPS_UPSTREAM="$(FIPS_UPSTREAM)" $(GO) run ./testing/interop $(INTEROP_FLAGS)
+
 ## Packages: every command under cmd/ (PKG_BINS: fips, fipsctl, and
 ## fipstop and fips-gateway once they exist there), built reproducibly from
 ## the current commit (docs/packaging.md) with the pinned toolchain PKG_GO.
