@@ -10,28 +10,64 @@ LDFLAGS     := -X main.Version=$(VERSION)
 # Packages that own mutable state shared between goroutines: run under -race.
 RACE_PKGS   ?= ./control/... ./fallback/... ./dataplane/...
 
-.PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean nostr-relay
+# Packages whose tests need root (network namespaces, BPF programs, TUN
+# devices, installing the .deb): without it they fail, never skip, so
+# `make test` does not start as another user.
+PRIV_PKGS   := bpf dataplane/afxdp dataplane/tun testing/bench testing/netns testing/packaging
+
+# sudo replaces PATH with its secure_path, which lacks Go's usual home:
+# take go from there (the recipes and the tests that run go too).
+ifeq ($(shell command -v $(GO)),)
+ifneq ($(wildcard /usr/local/go/bin/go),)
+export PATH := $(PATH):/usr/local/go/bin
+GO          := /usr/local/go/bin/go
+endif
+endif
+
+.PHONY: all build test test-unprivileged need-root unit race lint fmt-check vet staticcheck cross fuzz generate clean
+.PHONY: deps deps-test deps-unit deps-demo deps-bench
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything CI checks. Fuzz seed corpora run as part of `go test`.
-test: lint unit race
+## deps: install what make test, demo and bench need that is missing
+## (Debian, Ubuntu; root). testing/deps.sh is the one list; the targets
+## below call it for their own group, .ci/run before make test.
+deps:
+	@bash testing/deps.sh
+deps-test deps-unit deps-demo deps-bench:
+	@bash testing/deps.sh $(@:deps-%=%)
 
-unit: nostr-relay
+## test: everything CI checks, as root. Fuzz seed corpora run as part of
+## `go test`. As another user it stops at once with one line naming the
+## suites that need root; test-unprivileged runs the rest.
+ifeq ($(shell id -u),0)
+test: deps-test lint unit race
+else
+test: need-root
+endif
+
+# $(error) rather than echo and exit: one line, without make's own.
+need-root:
+	$(error make test needs root for the suites in $(PRIV_PKGS) (network namespaces, BPF, installing the .deb): sudo make test, or make test-unprivileged for the rest)
+
+unit: deps-test
 	$(GO) test -count=1 ./...
 
-# The third-party Nostr relay the netns NAT scenarios run (npm, pinned by
-# its lockfile); installed once.
-NOSTR_RELAY := testing/netns/nostrrelay
-nostr-relay: $(NOSTR_RELAY)/node_modules/.package-lock.json
-$(NOSTR_RELAY)/node_modules/.package-lock.json: $(NOSTR_RELAY)/package-lock.json
-	npm ci --prefix $(NOSTR_RELAY) --no-audit --no-fund
-
-race:
+race: deps-test
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## test-unprivileged: make test less the packages in PRIV_PKGS, as any user.
+MODULE      = $(shell $(GO) list -m)
+unpriv      = $(filter-out $(addprefix $(MODULE)/,$(PRIV_PKGS)),$(shell $(GO) list $(1)))
+test-unprivileged: deps-unit lint
+	@echo "go test -count=1 ./... less $(PRIV_PKGS)"
+	@$(GO) test -count=1 $(call unpriv,./...)
+	@echo "go test -count=1 -race $(RACE_PKGS) less $(PRIV_PKGS)"
+	@$(GO) test -count=1 -race $(call unpriv,$(RACE_PKGS))
+	@echo "make test-unprivileged: passed; not run (need root: sudo make test): $(PRIV_PKGS)"
 
 lint: fmt-check vet staticcheck cross
 
@@ -109,10 +145,7 @@ sim-bound:
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo bench
-demo:
-	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
-	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
-	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+demo: deps-demo
 	$(GO) run ./testing/demo
 
 ## bench: fips-go side by side with wireguard-go and the kernel on 2-, 3-
@@ -122,10 +155,7 @@ demo:
 ## docs/bench.json. BENCH_QUICK=1: transit only, 1 stream, 1 repetition,
 ## into out/bench/quick.md (≤ 3 minutes).
 BENCH_QUICK ?=
-bench:
-	@need=""; for c in ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables; do \
-	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
-	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
+bench: deps-bench
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
