@@ -78,7 +78,7 @@ for g in "${groups[@]}"; do
 done
 
 command -v go >/dev/null 2>&1 ||
-	fail "go is not on PATH: install Go $(sed -n 's/^go //p' go.mod) (README, Build and test); no distribution package has it"
+	fail "go is not on PATH: install Go $(sed -n 's/^go //p' go.mod) (README, Build and test)"
 
 # What is missing, as commands, Debian packages and one reason each.
 cmds=() pkgs=() whys=()
@@ -111,10 +111,11 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt=(apt-get -q -o DPkg::Lock::Timeout=300)
 	unreachable='Temporary failure resolving|Could not resolve|Could not connect|Unable to connect|Network is unreachable|Connection timed out|No route to host'
-	if ! "${apt[@]}" update >"$log" 2>&1; then
+	# Output goes to the log and nothing may ask: no terminal for apt.
+	if ! "${apt[@]}" update </dev/null >"$log" 2>&1; then
 		fail "apt-get update failed: $(first '^(E|Err):' "$log") (log: $log)"
 	fi
-	if ! "${apt[@]}" install -y "${pkgs[@]}" >>"$log" 2>&1; then
+	if ! "${apt[@]}" install -y "${pkgs[@]}" </dev/null >>"$log" 2>&1; then
 		if grep -qE "$unreachable" "$log"; then
 			fail "cannot reach the package archive: $(first "$unreachable" "$log") (log: $log)"
 		fi
@@ -132,7 +133,7 @@ case " ${want[*]} " in *" root "*)
 	if [ ! -f $relay/node_modules/.package-lock.json ] || [ $relay/package-lock.json -nt $relay/node_modules/.package-lock.json ]; then
 		echo "deps: installing the Nostr relay's npm modules (npm ci, pinned by $relay/package-lock.json): the NAT scenarios run it (testing/netns)"
 		log=$(mktemp /tmp/fips-deps.XXXXXX)
-		if ! npm ci --prefix $relay --no-audit --no-fund >"$log" 2>&1; then
+		if ! npm ci --prefix $relay --no-audit --no-fund </dev/null >"$log" 2>&1; then
 			grep -qE 'code (EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH)' "$log" &&
 				fail "cannot reach the npm registry: $(first '^npm (ERR!|error) (code|request|network)' "$log") (log: $log)"
 			fail "npm ci in $relay failed: $(first '^npm (ERR!|error)' "$log") (log: $log)"
