@@ -7,31 +7,71 @@ BIN         ?= bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.Version=$(VERSION)
 
+# go test's per-package limit: testing/netns runs about 9 minutes on CI's
+# 2 cores, near go test's default of 10.
+TEST_TIMEOUT ?= 25m
+
 # Packages that own mutable state shared between goroutines: run under -race.
 RACE_PKGS   ?= ./control/... ./fallback/... ./dataplane/...
 
-.PHONY: all build test unit race lint fmt-check vet staticcheck cross fuzz generate clean nostr-relay
+# Packages whose tests need root (network namespaces, BPF programs, TUN
+# devices, installing the .deb): without it they fail, never skip, so
+# `make test` does not start as another user.
+PRIV_PKGS   := bpf dataplane/afxdp dataplane/tun testing/bench testing/netns testing/packaging
+
+# sudo replaces PATH with its secure_path, which lacks Go's usual home:
+# take go from there (the recipes and the tests that run go too).
+ifeq ($(shell command -v $(GO)),)
+ifneq ($(wildcard /usr/local/go/bin/go),)
+export PATH := $(PATH):/usr/local/go/bin
+GO          := /usr/local/go/bin/go
+endif
+endif
+
+.PHONY: all build test test-unprivileged need-root unit race lint fmt-check vet staticcheck cross fuzz generate clean
+.PHONY: deps deps-test deps-unit deps-demo deps-bench deps-interop
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-## test: everything CI checks. Fuzz seed corpora run as part of `go test`.
-test: lint unit race
+## deps: install what make test, demo and bench need that is missing
+## (Debian, Ubuntu; root). testing/deps.sh is the one list; the targets
+## below call it for their own group, .ci/run before make test.
+deps:
+	@bash testing/deps.sh
+deps-test deps-unit deps-demo deps-bench deps-interop:
+	@bash testing/deps.sh $(@:deps-%=%)
 
-unit: nostr-relay
-	$(GO) test -count=1 ./...
+## test: everything CI checks, as root. Fuzz seed corpora run as part of
+## `go test`. As another user it stops at once with one line naming the
+## suites that need root; test-unprivileged runs the rest.
+ifeq ($(shell id -u),0)
+test: deps-test lint unit race
+else
+test: need-root
+endif
 
-# The third-party Nostr relay the netns NAT scenarios run (npm, pinned by
-# its lockfile); installed once.
-NOSTR_RELAY := testing/netns/nostrrelay
-nostr-relay: $(NOSTR_RELAY)/node_modules/.package-lock.json
-$(NOSTR_RELAY)/node_modules/.package-lock.json: $(NOSTR_RELAY)/package-lock.json
-	npm ci --prefix $(NOSTR_RELAY) --no-audit --no-fund
+# $(error) rather than echo and exit: one line, without make's own.
+need-root:
+	$(error make test needs root for the suites in $(PRIV_PKGS) (network namespaces, BPF, installing the .deb): sudo make test, or make test-unprivileged for the rest)
 
-race:
-	$(GO) test -count=1 -race $(RACE_PKGS)
+unit: deps-test
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+race: deps-test
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race $(RACE_PKGS)
+
+## test-unprivileged: make test less the packages in PRIV_PKGS, as any user.
+MODULE      = $(shell $(GO) list -m)
+unpriv      = $(filter-out $(addprefix $(MODULE)/,$(PRIV_PKGS)),$(shell $(GO) list $(1)))
+test-unprivileged: deps-unit lint
+	@echo "go test -count=1 ./... less $(PRIV_PKGS)"
+	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(call unpriv,./...)
+	@echo "go test -count=1 -race $(RACE_PKGS) less $(PRIV_PKGS)"
+	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race $(call unpriv,$(RACE_PKGS))
+	@echo "make test-unprivileged: passed; not run (need root: sudo make test): $(PRIV_PKGS)"
 
 lint: fmt-check vet staticcheck cross
 
@@ -106,20 +146,10 @@ sim-bound:
 	SIM_COMMAND="make sim-bound BOUND_N=$(BOUND_N)" \
 	  nice -n 15 $(GO) run ./testing/sim/simreport -bounds -n $(BOUND_N) -topo all -search-max-n 1000
 
-# What the namespace scenarios run (command:Debian package); need-tools
-# installs whichever of them is missing.
-NETNS_TOOLS := ip:iproute2 ping:iputils-ping dig:dnsutils iperf3:iperf3 nft:nftables
-define need-tools
-	@need=""; for c in $(1); do \
-	  command -v $${c%%:*} >/dev/null 2>&1 || need="$$need $${c#*:}"; done; \
-	  if [ -n "$$need" ]; then apt-get update -qq && apt-get install -y -qq $$need; fi
-endef
-
 ## demo: four daemons in network namespaces (Linux, root): links, tree,
 ## bloom filters, a probe, then dig, ping and iperf3 across the mesh by name.
 .PHONY: demo bench
-demo:
-	$(call need-tools,$(NETNS_TOOLS))
+demo: deps-demo
 	$(GO) run ./testing/demo
 
 ## bench: fips-go side by side with wireguard-go and the kernel on 2-, 3-
@@ -129,8 +159,7 @@ demo:
 ## docs/bench.json. BENCH_QUICK=1: transit only, 1 stream, 1 repetition,
 ## into out/bench/quick.md (≤ 3 minutes).
 BENCH_QUICK ?=
-bench:
-	$(call need-tools,$(NETNS_TOOLS))
+bench: deps-bench
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
 	  $(GO) run ./testing/bench/fipsbench
 
@@ -148,7 +177,7 @@ INTEROP_FLAGS ?=
 .PHONY: interop
 interop:
 	@if [ -z "$(FIPS_UPSTREAM)" ]; then $(GO) run ./testing/interop; exit 1; fi
-	$(call need-tools,$(NETNS_TOOLS) curl:curl python3:python3)
+	@bash testing/deps.sh interop
 	FIPS_UPSTREAM="$(FIPS_UPSTREAM)" $(GO) run ./testing/interop $(INTEROP_FLAGS)
 
 ## Packages: every command under cmd/ (PKG_BINS: fips, fipsctl, and

@@ -67,7 +67,7 @@ func TestUpstreamJQQueries(t *testing.T) {
 	}
 	jq, jqErr := exec.LookPath("jq")
 	if jqErr != nil {
-		t.Fatalf("jq not installed (.ci/run installs it): %v", jqErr)
+		t.Fatalf("jq not installed (sudo make deps installs it): %v", jqErr)
 	}
 	for _, q := range upstreamQueries {
 		doc := run(q.args...)

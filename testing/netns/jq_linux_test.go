@@ -49,7 +49,7 @@ var upstreamDocJQ = []struct {
 func TestUpstreamDocJQ(t *testing.T) {
 	jq, err := exec.LookPath("jq")
 	if err != nil {
-		t.Fatalf("jq not installed (.ci/run installs it): %v", err)
+		t.Fatalf("jq not installed (sudo make deps installs it): %v", err)
 	}
 	m, a, _, c, _ := ipv6Chain(t, Options{})
 	resolve(t, m, a, c)

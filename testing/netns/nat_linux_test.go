@@ -24,7 +24,7 @@ const (
 )
 
 // relayDir is where the third-party relay (@nostr-relay, installed by
-// .ci/run with npm) lives.
+// testing/deps.sh with npm ci) lives.
 func relayDir(t *testing.T) string {
 	if d := os.Getenv("FIPS_NOSTR_RELAY_DIR"); d != "" {
 		return d
@@ -67,12 +67,12 @@ func natPrereqs(t *testing.T) {
 	t.Helper()
 	for _, bin := range []string{"nft", "turnserver", "node"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found (.ci/run installs it): %v", bin, err)
+			t.Fatalf("%s not found (sudo make deps installs it): %v", bin, err)
 		}
 	}
 	rd := relayDir(t)
 	if _, err := os.Stat(filepath.Join(rd, "node_modules", "@nostr-relay", "core")); err != nil {
-		t.Fatalf("the Nostr relay is not installed in %s (run: npm install --prefix %s): %v", rd, rd, err)
+		t.Fatalf("the Nostr relay is not installed in %s (sudo make deps installs it): %v", rd, err)
 	}
 }
 

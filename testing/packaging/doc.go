@@ -14,5 +14,5 @@
 //
 // The tests need root, dpkg, lintian, systemd-analyze (Debian's systemd
 // package), iproute2, nftables, dnsmasq and dig; a missing tool fails the
-// test rather than skipping it (.ci/run installs them).
+// test rather than skipping it (sudo make deps installs them).
 package packaging
