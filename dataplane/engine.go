@@ -8,44 +8,11 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
+	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane/tun"
 )
-
-// Upcall is what a worker hands the control loop: a frame it opened but
-// may not finish (a control message, a datagram for a destination
-// without a published route, one carrying coordinates to cache, one for
-// this node). Msg is a copy in Buf, which the loop releases.
-type Upcall struct {
-	// FSP: Msg is the inner plaintext of an end-to-end message the
-	// worker decrypted on Src's current session epoch (counter Counter,
-	// CE), already fed to session MMP, that the loop must finish.
-	FSP     bool
-	Src     identity.NodeAddr
-	Counter uint64
-	CE      bool
-
-	// Proof: the first frame on Link's answered-rekey session opened
-	// (peer.Manager.ProveFast); nothing else is carried.
-	Proof bool
-	// Promote: Src's pending end-to-end epoch Epoch authenticated a
-	// message on a worker (the loop promotes it); nothing else carried.
-	Promote bool
-	Epoch   any
-
-	// Fence, when set, is the sending worker's count of datagrams the
-	// loop has finished: the loop adds one once it has handled this
-	// upcall (see Worker.Fenced).
-	Fence *atomic.Uint64
-
-	Link  *peer.FastLink
-	Flags uint8  // the frame's FMP flags
-	TS    uint32 // the inner timestamp
-	Msg   []byte
-	Buf   *transport.Buffer
-	// Arrived is when the kernel received the frame (Unix ns), 0 unknown.
-	Arrived int64
-}
 
 // Route is one published forwarding entry: where datagrams for a
 // destination go, as the loop last computed it.
@@ -111,29 +78,41 @@ func (f *Forwarding) Range(fn func(identity.NodeAddr, *Route)) {
 	}
 }
 
+// LinkSource is the link layer's published table (peer.Manager).
+type LinkSource interface {
+	Published() *peer.Links
+}
+
+// Clock is where the workers read the time, once per batch.
+type Clock interface {
+	Now() time.Time
+}
+
+// systemClock is the wall clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
 // Config is what an Engine needs from the node.
 type Config struct {
-	// Self is this node's address (datagrams for it go to the loop).
+	// Self is this node's address (datagrams for it are delivered
+	// locally or go to the loop).
 	Self identity.NodeAddr
-	// Links is the published link table (peer.Manager.Published).
-	Links func() *peer.Links
-	// Upcall hands an opened frame to the loop; false when the loop has
-	// stopped (the upcall is then released and counted). It may block
-	// while the loop's queue is full.
-	Upcall func(Upcall) bool
+	// Links is the link layer whose published table workers open
+	// frames with.
+	Links LinkSource
+	// Loop takes what the workers hand over (see Loop).
+	Loop Loop
 	// UpcallBufs holds the copies upcalls carry.
 	UpcallBufs *transport.BufferPool
 	// Transports are the node's transports by ID: a worker sends on
 	// those that give it a sender of its own (transport.WorkerSenders).
 	Transports map[transport.ID]transport.Transport
-	// Local, when set, takes a SessionDatagram addressed to this node
-	// (msg, type byte first, writable) on worker w: true when it
-	// finished it, false to upcall it unchanged. LocalFlush ends a batch
-	// for what Local holds (TUN writes).
-	Local      func(w *Worker, now time.Time, ce bool, msg []byte) bool
-	LocalFlush func(w *Worker)
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
+	// SessionTTL is the TTL of the datagrams workers originate
+	// (node.session.ttl).
+	SessionTTL uint8
+	// Clock is the time source (nil: the wall clock).
+	Clock Clock
 }
 
 // Engine runs established traffic on the transports' reader goroutines
@@ -150,6 +129,12 @@ type Engine struct {
 	// workers' dropped.
 	aqms     sync.Map
 	aqmEnded atomic.Uint64
+	// local is the published table of sessions the workers deliver and
+	// originate for; tun the IPv6 adapter's device they write (nil:
+	// none); ipv6 what they counted doing so.
+	local atomic.Pointer[Local]
+	tun   atomic.Pointer[TUN]
+	ipv6  IPv6Counters
 }
 
 // Counters are the engine's own counts; the node folds the forwarding
@@ -164,7 +149,7 @@ type Counters struct {
 	ForwardedBytes  atomic.Uint64 // their encoded messages, type byte included
 	ReceivedBytes   atomic.Uint64 // their messages without the type byte (upstream's received_bytes)
 	ForwardErrors   atomic.Uint64 // forwards the next hop's transport refused
-	Delivered       atomic.Uint64 // datagrams for us finished by the node's fast local path
+	Delivered       atomic.Uint64 // datagrams for us finished by the workers' local delivery
 	DeliveredBytes  atomic.Uint64 // their messages without the type byte
 	CEForwarded     atomic.Uint64
 	OuterCE         atomic.Uint64 // frames of published links whose outer IP header had CE
@@ -172,12 +157,13 @@ type Counters struct {
 	ClassCounts     [8]atomic.Uint64 // by route.RouteClass
 	SendErrors      atomic.Uint64    // batches (datagrams) a worker's transport failed to send
 	WorkerSendSlots atomic.Uint64    // frames sealed into worker send queues
+	CEDelivered     atomic.Uint64    // datagrams delivered locally with CE
 }
 
 // New makes an Engine.
 func New(cfg Config) *Engine {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
 	}
 	return &Engine{cfg: cfg}
 }
@@ -195,11 +181,11 @@ func (e *Engine) PublishForwarding(f *Forwarding) { e.fwd.Store(f) }
 func (e *Engine) Forwarding() *Forwarding { return e.fwd.Load() }
 
 // NewWorker implements transport.DataPath: one per reader goroutine.
-func (e *Engine) NewWorker() transport.DataWorker { return e.NewLocalWorker() }
+func (e *Engine) NewWorker() transport.DataWorker { return e.NewReaderWorker() }
 
-// NewLocalWorker is a worker for a reader of the node's own (the TUN
-// device's): it sends through Sender and ends each batch with Flush.
-func (e *Engine) NewLocalWorker() *Worker {
+// NewReaderWorker is a worker for one of the dataplane's own readers (the
+// TUN device's, an AF_XDP socket's): it ends each batch with Flush.
+func (e *Engine) NewReaderWorker() *Worker {
 	e.workers.Add(1)
 	w := &Worker{e: e, aqm: NewCoDel()}
 	e.aqms.Store(w.aqm, struct{}{})
@@ -225,32 +211,32 @@ type Worker struct {
 	now     time.Time // per batch
 	senders []senderSlot
 	closed  bool
-	// Local is the node's per-worker state for Config.Local.
-	Local any
-	// The ordering fence: datagrams this worker handed the loop (its
-	// own count) and the loop has finished (the loop's). While one is in
-	// flight the worker hands the loop every datagram, so none overtakes
-	// it: a flow switching from the loop's path to the workers' (a route
-	// or session just published) stays in order.
-	handedOff uint64
-	finished  atomic.Uint64
+	// The IPv6 adapter's per-worker state (local.go): the TUN write
+	// batch, made on first use, and the buffer FSP is opened into.
+	tunb  *tun.Batch
+	plain []byte
+	// fence orders the worker's flows: while a datagram it handed the
+	// loop is in flight the worker hands the loop every datagram, so none
+	// overtakes it: a flow switching from the loop's path to the
+	// workers' (a route or session just published) stays in order.
+	fence Fence
 }
 
-// HandOff counts one more datagram handed to the loop and returns the
-// counter the loop advances once it has handled it. What the worker has
+// handOff counts one more datagram handed to the loop and returns the
+// fence the loop marks once it has handled it. What the worker has
 // queued so far (sends, TUN writes) goes out first: the loop's sends of
 // the handed-off datagram must not overtake it either.
-func (w *Worker) HandOff() *atomic.Uint64 {
+func (w *Worker) handOff() *Fence {
 	if !w.Fenced() {
 		w.flushQueues()
 	}
-	w.handedOff++
-	return &w.finished
+	w.fence.handedOff++
+	return &w.fence
 }
 
 // Fenced reports whether a datagram this worker handed the loop is still
 // in flight: the next ones must follow it there.
-func (w *Worker) Fenced() bool { return w.handedOff != w.finished.Load() }
+func (w *Worker) Fenced() bool { return w.fence.inFlight() }
 
 type senderSlot struct {
 	id    transport.ID
@@ -262,7 +248,7 @@ var _ transport.DataWorker = (*Worker)(nil)
 
 func (w *Worker) clock() time.Time {
 	if w.now.IsZero() {
-		w.now = w.e.cfg.Now()
+		w.now = w.e.cfg.Clock.Now()
 	}
 	return w.now
 }
@@ -285,7 +271,7 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 	if err != nil {
 		return false
 	}
-	l := w.e.cfg.Links().Lookup(t, f.ReceiverIndex)
+	l := w.e.cfg.Links.Published().Lookup(t, f.ReceiverIndex)
 	if l == nil {
 		return false
 	}
@@ -312,17 +298,21 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		w.e.stats.OuterCE.Add(1) // counted once: a frame left to the loop is the loop's to count
 	}
 	if l.Proving() {
-		w.notify(Upcall{Proof: true, Link: l})
+		w.upcalled(w.e.cfg.Loop.Proof(ProofUpcall{Link: l}), nil, nil)
 	}
 	dg := wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram
 	if dg && !w.Fenced() && w.datagram(now, f.Flags, in.Message) {
 		return true
 	}
-	u := Upcall{Link: l, Flags: f.Flags, TS: in.Timestamp, Arrived: arrived}
+	u := FrameUpcall{Link: l, Flags: f.Flags, TS: in.Timestamp, Arrived: arrived}
 	if dg {
-		u.Fence = w.HandOff()
+		u.Fence = w.handOff()
 	}
-	w.send(u, in.Message)
+	if u.Msg, u.Buf = w.copyUp(in.Message); u.Buf == nil {
+		u.Fence.Done()
+		return true
+	}
+	w.upcalled(w.e.cfg.Loop.Frame(u), u.Buf, u.Fence)
 	return true
 }
 
@@ -335,17 +325,16 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	if len(msg) < wire.SessionDatagramHeaderSize+wire.FSPPrefixSize {
 		return false
 	}
-	var dest identity.NodeAddr
-	copy(dest[:], msg[20:36])
+	dest := wire.SessionDatagramDest(msg)
 	if dest == e.cfg.Self {
-		if e.cfg.Local == nil || !e.cfg.Local(w, now, flags&wire.FMPFlagCE != 0, msg) {
+		if !w.deliver(now, flags&wire.FMPFlagCE != 0, msg) {
 			return false
 		}
 		e.stats.Delivered.Add(1)
 		e.stats.DeliveredBytes.Add(uint64(len(msg) - 1))
 		return true
 	}
-	ttl := msg[1]
+	ttl := wire.SessionDatagramTTL(msg)
 	fsp := msg[wire.SessionDatagramHeaderSize:]
 	// Handshake phases and packets carrying coordinates warm the
 	// coordinate cache: the loop's.
@@ -373,7 +362,7 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	if ce {
 		out = wire.FMPFlagCE
 	}
-	if err := x.Seal(now, s, out, msg); err != nil {
+	if err := x.Seal(now, s.s, out, msg); err != nil {
 		e.stats.ForwardErrors.Add(1)
 		return true
 	}
@@ -392,16 +381,16 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	return true
 }
 
-// Sender is the worker's send queue on transport id as a peer.Reserver
-// (nil when that transport has none); what is reserved goes out at the
-// worker's next Flush.
-func (w *Worker) Sender(id transport.ID) peer.Reserver {
+// Sender is the worker's send queue on transport id (nil when that
+// transport has none); what is reserved goes out at the worker's next
+// Flush.
+func (w *Worker) Sender(id transport.ID) transport.Reserver {
 	s := w.sender(id)
 	if s == nil {
 		return nil
 	}
 	s.dirty = true
-	return s
+	return s.s
 }
 
 // UseSender makes s the worker's send queue on transport id (instead of
@@ -444,54 +433,43 @@ func (w *Worker) sender(id transport.ID) *senderSlot {
 	return &w.senders[len(w.senders)-1]
 }
 
-// Reserve implements peer.Reserver on a sender slot.
-func (s *senderSlot) Reserve(_ transport.ID, to transport.Addr, n int) ([]byte, error) {
-	return s.s.Reserve(to, n)
+// copyUp copies msg into an upcall buffer; nil (counted as refused)
+// when it does not fit.
+func (w *Worker) copyUp(msg []byte) ([]byte, *transport.Buffer) {
+	buf, b, ok := w.e.cfg.UpcallBufs.Copy(msg)
+	if !ok {
+		w.e.stats.UpcallsRefused.Add(1)
+	}
+	return b, buf
 }
 
-// UpcallFSP hands the loop an end-to-end message the node's fast local
-// path decrypted but does not finish (see Upcall.FSP); pt is copied.
-func (w *Worker) UpcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
-	w.send(Upcall{FSP: true, Src: src, Counter: counter, CE: ce, Fence: w.HandOff()}, pt)
-}
-
-func (w *Worker) send(u Upcall, msg []byte) {
-	e := w.e
-	buf := e.cfg.UpcallBufs.Get()
-	if len(msg) > len(buf.B) {
-		buf.Release()
-		e.stats.UpcallsRefused.Add(1)
+// upcalled counts an upcall the loop took (ok) or refused: a refused
+// one's buffer is released and its fence, never to be handled, marked.
+func (w *Worker) upcalled(ok bool, buf *transport.Buffer, f *Fence) {
+	if ok {
+		w.e.stats.Upcalls.Add(1)
 		return
 	}
-	u.Msg = buf.B[:len(msg)]
-	copy(u.Msg, msg)
-	u.Buf = buf
-	e.stats.Upcalls.Add(1)
-	if !e.cfg.Upcall(u) {
-		e.stats.UpcallsRefused.Add(1)
-		buf.Release()
-		if u.Fence != nil {
-			u.Fence.Add(1) // never to be handled: the loop has stopped
-		}
-	}
+	w.e.stats.UpcallsRefused.Add(1)
+	buf.Release()
+	f.Done()
 }
 
-// UpcallPromote tells the loop a message authenticated under src's
-// pending epoch (the session's, opaque here) on this worker.
-func (w *Worker) UpcallPromote(src identity.NodeAddr, epoch any) {
-	w.notify(Upcall{Promote: true, Src: src, Epoch: epoch})
+// upcallFSP hands the loop an end-to-end message the worker decrypted
+// but does not finish (see FSPUpcall); pt is copied.
+func (w *Worker) upcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
+	u := FSPUpcall{Src: src, Counter: counter, CE: ce, Fence: w.handOff()}
+	if u.Msg, u.Buf = w.copyUp(pt); u.Buf == nil {
+		u.Fence.Done()
+		return
+	}
+	w.upcalled(w.e.cfg.Loop.FSP(u), u.Buf, u.Fence)
 }
 
-// notify upcalls an event without a payload.
-func (w *Worker) notify(u Upcall) {
-	e := w.e
-	u.Buf = e.cfg.UpcallBufs.Get()
-	u.Msg = u.Buf.B[:0]
-	e.stats.Upcalls.Add(1)
-	if !e.cfg.Upcall(u) {
-		e.stats.UpcallsRefused.Add(1)
-		u.Buf.Release()
-	}
+// upcallPromote tells the loop a message authenticated under src's
+// pending epoch on this worker.
+func (w *Worker) upcallPromote(src identity.NodeAddr, epoch session.Epoch) {
+	w.upcalled(w.e.cfg.Loop.Promote(PromoteUpcall{Src: src, Epoch: epoch}), nil, nil)
 }
 
 // Clock is the worker's time for the batch in progress.
@@ -505,9 +483,7 @@ func (w *Worker) Flush() {
 
 // flushQueues writes what the worker holds: its TUN batch, its sends.
 func (w *Worker) flushQueues() {
-	if w.Local != nil && w.e.cfg.LocalFlush != nil {
-		w.e.cfg.LocalFlush(w)
-	}
+	w.flushTUN()
 	for i := range w.senders {
 		if s := &w.senders[i]; s.dirty {
 			s.dirty = false

@@ -225,8 +225,9 @@ func (x *xskPlane) txView() XSKTxView {
 // flushed after every ring drain.
 func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
 	defer x.wg.Done()
-	w := n.eng.NewLocalWorker()
+	w := n.eng.NewReaderWorker()
 	defer w.Close()
+	deliver := inbox{n}.Packet
 	if x.transmit {
 		n.xskSenders(x, w, k)
 	}
@@ -246,29 +247,16 @@ func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
 			// A link-local source is on the interface the frame came in
 			// on, as a UDP socket reports it (its scope id).
 			from := transport.AddrFromIP(netip.AddrPortFrom(transport.WithZoneIndex(d.Src.Addr(), uint32(xs.ifindex)), d.Src.Port()))
-			now := time.Now().UnixNano()
-			ce := d.ECN == 3
-			if w.Receive(id, from, d.Payload, now, ce) {
-				return
-			}
-			xs.toLoop.Add(1)
-			pb := x.bufs.Get()
-			if len(d.Payload) > len(pb.B) {
-				pb.Release()
+			p := transport.Packet{Transport: id, From: from, Data: d.Payload, Arrived: time.Now().UnixNano(), CE: d.ECN == 3}
+			switch transport.Offer(w, x.bufs, deliver, p) {
+			case transport.Delivered:
+				xs.toLoop.Add(1)
+			case transport.Refused:
+				xs.toLoop.Add(1)
+				xs.refused.Add(1)
+			case transport.TooLarge:
+				xs.toLoop.Add(1)
 				xs.invalid.Add(1)
-				return
-			}
-			data := pb.B[:len(d.Payload)]
-			copy(data, d.Payload)
-			it := rxItem{p: transport.Packet{Transport: id, From: from, Data: data, Buf: pb, Arrived: now, CE: ce}}
-			select {
-			case n.rx <- it:
-			case <-n.stopped:
-				xs.refused.Add(1)
-				pb.Release()
-			case <-x.stop:
-				xs.refused.Add(1)
-				pb.Release()
 			}
 		})
 		if err != nil {

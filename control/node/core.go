@@ -404,9 +404,7 @@ func (c *Core) LinkMessage(p *peer.Peer, flags uint8, ts uint32, msg []byte) {
 		if d != nil {
 			c.deliver(d)
 		} else if err == nil && c.opts.OnForward != nil {
-			var dest identity.NodeAddr
-			copy(dest[:], msg[20:36]) // a forwarded datagram parsed: its header is whole
-			c.opts.OnForward(dest)
+			c.opts.OnForward(wire.SessionDatagramDest(msg)) // a forwarded datagram parsed: its header is whole
 		}
 	case wire.MsgLookupRequest:
 		err = c.route.HandleLookupRequest(c.now, p.NodeAddr, msg)

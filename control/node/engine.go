@@ -24,10 +24,55 @@ const MaxRoutes = 4096
 const routeIdleTicks = 10
 
 // rxItem is one entry of the receive queue: a packet a transport
-// delivered, or a frame a worker opened (up.Link set).
+// delivered, or one of the workers' upcalls (kind says which field).
 type rxItem struct {
-	p  transport.Packet
-	up dataplane.Upcall
+	kind    rxKind
+	p       transport.Packet
+	frame   dataplane.FrameUpcall
+	fsp     dataplane.FSPUpcall
+	proof   dataplane.ProofUpcall
+	promote dataplane.PromoteUpcall
+}
+
+type rxKind uint8
+
+const (
+	rxPacket rxKind = iota
+	rxFrame
+	rxFSP
+	rxProof
+	rxPromote
+)
+
+// inbox is the loop's side of the dataplane seam (dataplane.Loop): every
+// kind of hand-off goes onto the loop's bounded queues.
+type inbox struct{ n *Node }
+
+var _ dataplane.Loop = inbox{}
+
+func (i inbox) Frame(u dataplane.FrameUpcall) bool {
+	return i.n.enqueue(rxItem{kind: rxFrame, frame: u})
+}
+func (i inbox) FSP(u dataplane.FSPUpcall) bool { return i.n.enqueue(rxItem{kind: rxFSP, fsp: u}) }
+func (i inbox) Proof(u dataplane.ProofUpcall) bool {
+	return i.n.enqueue(rxItem{kind: rxProof, proof: u})
+}
+func (i inbox) Promote(u dataplane.PromoteUpcall) bool {
+	return i.n.enqueue(rxItem{kind: rxPromote, promote: u})
+}
+func (i inbox) Packet(p transport.Packet) bool { return i.n.deliver(p) }
+
+// TUN takes a packet the TUN reader left to the loop, blocking while the
+// loop is behind; refused (and counted) once it has stopped.
+func (i inbox) TUN(u dataplane.TUNUpcall) bool {
+	n := i.n
+	select {
+	case n.tunIn <- u:
+		return true
+	case <-n.stopped:
+		n.tunDrops.Add(1)
+		return false
+	}
 }
 
 // EngineView is show_status.dataplane.engine (fips-go addition): what
@@ -66,48 +111,30 @@ func (n *Node) startEngine() {
 	}
 }
 
-// upcall is the engine's hand-off into the loop: blocking while the
-// queue is full, as deliver is.
-func (n *Node) upcall(u dataplane.Upcall) bool {
-	it := rxItem{up: u}
-	select {
-	case n.rx <- it:
-		return true
-	default:
-	}
-	select {
-	case n.rx <- it:
-		return true
-	case <-n.stopped:
-		n.rxDrops.Add(1)
-		return false
-	}
-}
-
-// handleUpcall finishes a frame a worker opened.
-func (n *Node) handleUpcall(now time.Time, u dataplane.Upcall) {
-	defer u.Buf.Release()
-	if u.Fence != nil {
+// handleUpcall finishes what a worker handed over.
+func (n *Node) handleUpcall(now time.Time, it rxItem) {
+	switch it.kind {
+	case rxProof:
+		n.core.now = now
+		n.peers.ProveFast(now, it.proof.Link)
+	case rxPromote:
+		n.core.now = now
+		n.core.sess.PromoteFast(now, it.promote.Src, it.promote.Epoch)
+	case rxFSP:
+		u := it.fsp
 		n.fences = append(n.fences, u.Fence)
-	}
-	switch {
-	case u.Proof:
-		n.core.now = now
-		n.peers.ProveFast(now, u.Link)
-		return
-	case u.Promote:
-		n.core.now = now
-		n.core.sess.PromoteFast(now, u.Src, u.Epoch)
-		return
-	}
-	if u.FSP {
 		n.core.HandleOpenedFSP(now, u.Src, u.Counter, u.Msg, u.CE)
-		return
+		u.Buf.Release()
+	case rxFrame:
+		u := it.frame
+		if u.Fence != nil {
+			n.fences = append(n.fences, u.Fence)
+		}
+		if u.Arrived == 0 || !n.aqm.Drop(now, now.Sub(time.Unix(0, u.Arrived))) {
+			n.core.HandleOpened(now, u.Link, u.Flags, wire.FMPInner{Timestamp: u.TS, Message: u.Msg})
+		}
+		u.Buf.Release()
 	}
-	if u.Arrived != 0 && n.aqm.Drop(now, now.Sub(time.Unix(0, u.Arrived))) {
-		return
-	}
-	n.core.HandleOpened(now, u.Link, u.Flags, wire.FMPInner{Timestamp: u.TS, Message: u.Msg})
 }
 
 // forwarded is the router's report of a datagram the loop forwarded: its
@@ -196,16 +223,16 @@ func (n *Node) engineView() EngineView {
 	if n.eng == nil {
 		return EngineView{}
 	}
-	c := n.eng.Stats()
+	c, v6 := n.eng.Stats(), n.eng.IPv6()
 	return EngineView{Enabled: true, Workers: n.eng.Workers(), LinksPublished: n.peers.Published().Len(),
 		RoutesPublished: n.eng.Forwarding().Len(),
 		FramesOpened:    c.FramesOpened.Load(), FramesDropped: c.FramesDropped.Load(),
-		Forwarded: c.Forwarded.Load(), Delivered: c.Delivered.Load(), Originated: n.v6fast.originated.Load(),
-		SessionsPublished: n.localLen(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
+		Forwarded: c.Forwarded.Load(), Delivered: c.Delivered.Load(), Originated: v6.Originated.Load(),
+		SessionsPublished: n.eng.PublishedLocal().Len(), ForwardMisses: c.ForwardMisses.Load(), ForwardErrors: c.ForwardErrors.Load(),
 		Upcalls: c.Upcalls.Load(), UpcallsRefused: c.UpcallsRefused.Load(),
 		RoutesRefused: n.routesRefused, RoutesExpired: n.routesExpired,
-		EgressToLoop: map[string]uint64{"no_session": n.v6fast.missNoSession.Load(), "warmup": n.v6fast.missWarmup.Load(),
-			"too_big": n.v6fast.missTooBig.Load(), "no_route": n.v6fast.missNoRoute.Load(), "frame_mtu": n.v6fast.missFrameMTU.Load()}}
+		EgressToLoop: map[string]uint64{"no_session": v6.MissNoSession.Load(), "warmup": v6.MissWarmup.Load(),
+			"too_big": v6.MissTooBig.Load(), "no_route": v6.MissNoRoute.Load(), "frame_mtu": v6.MissFrameMTU.Load()}}
 }
 
 // addEngineForwarding folds the workers' forwards into the router's
@@ -234,17 +261,10 @@ func (n *Node) addEngineForwarding(s *route.Stats) {
 	f.ReceivedBytes += c.DeliveredBytes.Load()
 	f.DeliveredPackets += dl
 	f.DeliveredBytes += c.DeliveredBytes.Load()
-	f.OriginatedPackets += n.v6fast.originated.Load()
-	f.OriginatedBytes += n.v6fast.originatedBytes.Load()
+	f.OriginatedPackets += n.eng.IPv6().Originated.Load()
+	f.OriginatedBytes += n.eng.IPv6().OriginatedBytes.Load()
 	s.Congestion.CEForwarded += c.CEForwarded.Load()
 	s.Congestion.CongestionDetected += c.CongestionSeen.Load()
-}
-
-func (n *Node) localLen() int {
-	if lt := n.local.Load(); lt != nil {
-		return len(lt.byAddr)
-	}
-	return 0
 }
 
 // engineAQMDrops is what the workers' queue management dropped.
@@ -260,7 +280,7 @@ func (n *Node) engineAQMDrops() uint64 {
 // writes of the burst were flushed), so nothing they send can overtake it.
 func (n *Node) releaseFences() {
 	for _, f := range n.fences {
-		f.Add(1)
+		f.Done()
 	}
 	clear(n.fences)
 	n.fences = n.fences[:0]

@@ -157,14 +157,14 @@ func TestEngineTUNPathsAllocateNothing(t *testing.T) {
 	await(t, 10*time.Second, "a's TUN packets sealed by its worker", func() bool {
 		devA.in <- pkt
 		time.Sleep(2 * time.Millisecond)
-		return a.v6fast.originated.Load() > 10
+		return a.eng.IPv6().Originated.Load() > 10
 	})
-	w := a.eng.NewLocalWorker()
+	w := a.eng.NewReaderWorker()
 	defer w.Close()
 	buf := make([]byte, len(pkt))
 	send := func() {
 		copy(buf, pkt)
-		if !a.fastSend(w, w.Clock(), buf) {
+		if !w.SendTUN(buf) {
 			t.Fatal("a's egress left the packet to the loop")
 		}
 		w.Flush()
@@ -172,8 +172,8 @@ func TestEngineTUNPathsAllocateNothing(t *testing.T) {
 	for range 100 { // warm the workers' buffers and queues
 		send()
 	}
-	await(t, 5*time.Second, "c's warm-up deliveries", func() bool { return c.v6fast.received.Load() >= 100 })
-	d0, r0 := devC.written.Load(), c.v6fast.received.Load()
+	await(t, 5*time.Second, "c's warm-up deliveries", func() bool { return c.eng.IPv6().Received.Load() >= 100 })
+	d0, r0 := devC.written.Load(), c.eng.IPv6().Received.Load()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	const runs = 2000
@@ -189,7 +189,7 @@ func TestEngineTUNPathsAllocateNothing(t *testing.T) {
 	}
 	var d, r uint64
 	deadline := time.Now().Add(10 * time.Second)
-	for d, r = devC.written.Load()-d0, c.v6fast.received.Load()-r0; d != r || r < least; d, r = devC.written.Load()-d0, c.v6fast.received.Load()-r0 {
+	for d, r = devC.written.Load()-d0, c.eng.IPv6().Received.Load()-r0; d != r || r < least; d, r = devC.written.Load()-d0, c.eng.IPv6().Received.Load()-r0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("c's deliveries: %d received by its workers, %d written to its adapter (want equal, ≥ %d)", r, d, least)
 		}

@@ -77,7 +77,7 @@ func (c *Core) SendIPv6(now time.Time, pkt []byte) {
 		}
 		return
 	}
-	dst := netip.AddrFrom16([16]byte(pkt[24:40]))
+	dst := wire.IPv6Dst(pkt)
 	self := c.id.IPv6()
 	switch {
 	case dst == self:
@@ -100,7 +100,7 @@ func (c *Core) SendIPv6(now time.Time, pkt []byte) {
 	mtu := c.ipv6MTU(dest)
 	if len(pkt) > mtu {
 		v.stats.TooBig++
-		if v.ptb.Allow(netip.AddrFrom16([16]byte(pkt[8:24])), now) {
+		if v.ptb.Allow(wire.IPv6Src(pkt), now) {
 			// From the destination's address: Linux ignores a Packet Too
 			// Big that claims to come from one of its own addresses.
 			if out, err := ipv6.BuildPacketTooBig(v.icmp[:0], uint32(mtu), dst, pkt); err == nil {
@@ -131,7 +131,7 @@ func isFIPS(a netip.Addr) bool {
 
 func (c *Core) unreachable(now time.Time, pkt []byte) {
 	v := c.v6
-	if !ipv6.ShouldSendICMPError(pkt) || !v.unreach.Allow(netip.AddrFrom16([16]byte(pkt[8:24])), now) {
+	if !ipv6.ShouldSendICMPError(pkt) || !v.unreach.Allow(wire.IPv6Src(pkt), now) {
 		return
 	}
 	if out, err := ipv6.BuildDestUnreachable(v.icmp[:0], ipv6.CodeNoRoute, c.id.IPv6(), pkt); err == nil {

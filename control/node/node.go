@@ -24,7 +24,6 @@ import (
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane"
-	"github.com/fips-go/fips/dataplane/tun"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -111,7 +110,7 @@ type TUNOptions struct {
 	MTU     int    // 1280
 	// Open, when set, replaces the OS's adapter (dataplane/tun or
 	// fallback/tun): an embedder's own device, or a test's.
-	Open func(tun.Config) (*tun.Device, error)
+	Open dataplane.TUNOpener
 }
 
 // Node is a running node.
@@ -158,15 +157,13 @@ type Node struct {
 	dropping    map[transport.ID]bool
 	dropEvents  uint64
 
-	tun            *tun.Device
+	tun            *dataplane.TUN
 	tunName        string
 	tunState       string // disabled|configured|active|failed
-	tunIn          chan tunPacket
+	tunIn          chan dataplane.TUNUpcall
 	tunAQM         *dataplane.CoDel // the TUN read path's queueing delay (loop-owned)
-	tunBufs        sync.Pool        // *[]byte packet buffers between the TUN reader and the loop
 	tunDrops       atomic.Uint64
 	tunWriteErrors uint64
-	tunFlush       func()       // writes the packets batched for the TUN; nil without one
 	tunIndex       atomic.Int64 // fips0's interface index once up, 0 before
 	// bg tracks goroutines the node starts besides Run's own (the probe
 	// driver, static-peer resolutions); Run waits for them before it
@@ -197,14 +194,7 @@ type Node struct {
 	routesExpired uint64
 	// fences are the workers' ordering fences of the datagrams handled in
 	// this burst, released once its sends are flushed (loop only).
-	fences []*atomic.Uint64
-	// local is the IPv6 adapter's table for workers (publishLocal);
-	// v6fast and ceFast are what the workers' adapter counted.
-	local      atomic.Pointer[localTable]
-	v6fast     fastIPv6
-	ceFast     atomic.Uint64
-	sessionTTL uint8
-	selfAddr   identity.NodeAddr
+	fences []*dataplane.Fence
 	// hist is the stats history, sampled on the tick (loop-owned);
 	// histPeers is the tick's reused sample buffer.
 	hist      *history.History
@@ -249,7 +239,7 @@ func New(o Options) (*Node, error) {
 		requests:    make(chan request),
 		probeTab:    &probeTable{jobs: map[uint64]*probeJob{}, next: 1},
 		kernelDrops: map[transport.ID]uint64{}, dropping: map[transport.ID]bool{},
-		tunIn: make(chan tunPacket, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
+		tunIn: make(chan dataplane.TUNUpcall, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
 	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{},
@@ -285,11 +275,10 @@ func New(o Options) (*Node, error) {
 	}
 	n.core, n.peers = core, core.Peers()
 	n.seeded.max = core.ids.max
-	n.sessionTTL, n.selfAddr = core.Router().Config().SessionTTL, o.Identity.NodeAddr()
 	if !o.Dataplane.NoEngine {
-		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers.Published,
-			Upcall: n.upcall, UpcallBufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
-			Transports: n.transports, Local: n.fastDeliver, LocalFlush: n.fastFlush})
+		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers, Loop: inbox{n},
+			UpcallBufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535), Transports: n.transports,
+			SessionTTL: core.Router().Config().SessionTTL})
 		n.fwdWant = map[identity.NodeAddr]struct{}{}
 	}
 	n.state.Store(StateCreated)
@@ -484,9 +473,7 @@ func (n *Node) loop(ctx context.Context) {
 		n.publishRoutes(time.Now(), false)
 		n.publishLocal(false)
 		n.flushSends()
-		if n.tunFlush != nil {
-			n.tunFlush()
-		}
+		n.flushTUN()
 		n.releaseFences()
 		if at, ok := n.core.NextWake(); ok && (wakeAt.IsZero() || at.Before(wakeAt)) {
 			wakeAt = at
@@ -499,8 +486,8 @@ func (n *Node) loop(ctx context.Context) {
 // it: only established frames (data and link control alike, as a router
 // drops), never handshakes.
 func (n *Node) receive(now time.Time, it rxItem) {
-	if it.up.Link != nil || it.up.FSP || it.up.Promote {
-		n.handleUpcall(now, it.up)
+	if it.kind != rxPacket {
+		n.handleUpcall(now, it)
 		return
 	}
 	p := it.p
@@ -522,14 +509,14 @@ func (n *Node) receive(now time.Time, it rxItem) {
 // sendIPv6 sends one packet read from the TUN device, unless queue
 // management drops it: the sender's own standing queue (the loop behind
 // the device) is bounded like a relay's, so the local TCP backs off.
-func (n *Node) sendIPv6(now time.Time, p tunPacket) {
-	if p.fence != nil {
-		n.fences = append(n.fences, p.fence)
+func (n *Node) sendIPv6(now time.Time, p dataplane.TUNUpcall) {
+	if p.Fence != nil {
+		n.fences = append(n.fences, p.Fence)
 	}
-	if !n.tunAQM.Drop(now, now.Sub(time.Unix(0, p.read))) {
-		n.core.SendIPv6(now, *p.b)
+	if !n.tunAQM.Drop(now, now.Sub(time.Unix(0, p.Read))) {
+		n.core.SendIPv6(now, p.Pkt)
 	}
-	n.tunBufs.Put(p.b) // SendIPv6 does not retain the packet
+	p.Buf.Release() // SendIPv6 does not retain the packet
 }
 
 // flushSends sends what the burst queued on batching transports.
@@ -622,8 +609,11 @@ func (n *Node) closeTransports() {
 // transport's kernel_drops, and TCP inside the mesh sees delay where it
 // would have seen loss. Once the loop has stopped, packets are refused
 // and counted.
-func (n *Node) deliver(p transport.Packet) bool {
-	it := rxItem{p: p}
+func (n *Node) deliver(p transport.Packet) bool { return n.enqueue(rxItem{p: p}) }
+
+// enqueue puts it on the receive queue, blocking while the queue is full
+// (see deliver); false, counted, once the loop has stopped.
+func (n *Node) enqueue(it rxItem) bool {
 	select {
 	case n.rx <- it:
 		return true
@@ -662,18 +652,18 @@ func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
 	return t.Send(to, pkt)
 }
 
-// Reserve implements peer.FrameReserver: a frame for a batching
-// transport is sealed straight into its send queue. Other transports
-// answer nil, and the frame goes through Send.
-func (n *Node) Reserve(id transport.ID, to transport.Addr, size int) ([]byte, error) {
+// SendQueue implements peer.FrameReserver: frames for a batching
+// transport are sealed into its send queue, flushed at the end of the
+// burst.
+func (n *Node) SendQueue(id transport.ID) transport.Reserver {
 	b := n.batchers[id]
 	if b == nil {
-		return nil, nil
+		return nil
 	}
 	if !slices.Contains(n.dirty, b) {
 		n.dirty = append(n.dirty, b)
 	}
-	return b.Reserve(to, size)
+	return b
 }
 
 // LinkMTU implements peer.Env.
@@ -773,11 +763,8 @@ func (n *Node) startTUN() {
 	if mtu <= 0 {
 		mtu = 1280
 	}
-	open := openTUN
-	if n.opts.TUN.Open != nil {
-		open = n.opts.TUN.Open
-	}
-	dev, err := open(tun.Config{Name: name, MTU: mtu, Addr: n.id.IPv6(), Log: logging.WithTarget(n.log, "fips::upper::tun")})
+	dev, err := dataplane.OpenTUN(dataplane.TUNConfig{Name: name, MTU: mtu, Addr: n.id.IPv6(),
+		Log: logging.WithTarget(n.log, "fips::upper::tun"), Open: n.opts.TUN.Open})
 	if err == nil {
 		err = n.runTUN(dev)
 		if err != nil {
@@ -791,11 +778,11 @@ func (n *Node) startTUN() {
 		lc.Warn("Failed to initialize TUN, continuing without it", "error", err, "name", name)
 		return
 	}
-	n.tunIndex.Store(int64(dev.Index))
-	n.tun, n.tunName, n.tunState = dev, dev.Name, "active"
+	n.tunIndex.Store(int64(dev.Index()))
+	n.tun, n.tunName, n.tunState = dev, dev.Name(), "active"
 	// Upstream's block; the first line carries the same as fields (ours).
-	lc.Info("TUN device active:", "name", dev.Name, "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
-	lc.Info("     name: " + dev.Name)
+	lc.Info("TUN device active:", "name", dev.Name(), "address", n.id.IPv6().String(), "mtu", mtu, "route", "fd00::/8")
+	lc.Info("     name: " + dev.Name())
 	lc.Info("  address: " + n.id.IPv6().String())
 	lc.Info(fmt.Sprintf("      mtu: %d", mtu))
 	lc.Info(fmt.Sprintf("effective MTU: %d bytes", n.transportMTU()-ipv6Overhead))

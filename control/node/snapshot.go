@@ -133,15 +133,16 @@ func (n *Node) publish(now time.Time) {
 	s.Dataplane.OuterCE = n.outerCE.Load()
 	if n.eng != nil {
 		s.Dataplane.OuterCE += n.eng.Stats().OuterCE.Load()
+		s.CEReceived += n.eng.Stats().CEDelivered.Load()
 	}
 	n.addEngineForwarding(&s.RouteStats)
 	n.addFastIPv6(&s.IPv6)
-	s.CEReceived += n.ceFast.Load()
 	s.Routing.Forwarding = s.RouteStats.Forwarding
 	if n.tunName != "" {
 		s.TunName = n.tunName
 	}
-	s.IPv6.ReadQueueDrops, s.IPv6.WriteErrors = n.tunDrops.Load(), n.tunWriteErrors
+	s.IPv6.ReadQueueDrops = n.tunDrops.Load()
+	s.IPv6.WriteErrors += n.tunWriteErrors // the workers' were added by addFastIPv6
 	s.IPv6.ReadQueueAQMDrops = n.tunAQM.Drops.Load()
 	for _, a := range sortedAddrs(c.smmp) {
 		v := SessionMMPView{Remote: a, MMP: c.smmp[a].link.Snapshot()}

@@ -11,6 +11,7 @@ import (
 	wgtun "golang.zx2c4.com/wireguard/tun"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/dataplane"
 	"github.com/fips-go/fips/dataplane/tun"
 )
 
@@ -68,9 +69,16 @@ func TestTUNPacketsReachTheLoopAndTheDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := &scriptedTUN{reads: make(chan []byte), closed: make(chan struct{})}
-	if err := n.runTUN(tun.NewDevice(dev, "fake0", 7, nil)); err != nil {
+	td, err := dataplane.OpenTUN(dataplane.TUNConfig{MTU: 1280, Open: func(tun.Config) (*tun.Device, error) {
+		return tun.NewDevice(dev, "fake0", 7, nil), nil
+	}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := n.runTUN(td); err != nil {
+		t.Fatal(err)
+	}
+	n.tun = td
 	pkt := make([]byte, 60)
 	pkt[0] = 0x60
 	copy(pkt[24:40], identity.NodeAddr{1, 2, 3}.IPv6().AsSlice())
@@ -78,8 +86,8 @@ func TestTUNPacketsReachTheLoopAndTheDevice(t *testing.T) {
 	dev.reads <- pkt
 	select {
 	case p := <-n.tunIn:
-		if !bytes.Equal(*p.b, pkt) || p.read < before {
-			t.Fatalf("queued %d bytes read at %d (sent at %d)", len(*p.b), p.read, before)
+		if !bytes.Equal(p.Pkt, pkt) || p.Read < before {
+			t.Fatalf("queued %d bytes read at %d (sent at %d)", len(p.Pkt), p.Read, before)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the packet did not reach the loop's queue")
@@ -92,7 +100,7 @@ func TestTUNPacketsReachTheLoopAndTheDevice(t *testing.T) {
 	if len(dev.writes) != 0 {
 		t.Fatal("written before the loop's flush")
 	}
-	n.tunFlush()
+	n.flushTUN()
 	if len(dev.writes) != 1 || !bytes.Equal(dev.writes[0], pkt) {
 		t.Fatalf("device writes: %d", len(dev.writes))
 	}

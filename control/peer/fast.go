@@ -293,21 +293,15 @@ func countOpenError(p *Peer, err error, atPeer bool) {
 	}
 }
 
-// Reserver hands out n bytes of a transport's send queue for one frame
-// to `to`, valid until the reserver's next call; nil without error when
-// it has no queue (the frame is then built in a caller buffer and sent).
-type Reserver interface {
-	Reserve(t transport.ID, to transport.Addr, n int) ([]byte, error)
-}
-
 // FrameSize is the size of the link frame carrying msg.
 func FrameSize(msg []byte) int { return wire.FMPHeaderSize + 4 + len(msg) + wire.FMPTagSize }
 
 // Seal builds and seals the frame carrying msg (msg_type first) to the
 // peer into a slot from r: header, timestamp, msg copied once, sealed in
-// place. flags may carry CE and SP; K is the session's.
-func (x *FastTx) Seal(now time.Time, r Reserver, flags uint8, msg []byte) error {
-	b, err := r.Reserve(x.t, x.addr, FrameSize(msg))
+// place. flags may carry CE and SP; K is the session's. r is a send
+// queue on the peer's transport.
+func (x *FastTx) Seal(now time.Time, r transport.Reserver, flags uint8, msg []byte) error {
+	b, err := r.Reserve(x.addr, FrameSize(msg))
 	if err != nil {
 		return err
 	}
@@ -320,8 +314,8 @@ func (x *FastTx) Seal(now time.Time, r Reserver, flags uint8, msg []byte) error 
 // Reserve takes a slot for a frame of n bytes to the peer from r; the
 // caller builds the message in place at FrameMessage(slot) and calls
 // SealReserved.
-func (x *FastTx) Reserve(r Reserver, n int) ([]byte, error) {
-	b, err := r.Reserve(x.t, x.addr, n)
+func (x *FastTx) Reserve(r transport.Reserver, n int) ([]byte, error) {
+	b, err := r.Reserve(x.addr, n)
 	if err == nil && b == nil {
 		err = errors.New("peer: no send slot")
 	}

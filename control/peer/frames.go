@@ -165,13 +165,15 @@ func (m *Manager) SendLink(now time.Time, p *Peer, flags uint8, msg []byte) erro
 	// queue when it has one, else in m.buf. msg (which may alias the
 	// receive buffer) is copied once, behind the header and timestamp.
 	var pkt []byte
-	if r, ok := m.env.(FrameReserver); ok {
-		b, err := r.Reserve(p.Transport, p.Addr, n)
-		if err != nil {
-			m.stats.SendErrors++
-			return err
+	if fr, ok := m.env.(FrameReserver); ok {
+		if q := fr.SendQueue(p.Transport); q != nil {
+			b, err := q.Reserve(p.Addr, n)
+			if err != nil {
+				m.stats.SendErrors++
+				return err
+			}
+			pkt = b
 		}
-		pkt = b
 	}
 	queued := pkt != nil
 	if !queued {

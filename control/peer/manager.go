@@ -29,13 +29,12 @@ type Env interface {
 	CloseConnection(t transport.ID, to transport.Addr)
 }
 
-// FrameReserver is an optional Env method: Reserve returns the n bytes
-// the frame for (t, to) is to be sealed into, inside the transport's
-// send queue, valid until the next call on the Env; nil (and no error)
-// when the transport has no such queue, and then the frame goes through
-// Send. It saves copying every frame once more.
+// FrameReserver is an optional Env method: SendQueue is transport t's
+// send queue, which frames are sealed into in place (valid until the
+// next call on the Env); nil when the transport has none, and then
+// frames go through Send. It saves copying every frame once more.
 type FrameReserver interface {
-	Reserve(t transport.ID, to transport.Addr, n int) ([]byte, error)
+	SendQueue(t transport.ID) transport.Reserver
 }
 
 // LinkAuthenticator is an optional Env method: the Manager calls it when

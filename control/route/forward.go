@@ -115,11 +115,10 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 // checked the TTL is above 1. The one implementation for the loop's
 // router and the dataplane workers.
 func ForwardInPlace(msg []byte, linkMTU int) error {
-	if len(msg) < wire.SessionDatagramHeaderSize || wire.MsgType(msg[0]) != wire.MsgSessionDatagram || msg[1] <= 1 {
+	if len(msg) < wire.SessionDatagramHeaderSize || wire.MsgType(msg[0]) != wire.MsgSessionDatagram || wire.SessionDatagramTTL(msg) <= 1 {
 		return ErrTTLExhausted
 	}
-	pathMTU := uint16(msg[2]) | uint16(msg[3])<<8
-	return wire.SetSessionDatagramHops(msg, msg[1]-1, foldMTU(pathMTU, linkMTU))
+	return wire.SetSessionDatagramHops(msg, wire.SessionDatagramTTL(msg)-1, foldMTU(wire.SessionDatagramPathMTU(msg), linkMTU))
 }
 
 // foldMTU lowers a path MTU to a link MTU when that is known.

@@ -210,15 +210,18 @@ func (s *FastSession) Open(fsp, dst []byte) (Opened, bool) {
 	return Opened{Pending: pending, Counter: counter, Inner: in, Size: len(pt)}, true
 }
 
+// Epoch names a session's pending epoch to the loop (opaque to workers).
+type Epoch struct{ s *noise.Session }
+
 // Epoch is the pending epoch, for PromoteFast.
-func (s *FastSession) Epoch() any { return s.pending }
+func (s *FastSession) Epoch() Epoch { return Epoch{s.pending} }
 
 // PromoteFast is the loop's half of a message a worker authenticated
 // under src's pending epoch: the rekey completes as when the loop opens
 // that message itself.
-func (t *Table) PromoteFast(now time.Time, src identity.NodeAddr, epoch any) {
+func (t *Table) PromoteFast(now time.Time, src identity.NodeAddr, epoch Epoch) {
 	e := t.sessions[src]
-	if e == nil || e.pending == nil || any(e.pending) != epoch {
+	if e == nil || e.pending == nil || e.pending != epoch.s {
 		return // promoted already, or abandoned
 	}
 	if e.msg3Payload != nil {

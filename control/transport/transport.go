@@ -85,6 +85,18 @@ func NewBufferPool(size int) *BufferPool {
 // last user left).
 func (bp *BufferPool) Get() *Buffer { return bp.p.Get().(*Buffer) }
 
+// Copy copies b into a buffer from the pool: the buffer, its bytes, and
+// false (and no buffer) when b does not fit one. The step every reader
+// takes for a packet it hands on past its own buffers.
+func (bp *BufferPool) Copy(b []byte) (*Buffer, []byte, bool) {
+	buf := bp.Get()
+	if len(b) > len(buf.B) {
+		buf.Release()
+		return nil, nil, false
+	}
+	return buf, buf.B[:copy(buf.B, b)], true
+}
+
 // Release returns b to its pool; a nil b or one from no pool is ignored.
 func (b *Buffer) Release() {
 	if b != nil && b.pool != nil {
@@ -148,11 +160,15 @@ type Transport interface {
 // Queue and Flush belong to one goroutine.
 type Batcher interface {
 	Queue(to Addr, pkt []byte) error
-	// Reserve is Queue for a packet of n bytes the caller writes itself
-	// into the returned buffer (sealing in place), before its next call
-	// on the transport.
-	Reserve(to Addr, n int) ([]byte, error)
+	Reserver
 	Flush()
+}
+
+// Reserver hands out room in a send queue: Reserve queues an n-byte
+// packet to `to` and returns its bytes, which the caller fills (sealing
+// in place) before its next call on the queue.
+type Reserver interface {
+	Reserve(to Addr, n int) ([]byte, error)
 }
 
 // Stats are counters every transport keeps.
@@ -315,6 +331,42 @@ type DataWorker interface {
 	Close()
 }
 
+// Offered is what Offer did with a datagram.
+type Offered uint8
+
+// What Offer did.
+const (
+	// Taken: the worker consumed it.
+	Taken Offered = iota
+	// Delivered: a pooled copy went to the node.
+	Delivered
+	// Refused: the node refused the copy (its queue was full or it has
+	// stopped); the buffer is released.
+	Refused
+	// TooLarge: it does not fit the pool's buffers; nothing was delivered.
+	TooLarge
+)
+
+// Offer is the step every reader takes for each datagram it receives:
+// its worker (nil: none) runs it to completion, or a copy in a buffer of
+// bufs is delivered with p's metadata. p.Data is the reader's own buffer,
+// valid only during the call; p.Buf is ignored.
+func Offer(w DataWorker, bufs *BufferPool, deliver Deliver, p Packet) Offered {
+	if w != nil && w.Receive(p.Transport, p.From, p.Data, p.Arrived, p.CE) {
+		return Taken
+	}
+	buf, data, ok := bufs.Copy(p.Data)
+	if !ok {
+		return TooLarge
+	}
+	p.Data, p.Buf = data, buf
+	if !deliver(p) {
+		buf.Release()
+		return Refused
+	}
+	return Delivered
+}
+
 // DataAttacher is a transport whose readers run a DataPath. The node
 // attaches it before Start.
 type DataAttacher interface {
@@ -330,9 +382,7 @@ type WorkerSenders interface {
 // Sender is one worker's send queue on a transport. Not safe for
 // concurrent use.
 type Sender interface {
-	// Reserve queues an n-byte datagram to `to` and returns its bytes, to
-	// be filled before the next call.
-	Reserve(to Addr, n int) ([]byte, error)
+	Reserver
 	// Flush sends what is queued.
 	Flush()
 	// Close flushes and releases the queue.

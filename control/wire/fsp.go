@@ -623,10 +623,15 @@ func ParseDataPacket(body []byte) (DataPacket, error) {
 	}
 	return DataPacket{
 		SrcPort: binary.LittleEndian.Uint16(body),
-		DstPort: binary.LittleEndian.Uint16(body[2:]),
+		DstPort: DataPacketDstPort(body),
 		Payload: body[FSPPortHeaderSize:len(body):len(body)],
 	}, nil
 }
+
+// DataPacketDstPort is the destination port of a DataPacket body of at
+// least FSPPortHeaderSize bytes (checked by the caller), without parsing
+// the rest.
+func DataPacketDstPort(body []byte) uint16 { return binary.LittleEndian.Uint16(body[2:]) }
 
 // Len is the encoded size.
 func (d DataPacket) Len() int { return FSPPortHeaderSize + len(d.Payload) }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 )
 
 // The IPv6 shim (DataPacket port 256) carries an IPv6 packet with its
@@ -30,6 +31,13 @@ const (
 
 	ipv6MaxPayload = 0xFFFF // payload_length is 16 bits; no jumbograms
 )
+
+// IPv6Src and IPv6Dst are the addresses of an IPv6 packet of at least
+// IPv6HeaderSize bytes (checked by the caller).
+func IPv6Src(pkt []byte) netip.Addr { return netip.AddrFrom16([16]byte(pkt[8:24])) }
+
+// IPv6Dst: see IPv6Src.
+func IPv6Dst(pkt []byte) netip.Addr { return netip.AddrFrom16([16]byte(pkt[24:40])) }
 
 // IPv6Shim is a view of a shim payload.
 type IPv6Shim struct {

@@ -104,13 +104,55 @@ func ParseSessionDatagram(b []byte) (SessionDatagram, error) {
 		return SessionDatagram{}, err
 	}
 	d := SessionDatagram{
-		TTL:     b[1],
-		PathMTU: binary.LittleEndian.Uint16(b[2:]),
+		TTL:     b[sdTTL],
+		PathMTU: binary.LittleEndian.Uint16(b[sdPathMTU:]),
+		Src:     SessionDatagramSrc(b),
+		Dest:    SessionDatagramDest(b),
 		Payload: b[SessionDatagramHeaderSize:],
 	}
-	copy(d.Src[:], b[4:20])
-	copy(d.Dest[:], b[20:36])
 	return d, nil
+}
+
+// The SessionDatagram header's fields, by offset (msg_type at 0).
+const (
+	sdTTL     = 1
+	sdPathMTU = 2
+	sdSrc     = 4
+	sdDest    = 20
+)
+
+// The accessors below read and write the fixed header of an encoded
+// SessionDatagram in place, for the per-packet paths that do not parse
+// the whole message. The caller has checked that b holds at least
+// SessionDatagramHeaderSize bytes and starts with the type byte; they
+// panic otherwise.
+
+// SessionDatagramTTL is the datagram's TTL.
+func SessionDatagramTTL(b []byte) uint8 { return b[sdTTL] }
+
+// SessionDatagramPathMTU is the smallest link MTU the datagram has seen.
+func SessionDatagramPathMTU(b []byte) uint16 { return binary.LittleEndian.Uint16(b[sdPathMTU:]) }
+
+// SessionDatagramSrc is the datagram's source address.
+func SessionDatagramSrc(b []byte) (a identity.NodeAddr) {
+	copy(a[:], b[sdSrc:sdDest])
+	return a
+}
+
+// SessionDatagramDest is the datagram's destination address.
+func SessionDatagramDest(b []byte) (a identity.NodeAddr) {
+	copy(a[:], b[sdDest:SessionDatagramHeaderSize])
+	return a
+}
+
+// PutSessionDatagramHeader writes the fixed header, type byte included,
+// in front of a payload already in place at b[SessionDatagramHeaderSize:].
+func PutSessionDatagramHeader(b []byte, ttl uint8, pathMTU uint16, src, dest identity.NodeAddr) {
+	b[0] = byte(MsgSessionDatagram)
+	b[sdTTL] = ttl
+	binary.LittleEndian.PutUint16(b[sdPathMTU:], pathMTU)
+	copy(b[sdSrc:sdDest], src[:])
+	copy(b[sdDest:SessionDatagramHeaderSize], dest[:])
 }
 
 // Len is the encoded size.
@@ -124,8 +166,8 @@ func SetSessionDatagramHops(b []byte, ttl uint8, pathMTU uint16) error {
 	if len(b) < SessionDatagramHeaderSize || MsgType(b[0]) != MsgSessionDatagram {
 		return errBuffer("SessionDatagram", len(b), SessionDatagramHeaderSize)
 	}
-	b[1] = ttl
-	binary.LittleEndian.PutUint16(b[2:], pathMTU)
+	b[sdTTL] = ttl
+	binary.LittleEndian.PutUint16(b[sdPathMTU:], pathMTU)
 	return nil
 }
 
@@ -134,11 +176,7 @@ func (d SessionDatagram) MarshalTo(b []byte) (int, error) {
 	if len(b) < n {
 		return 0, errBuffer("SessionDatagram", len(b), n)
 	}
-	b[0] = byte(MsgSessionDatagram)
-	b[1] = d.TTL
-	binary.LittleEndian.PutUint16(b[2:], d.PathMTU)
-	copy(b[4:20], d.Src[:])
-	copy(b[20:36], d.Dest[:])
+	PutSessionDatagramHeader(b, d.TTL, d.PathMTU, d.Src, d.Dest)
 	copy(b[SessionDatagramHeaderSize:n], d.Payload)
 	return n, nil
 }

@@ -37,6 +37,23 @@ func (s *captureSender) Reserve(to transport.Addr, n int) ([]byte, error) {
 func (s *captureSender) Flush() { s.flushed, s.queued = s.flushed+s.queued, 0 }
 func (s *captureSender) Close() {}
 
+// countLoop is a control loop that counts and releases what it is
+// handed.
+type countLoop struct{ n *int }
+
+func (l *countLoop) up(b *transport.Buffer) bool          { *l.n++; b.Release(); return true }
+func (l *countLoop) Frame(u dataplane.FrameUpcall) bool   { return l.up(u.Buf) }
+func (l *countLoop) FSP(u dataplane.FSPUpcall) bool       { return l.up(u.Buf) }
+func (l *countLoop) Proof(dataplane.ProofUpcall) bool     { return l.up(nil) }
+func (l *countLoop) Promote(dataplane.PromoteUpcall) bool { return l.up(nil) }
+func (l *countLoop) Packet(p transport.Packet) bool       { return l.up(p.Buf) }
+func (l *countLoop) TUN(u dataplane.TUNUpcall) bool       { return l.up(u.Buf) }
+
+// chainClock is the chain's simulated clock.
+type chainClock struct{ ch *chain }
+
+func (c chainClock) Now() time.Time { return c.ch.now }
+
 // TestEngineTransitAllocatesNothing: a dataplane worker on B, reading
 // B's published link table and a forwarding entry to C, opens an
 // established frame from A, rewrites the datagram in place and seals it
@@ -68,11 +85,11 @@ func TestEngineTransitAllocatesNothing(t *testing.T) {
 	upcalls := 0
 	eng := dataplane.New(dataplane.Config{
 		Self:       ch.b.ID.NodeAddr(),
-		Links:      pm.Published,
-		Upcall:     func(u dataplane.Upcall) bool { upcalls++; u.Buf.Release(); return true },
+		Links:      pm,
+		Loop:       &countLoop{n: &upcalls},
 		UpcallBufs: transport.NewBufferPool(2048),
 		Transports: map[transport.ID]transport.Transport{1: workerTransport{s: s}},
-		Now:        func() time.Time { return ch.now },
+		Clock:      chainClock{ch},
 	})
 	eng.PublishForwarding(dataplane.NewForwarding(map[identity.NodeAddr]*dataplane.Route{
 		ch.c.ID.NodeAddr(): {Tx: tx, MTU: ch.c.MTU},

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package node
+package dataplane
 
 import (
 	"github.com/fips-go/fips/dataplane/tun"
