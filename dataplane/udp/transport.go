@@ -1,13 +1,3 @@
-// Package udp is the portable UDP transport: one socket serves every peer
-// and each datagram carries exactly one FMP packet with nothing around it.
-//
-// The receive path reads into one reusable buffer of MTU+100 bytes (the
-// headroom upstream allows, so a peer with a slightly larger MTU still gets
-// through) and copies each accepted datagram into a right-sized slice that
-// it hands to the node, which owns it from then on: one allocation per
-// packet, acceptable for the fallback path. Datagrams longer than MTU+100
-// and NAT hole-punch probes that reach the socket after it was handed to
-// FIPS are dropped here and counted as DroppedInvalid.
 package udp
 
 import (
@@ -24,7 +14,6 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
-	udpio "github.com/fips-go/fips/dataplane/udp"
 )
 
 // Defaults and limits (transports.udp.* in fips.yaml).
@@ -150,13 +139,13 @@ type Transport struct {
 
 	// The batched send path (Queue, Flush): one goroutine, the node's
 	// loop. queue is nil until Start.
-	queue       *udpio.SendQueue
+	queue       *SendQueue
 	queuedBytes uint64
 
 	// dp is the dataplane the reader runs (nil: every datagram goes to
 	// Deliver); bc is the batched socket workers' senders write to.
 	dp transport.DataPath
-	bc atomic.Pointer[udpio.Conn]
+	bc atomic.Pointer[Conn]
 }
 
 var (
@@ -342,23 +331,23 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		logging.WithTarget(t.log, "fips::node::encrypt_worker").Warn(
 			"UDP_GSO refused by kernel; falling back to sendmmsg for life of process", "error", err)
 	}
-	var extraBC []*udpio.Conn
+	var extraBC []*Conn
 	for _, c := range extra {
-		bc, err := udpio.Open(c, max(RecvBatch, SendBatch))
+		bc, err := Open(c, max(RecvBatch, SendBatch))
 		if err != nil {
 			return fail(err)
 		}
 		bc.SetGSORefused(gsoRefused)
 		extraBC = append(extraBC, bc)
 	}
-	bc, err := udpio.Open(conn, max(RecvBatch, SendBatch))
+	bc, err := Open(conn, max(RecvBatch, SendBatch))
 	if err != nil {
 		conn.Close()
 		t.state = transport.StateFailed
 		return err
 	}
 	bc.SetGSORefused(gsoRefused)
-	t.queue = udpio.NewSendQueue(bc, SendBatch, min(t.opts.MTU, udpio.MaxMessage))
+	t.queue = NewSendQueue(bc, SendBatch, min(t.opts.MTU, MaxMessage))
 	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
@@ -425,7 +414,7 @@ func (t *Transport) configure(conn *net.UDPConn, primary bool) error {
 }
 
 // readLoop delivers datagrams until the socket is closed.
-func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp transport.DataPath) {
+func (t *Transport) readLoop(conn *Conn, deliver transport.Deliver, dp transport.DataPath) {
 	defer t.wg.Done()
 	var w transport.DataWorker
 	if dp != nil {
@@ -437,9 +426,9 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 	// coalesces runs (UDP_GRO) needs room for a whole run.
 	size := limit + 1
 	if conn.GRO() {
-		size = udpio.MaxMessage
+		size = MaxMessage
 	}
-	ms := make([]udpio.Message, RecvBatch)
+	ms := make([]Message, RecvBatch)
 	for i := range ms {
 		ms[i].Buf = make([]byte, size)
 	}
@@ -502,7 +491,7 @@ func (t *Transport) readLoop(conn *udpio.Conn, deliver transport.Deliver, dp tra
 				t.log.Debug("dropping oversize UDP datagram", "from", from.String(), "limit", limit)
 				continue
 			}
-			ce := m.ECN == udpio.ECNCE
+			ce := m.ECN == ECNCE
 			m.Split(func(b []byte) { handle(from, b, m.Stamp, ce) })
 		}
 		if w != nil {
@@ -518,13 +507,13 @@ func (t *Transport) NewSender() (transport.Sender, error) {
 	if bc == nil {
 		return nil, fmt.Errorf("udp: sender: %w", transport.ErrNotStarted)
 	}
-	return &sender{t: t, q: udpio.NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, udpio.MaxMessage))}, nil
+	return &sender{t: t, q: NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, MaxMessage))}, nil
 }
 
 // sender is one worker's send queue (transport.Sender).
 type sender struct {
 	t     *Transport
-	q     *udpio.SendQueue
+	q     *SendQueue
 	bytes uint64
 }
 
@@ -542,7 +531,7 @@ func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
 		return nil, err
 	}
 	b, _, err := s.q.Reserve(dst, n)
-	if errors.Is(err, udpio.ErrQueueFull) {
+	if errors.Is(err, ErrQueueFull) {
 		s.Flush()
 		b, _, err = s.q.Reserve(dst, n)
 	}
@@ -629,7 +618,7 @@ func (t *Transport) Reserve(to transport.Addr, n int) ([]byte, error) {
 	// A full queue is not flushed here (b must stay valid until it is
 	// filled): the next call that needs a new message flushes first.
 	b, _, err := t.queue.Reserve(dst, n)
-	if errors.Is(err, udpio.ErrQueueFull) {
+	if errors.Is(err, ErrQueueFull) {
 		t.Flush()
 		b, _, err = t.queue.Reserve(dst, n)
 	}
@@ -654,7 +643,7 @@ func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
 		return err
 	}
 	full, err := t.queue.Add(dst, pkt)
-	if errors.Is(err, udpio.ErrQueueFull) {
+	if errors.Is(err, ErrQueueFull) {
 		t.Flush()
 		full, err = t.queue.Add(dst, pkt)
 	}
@@ -680,7 +669,7 @@ func (t *Transport) Flush() {
 }
 
 // flushQueue sends q and counts it; *queuedBytes are its bytes.
-func (t *Transport) flushQueue(q *udpio.SendQueue, queuedBytes *uint64) {
+func (t *Transport) flushQueue(q *SendQueue, queuedBytes *uint64) {
 	if q.Datagrams == 0 {
 		return
 	}
