@@ -16,9 +16,9 @@
 // (one read returns many datagrams, a coalesced run split by its segment
 // size) and sendmmsg with UDP_SEGMENT (consecutive datagrams to one
 // address and of one size leave in one GSO message). Elsewhere the same
-// API runs over one datagram per call. A Conn and its queues belong to
-// one goroutine each (a reader, a sender); nothing there locks or
-// allocates per packet.
+// API runs over fallback/udp's plain socket, one datagram per call. A
+// Conn and its queues belong to one goroutine each (a reader, a sender);
+// nothing there locks or allocates per packet.
 //
 // The I/O knows nothing of FIPS but the address form control/transport
 // sets: a link-local address carries its interface index as its zone.
