@@ -137,10 +137,9 @@ type Transport struct {
 	adopted    *net.UDPConn
 	wasAdopted bool // made by Adopt: its start line is upstream's for that
 
-	// The batched send path (Queue, Flush): one goroutine, the node's
-	// loop. queue is nil until Start.
-	queue       *SendQueue
-	queuedBytes uint64
+	// The batched send path (Queue, Reserve, Flush): one goroutine, the
+	// node's loop. out is nil until Start.
+	out *sender
 
 	// dp is the dataplane the reader runs (nil: every datagram goes to
 	// Deliver); bc is the batched socket workers' senders write to.
@@ -347,7 +346,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		return err
 	}
 	bc.SetGSORefused(gsoRefused)
-	t.queue = NewSendQueue(bc, SendBatch, min(t.opts.MTU, MaxMessage))
+	t.out = &sender{t: t, q: NewSendQueue(bc, SendBatch, min(t.opts.MTU, MaxMessage))}
 	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
@@ -510,7 +509,8 @@ func (t *Transport) NewSender() (transport.Sender, error) {
 	return &sender{t: t, q: NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, MaxMessage))}, nil
 }
 
-// sender is one worker's send queue (transport.Sender).
+// sender is one worker's send queue (transport.Sender), or the node
+// loop's (Transport.out).
 type sender struct {
 	t     *Transport
 	q     *SendQueue
@@ -530,6 +530,8 @@ func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A full queue is not flushed here (b must stay valid until it is
+	// filled): the next call that needs a new message flushes first.
 	b, _, err := s.q.Reserve(dst, n)
 	if errors.Is(err, ErrQueueFull) {
 		s.Flush()
@@ -543,8 +545,27 @@ func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
 	return b, nil
 }
 
+// Flush sends the queue and counts it. Datagrams the kernel refuses are
+// counted as send errors (and logged at debug); bytes are counted in
+// proportion when a batch went out only in part.
 func (s *sender) Flush() {
-	s.t.flushQueue(s.q, &s.bytes)
+	q, t := s.q, s.t
+	if q.Datagrams == 0 {
+		return
+	}
+	queued, bytes := q.Datagrams, s.bytes
+	s.bytes = 0
+	sent, err := q.Flush()
+	t.stats.PacketsSent.Add(uint64(sent))
+	if sent == queued {
+		t.stats.BytesSent.Add(bytes)
+	} else {
+		t.stats.BytesSent.Add(bytes * uint64(sent) / uint64(queued))
+		t.stats.SendErrors.Add(uint64(queued - sent))
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		t.log.Debug("UDP batch send", "queued", queued, "sent", sent, "err", err)
+	}
 }
 
 func (s *sender) Close() { s.Flush() }
@@ -601,33 +622,13 @@ func (t *Transport) destination(to transport.Addr, pkt []byte) (netip.AddrPort, 
 // filled before the next call (see transport.Batcher). Before Start or
 // after Close it fails as Send would.
 func (t *Transport) Reserve(to transport.Addr, n int) ([]byte, error) {
-	if t.send.Load() == nil || t.queue == nil {
+	if t.send.Load() == nil || t.out == nil {
 		if t.closed.Load() {
 			return nil, fmt.Errorf("udp: send: %w", transport.ErrClosed)
 		}
 		return nil, fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
 	}
-	if n > t.opts.MTU {
-		t.stats.MTUExceeded.Add(1)
-		return nil, &transport.MTUError{Size: n, MTU: t.opts.MTU}
-	}
-	dst, err := t.destination(to, nil)
-	if err != nil {
-		return nil, err
-	}
-	// A full queue is not flushed here (b must stay valid until it is
-	// filled): the next call that needs a new message flushes first.
-	b, _, err := t.queue.Reserve(dst, n)
-	if errors.Is(err, ErrQueueFull) {
-		t.Flush()
-		b, _, err = t.queue.Reserve(dst, n)
-	}
-	if err != nil {
-		t.stats.SendErrors.Add(1)
-		return nil, fmt.Errorf("udp: queue to %s: %w", to, err)
-	}
-	t.queuedBytes += uint64(n)
-	return b, nil
+	return t.out.Reserve(to, n)
 }
 
 // Queue is Send deferred to the next Flush: datagrams queued in one burst
@@ -635,57 +636,36 @@ func (t *Transport) Reserve(to transport.Addr, n int) ([]byte, error) {
 // GSO message. Queue and Flush belong to one goroutine; Send may run
 // beside them. A full queue is flushed at once.
 func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
-	if t.send.Load() == nil || t.queue == nil {
+	if t.send.Load() == nil || t.out == nil {
 		return t.Send(to, pkt) // not started or closed: Send says which
 	}
 	dst, err := t.destination(to, pkt)
 	if err != nil {
 		return err
 	}
-	full, err := t.queue.Add(dst, pkt)
+	s := t.out
+	full, err := s.q.Add(dst, pkt)
 	if errors.Is(err, ErrQueueFull) {
-		t.Flush()
-		full, err = t.queue.Add(dst, pkt)
+		s.Flush()
+		full, err = s.q.Add(dst, pkt)
 	}
 	if err != nil {
 		t.stats.SendErrors.Add(1)
 		return fmt.Errorf("udp: queue to %s: %w", to, err)
 	}
-	t.queuedBytes += uint64(len(pkt))
+	s.bytes += uint64(len(pkt))
 	if full {
-		t.Flush()
+		s.Flush()
 	}
 	return nil
 }
 
-// Flush sends what Queue gathered. Datagrams the kernel refuses are
-// counted as send errors (and logged at debug); bytes are counted in
-// proportion when a batch went out only in part.
+// Flush sends what Queue and Reserve gathered (see sender.Flush).
 func (t *Transport) Flush() {
-	if t.queue == nil {
+	if t.out == nil {
 		return
 	}
-	t.flushQueue(t.queue, &t.queuedBytes)
-}
-
-// flushQueue sends q and counts it; *queuedBytes are its bytes.
-func (t *Transport) flushQueue(q *SendQueue, queuedBytes *uint64) {
-	if q.Datagrams == 0 {
-		return
-	}
-	queued, bytes := q.Datagrams, *queuedBytes
-	*queuedBytes = 0
-	sent, err := q.Flush()
-	t.stats.PacketsSent.Add(uint64(sent))
-	if sent == queued {
-		t.stats.BytesSent.Add(bytes)
-	} else {
-		t.stats.BytesSent.Add(bytes * uint64(sent) / uint64(queued))
-		t.stats.SendErrors.Add(uint64(queued - sent))
-	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		t.log.Debug("UDP batch send", "queued", queued, "sent", sent, "err", err)
-	}
+	t.out.Flush()
 }
 
 // ResolveAddr turns "host:port" into an address. Numeric addresses are
