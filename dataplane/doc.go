@@ -11,8 +11,9 @@
 // the control loop's slow path calls, and hands the loop what only it may
 // decide as upcalls on its bounded receive queue. See docs/dataplane.md.
 //
-// The packet I/O is in its subpackages: dataplane/udp (recvmmsg/sendmmsg
-// with GRO and GSO) and dataplane/tun (the Linux TUN device with
-// virtio-net offloads, and the batched Reader and Batch every TUN device
-// is read and written with). control/ does none of its own.
+// The packet I/O is in its subpackages: dataplane/udp (the UDP transport
+// and its recvmmsg/sendmmsg with GRO and GSO) and dataplane/tun (the
+// Linux TUN device with virtio-net offloads, and the batched Reader and
+// Batch every TUN device is read and written with). control/ does none
+// of its own.
 package dataplane

@@ -1,6 +1,8 @@
 // Package fallback holds the portable packet I/O the engine uses where the
-// Linux fast paths are unavailable: plain UDP and TCP sockets
-// (fallback/udp, fallback/tcp), TUN on each OS (fallback/tun: macOS utun,
-// Windows wintun; read and written with dataplane/tun's Reader and
-// Batch), and BLE. Everything here must build on Linux, macOS and Windows.
+// Linux fast paths are unavailable: plain-socket UDP I/O, one datagram per
+// call, that the UDP transport (dataplane/udp) runs on off Linux
+// (fallback/udp); the TCP transport (fallback/tcp); TUN on each OS
+// (fallback/tun: macOS utun, Windows wintun; read and written with
+// dataplane/tun's Reader and Batch); and BLE. Everything here must build
+// on Linux, macOS and Windows.
 package fallback

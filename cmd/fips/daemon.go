@@ -29,8 +29,8 @@ import (
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
+	"github.com/fips-go/fips/dataplane/udp"
 	"github.com/fips-go/fips/fallback/tcp"
-	"github.com/fips-go/fips/fallback/udp"
 )
 
 func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {

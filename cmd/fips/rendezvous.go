@@ -12,7 +12,7 @@ import (
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // isNATAddress is a peer address that asks for Nostr traversal.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/dataplane/udp"
 	"github.com/fips-go/fips/fallback/tcp"
-	"github.com/fips-go/fips/fallback/udp"
 )
 
 // TestConnectRefusesUnreachableDestinations: `connect` to port 0, to the

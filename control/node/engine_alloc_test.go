@@ -20,7 +20,7 @@ import (
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane/tun"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // memTUN is an in-memory adapter: packets given to inject are what the

@@ -9,7 +9,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // droppingUDP is a UDP transport whose kernel drop counter the test sets.

@@ -19,7 +19,7 @@ import (
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane/tun"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // logNode is a node logging in upstream's layout to buf, with one UDP

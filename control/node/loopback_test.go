@@ -13,7 +13,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // loopNode is a Node running its event loop and, unless NoEngine, the

@@ -24,7 +24,7 @@ import (
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/rendezvous/relaytest"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // stunOnLoopback answers Binding Requests with the source address moved

@@ -16,7 +16,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
-	"github.com/fips-go/fips/fallback/udp"
+	"github.com/fips-go/fips/dataplane/udp"
 )
 
 // loopbackNode is a node with one UDP transport on 127.0.0.1.

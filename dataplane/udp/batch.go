@@ -2,6 +2,7 @@ package udp
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 )
 
@@ -61,6 +62,24 @@ func (m *Message) Split(f func(b []byte)) {
 		b = b[n:]
 	}
 }
+
+// socket is what Conn is on every OS: recvmmsg/sendmmsg with GRO and GSO
+// on Linux (batch_linux.go), fallback/udp's one datagram per system call
+// elsewhere (batch_other.go). The transport and the send queues use no
+// more of it than this (and Open, and Writer's GSO and WriteBatch).
+type socket interface {
+	GSO() bool
+	GRO() bool
+	SetGSORefused(func(error))
+	ReadBatch(ms []Message) (n int, drops uint64, err error)
+	WriteBatch(ms []Message) (sent int, err error)
+	NewWriter(batch int) *Writer
+}
+
+var _ socket = (*Conn)(nil)
+
+// IsClosed reports whether err means the socket was closed.
+func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 // ErrTooLarge is returned by SendQueue.Add for a datagram over the
 // queue's slot size.

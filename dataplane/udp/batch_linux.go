@@ -4,7 +4,6 @@ package udp
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -378,9 +377,6 @@ func parseCmsgs(b []byte) (c cmsgs) {
 	}
 	return
 }
-
-// IsClosed reports whether err means the socket was closed.
-func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
 

@@ -3,16 +3,16 @@
 package udp
 
 import (
-	"errors"
 	"fmt"
 	"net"
 
-	"github.com/fips-go/fips/control/transport"
+	plain "github.com/fips-go/fips/fallback/udp"
 )
 
-// Conn is the portable form: one datagram per system call, no GSO or GRO.
+// Conn is the portable form: fallback/udp's plain socket, one datagram
+// per system call, no GSO or GRO.
 type Conn struct {
-	c *net.UDPConn
+	io *plain.Conn
 }
 
 // Open wraps c; batch bounds nothing here but is checked as on Linux.
@@ -20,7 +20,7 @@ func Open(c *net.UDPConn, batch int) (*Conn, error) {
 	if batch < 1 || batch > 1024 {
 		return nil, fmt.Errorf("udp: batch size %d out of range [1, 1024]", batch)
 	}
-	return &Conn{c: c}, nil
+	return &Conn{io: plain.Open(c)}, nil
 }
 
 // GSO is false: every datagram is its own send.
@@ -37,13 +37,11 @@ func (c *Conn) ReadBatch(ms []Message) (int, uint64, error) {
 	if len(ms) == 0 {
 		return 0, 0, nil
 	}
-	n, from, err := c.c.ReadFromUDPAddrPort(ms[0].Buf)
+	n, from, err := c.io.Read(ms[0].Buf)
 	if err != nil {
 		return 0, 0, err
 	}
-	// net names a link-local source's zone by its interface; a Message
-	// carries the index, as on Linux.
-	ms[0].N, ms[0].Addr, ms[0].Segment, ms[0].Trunc = n, transport.AddrFromIP(from).IP, 0, false
+	ms[0].N, ms[0].Addr, ms[0].Segment, ms[0].Trunc = n, from, 0, false
 	return 1, 0, nil
 }
 
@@ -53,7 +51,7 @@ func (c *Conn) WriteBatch(ms []Message) (int, error) {
 	sent := 0
 	var first error
 	for i := range ms {
-		if _, err := c.c.WriteToUDPAddrPort(ms[i].Buf, transport.NetAddrPort(ms[i].Addr)); err != nil {
+		if err := c.io.Write(ms[i].Buf, ms[i].Addr); err != nil {
 			if first == nil {
 				first = err
 			}
@@ -63,9 +61,6 @@ func (c *Conn) WriteBatch(ms []Message) (int, error) {
 	}
 	return sent, first
 }
-
-// IsClosed reports whether err means the socket was closed.
-func IsClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 
 // Writer sends on a Conn from one goroutine; here every write is its own
 // system call, so it is the Conn itself.

@@ -4,8 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"testing"
-
-	udpio "github.com/fips-go/fips/dataplane/udp"
 )
 
 // The batched receive call the read loop makes must not allocate.
@@ -24,11 +22,11 @@ func TestReceiveDoesNotAllocate(t *testing.T) {
 		}
 	}
 	to := conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	rx, err := udpio.Open(conn, RecvBatch)
+	rx, err := Open(conn, RecvBatch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := []udpio.Message{{Buf: make([]byte, udpio.MaxMessage)}}
+	ms := []Message{{Buf: make([]byte, MaxMessage)}}
 	pkt := make([]byte, 100)
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := conn.WriteToUDPAddrPort(pkt, to); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
-	udpio "github.com/fips-go/fips/dataplane/udp"
 )
 
 // TestBufferClampLogged: buffers larger than net.core.rmem_max/wmem_max
@@ -79,7 +78,7 @@ func TestGSORefusedLogged(t *testing.T) {
 	}
 	to := netip.MustParseAddrPort(tr.LocalAddr())
 	for range 2 { // more segments than UDP_MAX_SEGMENTS: EINVAL
-		if _, err := bc.WriteBatch([]udpio.Message{{Buf: make([]byte, 200*16), Addr: to, Segment: 16}}); err != nil {
+		if _, err := bc.WriteBatch([]Message{{Buf: make([]byte, 200*16), Addr: to, Segment: 16}}); err != nil {
 			t.Fatal(err)
 		}
 	}
