@@ -444,17 +444,12 @@ func (t *Transport) readLoop(conn *Conn, deliver transport.Deliver, dp transport
 			t.log.Debug("dropping stray punch probe/ack", "from", from.String())
 			return
 		}
-		if w != nil && w.Receive(t.id, transport.AddrFromIP(from), b, arrived, ce) {
-			return
-		}
-		// A pooled copy: the node releases it once it has handled the
-		// packet, so steady-state receive does not allocate.
-		pb := t.bufs.Get()
-		data := pb.B[:len(b)]
-		copy(data, b)
-		if !deliver(transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: data, Buf: pb, Arrived: arrived, CE: ce}) {
+		// The worker's, else a pooled copy: the node releases it once it
+		// has handled the packet, so steady-state receive does not
+		// allocate. The pool's buffers hold MTU+RecvHeadroom.
+		p := transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: b, Arrived: arrived, CE: ce}
+		if transport.Offer(w, t.bufs, deliver, p) == transport.Refused {
 			t.stats.DroppedQueue.Add(1)
-			pb.Release()
 		}
 	}
 	errRun := 0
