@@ -77,7 +77,7 @@ type StatusData struct {
 	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
 	// Dataplane says which dataplane runs (xdp or userspace) and why, and
 	// where the XDP program is attached.
-	Dataplane DataplaneView `json:"dataplane"`
+	Dataplane ctl.DataplaneView `json:"dataplane"`
 	// LocalLimits counts what the local surfaces refused.
 	LocalLimits LocalLimits `json:"local_limits"`
 	// SessionLayer counts what the session layer refused, evicted and
