@@ -79,39 +79,19 @@ type StatusData struct {
 	// where the XDP program is attached.
 	Dataplane ctl.DataplaneView `json:"dataplane"`
 	// LocalLimits counts what the local surfaces refused.
-	LocalLimits LocalLimits `json:"local_limits"`
+	LocalLimits ctl.LocalLimits `json:"local_limits"`
 	// SessionLayer counts what the session layer refused, evicted and
 	// ignored (show_metrics' session family).
-	SessionLayer SessionMetricsJSON `json:"session_layer"`
-}
-
-// LocalLimits counts what the operator-facing surfaces refused at their
-// bounds (fips-go addition to show_status).
-type LocalLimits struct {
-	// ControlConnectionsRefused: connections turned away with every
-	// control socket slot running a command.
-	ControlConnectionsRefused uint64 `json:"control_connections_refused"`
-	// ControlConnectionsEvicted: idle connections (no complete request)
-	// closed to make room for a new one.
-	ControlConnectionsEvicted uint64 `json:"control_connections_evicted"`
-	// ControlRequestsBusy: requests answered "query timeout" because no
-	// handler slot came free within the handler timeout.
-	ControlRequestsBusy uint64 `json:"control_requests_busy"`
-	// MetricsConnectionsRefused: metrics endpoint connections closed at
-	// its connection bound.
-	MetricsConnectionsRefused uint64 `json:"metrics_connections_refused"`
-	// ProbeReportsDropped: finished probe reports dropped unpolled past
-	// the bound on held reports.
-	ProbeReportsDropped uint64 `json:"probe_reports_dropped"`
+	SessionLayer ctl.SessionMetricsJSON `json:"session_layer"`
 }
 
 // SetLocalLimits installs what fills show_status' local_limits beyond the
 // node's own counters (the daemon's control socket and metrics endpoint).
 // f is called on every show_status, off the event loop.
-func (n *Node) SetLocalLimits(f func(*LocalLimits)) { n.localLimits.Store(&f) }
+func (n *Node) SetLocalLimits(f func(*ctl.LocalLimits)) { n.localLimits.Store(&f) }
 
-func (n *Node) localLimitsView() LocalLimits {
-	var l LocalLimits
+func (n *Node) localLimitsView() ctl.LocalLimits {
+	var l ctl.LocalLimits
 	if f := n.localLimits.Load(); f != nil {
 		(*f)(&l)
 	}
@@ -434,16 +414,6 @@ func nostrTraversal(f rendezvous.PeerFailure) ctl.NostrTraversal {
 	return nt
 }
 
-// NativeFlowsJSON is show_native_flows. fips-go has no native datagram
-// API (node.native_api is parsed, and warned about when enabled), so no
-// flow or listener ever exists and the counters are the zeros show_metrics
-// reports too: the answer upstream gives with the API off.
-type NativeFlowsJSON struct {
-	Flows     []struct{}      `json:"flows"`
-	Listeners []struct{}      `json:"listeners"`
-	Stats     NativeStatsJSON `json:"stats"`
-}
-
-func showNativeFlows() NativeFlowsJSON {
-	return NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
+func showNativeFlows() ctl.NativeFlowsJSON {
+	return ctl.NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
 }

@@ -50,46 +50,16 @@ type RoutingJSON struct {
 	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
 	PendingTunDestinations int                      `json:"pending_tun_destinations"`
 	PendingTunPackets      int                      `json:"pending_tun_packets"`
-	Retries                []RetryJSON              `json:"retries"`
+	Retries                []ctl.RetryJSON          `json:"retries"`
 	Discovery              route.LookupStats        `json:"discovery"`
-	ErrorSignals           ErrorSignalsJSON         `json:"error_signals"`
+	ErrorSignals           ctl.ErrorSignalsJSON     `json:"error_signals"`
 	Congestion             CongestionJSON           `json:"congestion"`
 	Limits                 route.LimitStats         `json:"limits"` // ours, not upstream's
 	PendingLookups         []route.PendingLookupRow `json:"pending_lookups"`
 }
 
-// RetryJSON is one show_routing retries entry: upstream's keys, plus
-// fips-go's resolved_addr (the address the last attempt dialled, a host
-// name's answer; "" before any) and last_error (why the last attempt could
-// not dial, omitted when it could).
-type RetryJSON struct {
-	AutoReconnect bool   `json:"auto_reconnect"`
-	DisplayName   string `json:"display_name"`
-	LastError     string `json:"last_error,omitempty"`
-	NodeAddr      string `json:"node_addr"`
-	ResolvedAddr  string `json:"resolved_addr"`
-	RetryAfterMs  uint64 `json:"retry_after_ms"`
-	RetryCount    uint32 `json:"retry_count"`
-}
-
-// ErrorSignalsJSON is upstream's error-signal family (show_routing's
-// error_signals, show_metrics' errors): what the lookups and the session
-// layer counted of routing error signals.
-type ErrorSignalsJSON struct {
-	CoordsRequired          uint64 `json:"coords_required"`
-	LookupRespMTUBelowFloor uint64 `json:"lookup_resp_mtu_below_floor"`
-	MTUExceeded             uint64 `json:"mtu_exceeded"`
-	MTUExceededBelowFloor   uint64 `json:"mtu_exceeded_below_floor"`
-	PathBroken              uint64 `json:"path_broken"`
-	PathMTUNotifBelowFloor  uint64 `json:"path_mtu_notif_below_floor"`
-	UnboundBroken           uint64 `json:"unbound_broken"`
-	UnboundCoords           uint64 `json:"unbound_coords"`
-	UnboundForged           uint64 `json:"unbound_forged"`
-	UnboundMTU              uint64 `json:"unbound_mtu"`
-}
-
-func errorSignals(r route.ErrorStats, s session.Stats) ErrorSignalsJSON {
-	return ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
+func errorSignals(r route.ErrorStats, s session.Stats) ctl.ErrorSignalsJSON {
+	return ctl.ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
 		MTUExceeded: s.MtuExceeded, MTUExceededBelowFloor: s.MtuExceededBelowFloor, PathBroken: s.PathBroken,
 		PathMTUNotifBelowFloor: s.PathMtuNotifBelowFloor, UnboundBroken: s.UnboundBroken, UnboundCoords: s.UnboundCoords,
 		UnboundForged: s.SignalsForged, UnboundMTU: s.UnboundMTU}
@@ -102,9 +72,9 @@ func (n *Node) showRouting() RoutingJSON {
 		r.DisplayName = n.nameIn(s, r.Target)
 		rows[i] = r
 	}
-	retries := make([]RetryJSON, 0, len(s.Retries))
+	retries := make([]ctl.RetryJSON, 0, len(s.Retries))
 	for _, r := range s.Retries {
-		j := RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: n.nameIn(s, r.NodeAddr), NodeAddr: r.NodeAddr.String(),
+		j := ctl.RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: n.nameIn(s, r.NodeAddr), NodeAddr: r.NodeAddr.String(),
 			ResolvedAddr: r.Addr, RetryAfterMs: msSince(r.NextDial), RetryCount: uint32(r.Retries)}
 		if r.Err != nil {
 			j.LastError = r.Err.Error()
@@ -120,77 +90,23 @@ func (n *Node) showRouting() RoutingJSON {
 // session and ipv6. native is upstream's native-API family: fips-go has no
 // native API yet, so its counters stay 0.
 type MetricsJSON struct {
-	Forwarding route.ForwardingStats `json:"forwarding"`
-	Lookup     route.LookupStats     `json:"lookup"`
-	Discovery  route.LookupStats     `json:"discovery"` // legacy name of lookup
-	Tree       tree.Stats            `json:"tree"`
-	Bloom      bloom.Stats           `json:"bloom"`
-	Congestion CongestionJSON        `json:"congestion"`
-	Errors     ErrorSignalsJSON      `json:"errors"`
-	Native     NativeStatsJSON       `json:"native"`
-	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
-	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
+	Forwarding route.ForwardingStats  `json:"forwarding"`
+	Lookup     route.LookupStats      `json:"lookup"`
+	Discovery  route.LookupStats      `json:"discovery"` // legacy name of lookup
+	Tree       tree.Stats             `json:"tree"`
+	Bloom      bloom.Stats            `json:"bloom"`
+	Congestion CongestionJSON         `json:"congestion"`
+	Errors     ctl.ErrorSignalsJSON   `json:"errors"`
+	Native     ctl.NativeStatsJSON    `json:"native"`
+	Session    ctl.SessionMetricsJSON `json:"session"` // ours, not upstream's
+	IPv6       ctl.IPv6Stats          `json:"ipv6"`    // ours, not upstream's
 	// Rendezvous is Nostr discovery's counters (ours); zero when off.
 	Rendezvous rendezvous.Stats `json:"rendezvous"`
 }
 
-// NativeStatsJSON is upstream's native datagram API counter family.
-type NativeStatsJSON struct {
-	DropArrivalQueueFull   uint64 `json:"drop_arrival_queue_full"`
-	DropBacklogFull        uint64 `json:"drop_backlog_full"`
-	DropFlowQueueFull      uint64 `json:"drop_flow_queue_full"`
-	DropListenerGone       uint64 `json:"drop_listener_gone"`
-	DropListenerNotReading uint64 `json:"drop_listener_not_reading"`
-	DropNoPort             uint64 `json:"drop_no_port"`
-	DropOversize           uint64 `json:"drop_oversize"`
-	DropPendingQueueFull   uint64 `json:"drop_pending_queue_full"`
-	DropTooManyFlows       uint64 `json:"drop_too_many_flows"`
-	FlowsAccepted          uint64 `json:"flows_accepted"`
-	FlowsClosed            uint64 `json:"flows_closed"`
-	FlowsExpired           uint64 `json:"flows_expired"`
-	FlowsOpened            uint64 `json:"flows_opened"`
-	ReceivedBytes          uint64 `json:"received_bytes"`
-	ReceivedDatagrams      uint64 `json:"received_datagrams"`
-	SentBytes              uint64 `json:"sent_bytes"`
-	SentDatagrams          uint64 `json:"sent_datagrams"`
-}
-
-// SessionMetricsJSON is what the node counts about its own sessions.
-type SessionMetricsJSON struct {
-	// NoRouteLookups: lookups started because an established session's
-	// datagram found no route (stale coordinates after the tree moved).
-	NoRouteLookups uint64 `json:"no_route_lookups"`
-	// SetupSuperseded and ResponderSuperseded: answered handshakes
-	// replaced, before their msg3, by a setup with a new msg1 or by our
-	// own setup for waiting traffic (a spoofed setup cannot hold a
-	// source's sessions off).
-	SetupSuperseded     uint64 `json:"setup_superseded"`
-	ResponderSuperseded uint64 `json:"responder_superseded"`
-	// RespondersEvicted: answered handshakes dropped, oldest first, past
-	// 4,096 awaiting their msg3.
-	RespondersEvicted uint64 `json:"responders_evicted"`
-	// SessionsEvicted: sessions dropped, least proven first, to hold
-	// node.session.max_sessions. SessionsRefused: strangers'
-	// SessionSetups refused because only proven sessions were held.
-	SessionsEvicted uint64 `json:"sessions_evicted"`
-	SessionsRefused uint64 `json:"sessions_refused"`
-	// MtuExceededOffPath and PathBrokenOffPath: routing signals for one
-	// of our sessions from a node not on its path (or naming another
-	// reporter than their sender). The MtuExceeded is ignored; the
-	// PathBroken starts a lookup but keeps the coordinates and the clamp.
-	MtuExceededOffPath uint64 `json:"mtu_exceeded_off_path"`
-	PathBrokenOffPath  uint64 `json:"path_broken_off_path"`
-	// MtuExceededContradicted: MtuExceeded ignored for naming less than
-	// the path MTU the destination reported end to end.
-	MtuExceededContradicted uint64 `json:"mtu_exceeded_contradicted"`
-	// ClampsExpired: MtuExceeded clamps released after 10 minutes
-	// without confirmation.
-	ClampsExpired uint64 `json:"clamps_expired"`
-}
-
-func sessionLayer(s *Snapshot) SessionMetricsJSON {
+func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
 	st := s.SessStats
-	return SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: st.SetupSuperseded,
+	return ctl.SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: st.SetupSuperseded,
 		ResponderSuperseded: st.ResponderSuperseded, RespondersEvicted: st.RespondersEvicted,
 		SessionsEvicted: st.SessionsEvicted, SessionsRefused: st.SessionsRefused,
 		MtuExceededOffPath: st.MtuExceededOffPath, PathBrokenOffPath: st.PathBrokenOffPath,
@@ -225,23 +141,6 @@ func MetricsOf(s *Snapshot) MetricsJSON {
 		IPv6:       s.IPv6}
 }
 
-// IdentityCacheJSON is show_identity_cache.
-type IdentityCacheJSON struct {
-	Entries    []IdentityCacheEntry `json:"entries"`
-	Count      int                  `json:"count"`
-	MaxEntries int                  `json:"max_entries"`
-}
-
-// IdentityCacheEntry is one cached key.
-type IdentityCacheEntry struct {
-	NodeAddr    identity.NodeAddr `json:"node_addr"`
-	Npub        string            `json:"npub"`
-	DisplayName string            `json:"display_name"`
-	IPv6Addr    string            `json:"ipv6_addr"`
-	LastSeenMs  uint64            `json:"last_seen_ms"`
-	AgeMs       uint64            `json:"age_ms"`
-}
-
 // liveNpub is the npub of an active peer or a session's remote (on the
 // loop), "" otherwise: the keys upstream's display names use.
 func (n *Node) liveNpub(a identity.NodeAddr) string {
@@ -254,11 +153,11 @@ func (n *Node) liveNpub(a identity.NodeAddr) string {
 	return ""
 }
 
-func (n *Node) identityCacheJSON(now time.Time) IdentityCacheJSON {
+func (n *Node) identityCacheJSON(now time.Time) ctl.IdentityCacheJSON {
 	c := n.core
-	out := IdentityCacheJSON{Entries: []IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
+	out := ctl.IdentityCacheJSON{Entries: []ctl.IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
 	c.ids.each(func(e *idEntry) {
-		out.Entries = append(out.Entries, IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: n.displayName(e.addr, n.liveNpub(e.addr)),
+		out.Entries = append(out.Entries, ctl.IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: n.displayName(e.addr, n.liveNpub(e.addr)),
 			IPv6Addr: e.addr.IPv6().String(), LastSeenMs: msSince(e.lastSeen), AgeMs: uint64(max(0, now.Sub(e.lastSeen).Milliseconds()))})
 	})
 	return out
@@ -456,34 +355,18 @@ func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.N
 	return map[string]any{"sessions": out}
 }
 
-// MMPPeerJSON is one show_mmp peers entry (link layer).
-type MMPPeerJSON struct {
-	DisplayName string         `json:"display_name"`
-	LinkLayer   map[string]any `json:"link_layer"`
-	Mode        string         `json:"mode"`
-	Peer        string         `json:"peer"`
-}
-
-// MMPSessionJSON is one show_mmp sessions entry (session layer).
-type MMPSessionJSON struct {
-	DisplayName  string         `json:"display_name"`
-	Mode         string         `json:"mode"`
-	Remote       string         `json:"remote"`
-	SessionLayer map[string]any `json:"session_layer"`
-}
-
 // showMMP is show_mmp: link metrics per peer, end-to-end metrics per
 // session, in upstream's nesting.
 func (n *Node) showMMP() map[string]any {
 	s := n.LiveSnapshot()
-	peers := make([]MMPPeerJSON, 0, len(s.Peers))
+	peers := make([]ctl.MMPPeerJSON, 0, len(s.Peers))
 	for _, p := range s.Peers {
-		peers = append(peers, MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,
+		peers = append(peers, ctl.MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,
 			LinkLayer: mmpObject(p.MMP, "lqi", true, false)})
 	}
-	sessions := make([]MMPSessionJSON, 0, len(s.SessionMMP))
+	sessions := make([]ctl.MMPSessionJSON, 0, len(s.SessionMMP))
 	for _, v := range s.SessionMMP {
-		sessions = append(sessions, MMPSessionJSON{Remote: v.Remote.String(), DisplayName: n.displayName(v.Remote, v.Npub),
+		sessions = append(sessions, ctl.MMPSessionJSON{Remote: v.Remote.String(), DisplayName: n.displayName(v.Remote, v.Npub),
 			Mode: v.MMP.Mode, SessionLayer: mmpObject(v.MMP, "sqi", true, true)})
 	}
 	return map[string]any{"peers": peers, "sessions": sessions}

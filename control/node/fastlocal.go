@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/ipv6"
 	"github.com/fips-go/fips/control/mmp"
@@ -241,7 +242,7 @@ func (n *Node) fastSend(w *dataplane.Worker, now time.Time, pkt []byte) bool {
 }
 
 // addFastIPv6 folds the workers' adapter counters into the loop's.
-func (n *Node) addFastIPv6(s *IPv6Stats) {
+func (n *Node) addFastIPv6(s *ctl.IPv6Stats) {
 	f := &n.v6fast
 	s.Sent += f.sent.Load()
 	s.Received += f.received.Load()

@@ -150,7 +150,7 @@ type Node struct {
 
 	probeTab *probeTable
 	// localLimits fills show_status' local_limits (SetLocalLimits).
-	localLimits atomic.Pointer[func(*LocalLimits)]
+	localLimits atomic.Pointer[func(*ctl.LocalLimits)]
 
 	// kernelDrops is each transport's KernelDrops at the last tick;
 	// dropping marks the transports whose count grew since (touched on

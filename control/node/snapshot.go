@@ -45,7 +45,7 @@ type Snapshot struct {
 	CEReceived, KernelDropEvents uint64
 	NoRouteLookups               uint64
 	TunName, TunState            string
-	IPv6                         IPv6Stats
+	IPv6                         ctl.IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
 	// SessStats are the session layer's counters.
