@@ -20,5 +20,7 @@
 // returns either data (marshalled as the response's "data") or an error
 // whose message the client sees (see [Error]). The response structs for the
 // commands whose schemas upstream pins with snapshot fixtures are in
-// types.go.
+// types.go; schema.go and schema_bpf.go hold fips-go's additions (show_bpf,
+// show_status' dataplane and local_limits, the stats history commands, …),
+// so that clients decode responses without linking the daemon.
 package ctl
