@@ -120,7 +120,7 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 	// show_metrics: every family but the legacy alias "discovery" and
 	// "native" (upstream's native-API counters, always 0 here: fips-go
 	// has no native API).
-	fams, err := flatten(node.MetricsJSON{})
+	fams, err := flatten(ctl.MetricsJSON{})
 	if err != nil {
 		return nil, err
 	}

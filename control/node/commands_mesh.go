@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
-	"github.com/fips-go/fips/control/tree"
 )
 
 // registerMesh installs the routing-layer commands. Their responses have
@@ -44,20 +42,6 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	})
 }
 
-// RoutingJSON is show_routing.
-type RoutingJSON struct {
-	route.Snapshot
-	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
-	PendingTunDestinations int                      `json:"pending_tun_destinations"`
-	PendingTunPackets      int                      `json:"pending_tun_packets"`
-	Retries                []ctl.RetryJSON          `json:"retries"`
-	Discovery              route.LookupStats        `json:"discovery"`
-	ErrorSignals           ctl.ErrorSignalsJSON     `json:"error_signals"`
-	Congestion             CongestionJSON           `json:"congestion"`
-	Limits                 route.LimitStats         `json:"limits"` // ours, not upstream's
-	PendingLookups         []route.PendingLookupRow `json:"pending_lookups"`
-}
-
 func errorSignals(r route.ErrorStats, s session.Stats) ctl.ErrorSignalsJSON {
 	return ctl.ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
 		MTUExceeded: s.MtuExceeded, MTUExceededBelowFloor: s.MtuExceededBelowFloor, PathBroken: s.PathBroken,
@@ -65,7 +49,7 @@ func errorSignals(r route.ErrorStats, s session.Stats) ctl.ErrorSignalsJSON {
 		UnboundForged: s.SignalsForged, UnboundMTU: s.UnboundMTU}
 }
 
-func (n *Node) showRouting() RoutingJSON {
+func (n *Node) showRouting() ctl.RoutingJSON {
 	s := n.LiveSnapshot()
 	rows := make([]route.PendingLookupRow, len(s.Routing.PendingLookups))
 	for i, r := range s.Routing.PendingLookups {
@@ -81,27 +65,9 @@ func (n *Node) showRouting() RoutingJSON {
 		}
 		retries = append(retries, j)
 	}
-	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: retries,
-		Discovery: s.Routing.Lookup, ErrorSignals: errorSignals(s.RouteStats.Errors, s.SessStats),
-		Congestion: s.congestion(), Limits: s.RouteStats.Limits, PendingLookups: rows}
-}
-
-// MetricsJSON is show_metrics: upstream's counter families, plus fips-go's
-// session and ipv6. native is upstream's native-API family: fips-go has no
-// native API yet, so its counters stay 0.
-type MetricsJSON struct {
-	Forwarding route.ForwardingStats  `json:"forwarding"`
-	Lookup     route.LookupStats      `json:"lookup"`
-	Discovery  route.LookupStats      `json:"discovery"` // legacy name of lookup
-	Tree       tree.Stats             `json:"tree"`
-	Bloom      bloom.Stats            `json:"bloom"`
-	Congestion CongestionJSON         `json:"congestion"`
-	Errors     ctl.ErrorSignalsJSON   `json:"errors"`
-	Native     ctl.NativeStatsJSON    `json:"native"`
-	Session    ctl.SessionMetricsJSON `json:"session"` // ours, not upstream's
-	IPv6       ctl.IPv6Stats          `json:"ipv6"`    // ours, not upstream's
-	// Rendezvous is Nostr discovery's counters (ours); zero when off.
-	Rendezvous rendezvous.Stats `json:"rendezvous"`
+	return ctl.RoutingJSON{RouteSnapshot: routeSnapshotJSON(s.Routing), IdentityCacheEntries: s.IDCacheLen, Retries: retries,
+		Discovery: ctl.RouteLookupStats(s.Routing.Lookup), ErrorSignals: errorSignals(s.RouteStats.Errors, s.SessStats),
+		Congestion: s.congestion(), Limits: ctl.RouteLimitStats(s.RouteStats.Limits), PendingLookups: pendingLookupsJSON(rows)}
 }
 
 func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
@@ -113,29 +79,22 @@ func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
 		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired}
 }
 
-// CongestionJSON is the congestion family: the router's counters plus
-// what the node and sessions see.
-type CongestionJSON struct {
-	route.CongestionStats
-	CEReceived       uint64 `json:"ce_received"`        // datagrams delivered to us with CE
-	KernelDropEvents uint64 `json:"kernel_drop_events"` // transitions into kernel drops, as upstream counts them
+func (s *Snapshot) congestion() ctl.CongestionJSON {
+	return ctl.CongestionJSON{RouteCongestionStats: ctl.RouteCongestionStats(s.RouteStats.Congestion), CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
 }
 
-func (s *Snapshot) congestion() CongestionJSON {
-	return CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
-}
-
-func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
+func (n *Node) showMetrics() ctl.MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
 
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
-func MetricsOf(s *Snapshot) MetricsJSON {
+func MetricsOf(s *Snapshot) ctl.MetricsJSON {
 	var rdv rendezvous.Stats
 	if s.Rendezvous != nil {
 		rdv = s.Rendezvous.Stats
 	}
-	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
-		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
+	return ctl.MetricsJSON{Rendezvous: ctl.RendezvousStats(rdv), Forwarding: ctl.RouteForwardingStats(s.RouteStats.Forwarding),
+		Lookup: ctl.RouteLookupStats(s.RouteStats.Lookup), Discovery: ctl.RouteLookupStats(s.RouteStats.Lookup),
+		Tree: ctl.TreeStats(s.Tree.Stats), Bloom: ctl.BloomStats(s.Bloom.Stats), Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
 		Session:    sessionLayer(s),
 		IPv6:       s.IPv6}
@@ -163,66 +122,24 @@ func (n *Node) identityCacheJSON(now time.Time) ctl.IdentityCacheJSON {
 	return out
 }
 
-// CacheJSON is show_cache: upstream's keys, fill_ratio a float.
-type CacheJSON struct {
-	AvgAgeMs     int64                  `json:"avg_age_ms"`
-	Count        int                    `json:"count"`
-	DefaultTTLMs int64                  `json:"default_ttl_ms"`
-	Entries      []route.CacheEntryView `json:"entries"`
-	Expired      int                    `json:"expired"`
-	FillRatio    ctl.Float              `json:"fill_ratio"`
-	MaxEntries   int                    `json:"max_entries"`
-}
-
-func (n *Node) cacheJSON(c route.CacheSnapshot) CacheJSON {
+func (n *Node) cacheJSON(c route.CacheSnapshot) ctl.CacheJSON {
 	for i := range c.Entries {
 		c.Entries[i].DisplayName = n.displayName(c.Entries[i].NodeAddr, n.liveNpub(c.Entries[i].NodeAddr))
 	}
-	return CacheJSON{AvgAgeMs: c.AvgAgeMs, Count: c.Count, DefaultTTLMs: c.DefaultTTLMs, Entries: c.Entries,
+	return ctl.CacheJSON{AvgAgeMs: c.AvgAgeMs, Count: c.Count, DefaultTTLMs: c.DefaultTTLMs, Entries: cacheEntriesJSON(c.Entries),
 		Expired: c.Expired, FillRatio: ctl.Float(c.FillRatio), MaxEntries: c.MaxEntries}
 }
 
-// TreePeerJSON is one show_tree peer: the tree's view plus the node's
-// display name.
-type TreePeerJSON struct {
-	tree.PeerSnapshot
-	DisplayName string `json:"display_name"`
-}
-
-// TreeJSON is show_tree: the tree snapshot plus what the node knows about
-// names.
-type TreeJSON struct {
-	tree.Snapshot
-	RootNpub          *string        `json:"root_npub"`
-	ParentDisplayName string         `json:"parent_display_name"`
-	Peers             []TreePeerJSON `json:"peers"`
-}
-
-func (n *Node) showTree() TreeJSON {
+func (n *Node) showTree() ctl.TreeJSON {
 	s := n.LiveSnapshot()
-	out := TreeJSON{Snapshot: s.Tree, ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []TreePeerJSON{}}
+	out := ctl.TreeJSON{TreeSnapshot: treeSnapshotJSON(s.Tree), ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []ctl.TreePeerJSON{}}
 	if ni, ok := s.Names[s.Tree.Root]; ok {
 		out.RootNpub = &ni.npub
 	}
 	for _, p := range s.Tree.Peers {
-		out.Peers = append(out.Peers, TreePeerJSON{PeerSnapshot: p, DisplayName: n.nameIn(s, p.NodeAddr)})
+		out.Peers = append(out.Peers, ctl.TreePeerJSON{TreePeerSnapshot: ctl.TreePeerSnapshot(p), DisplayName: n.nameIn(s, p.NodeAddr)})
 	}
 	return out
-}
-
-// BloomJSON is show_bloom. Each peer_filters entry carries its filter's
-// estimated_count, set_bits and fill_ratio beside the peer's keys, as
-// upstream's does, when a filter is held.
-type BloomJSON struct {
-	IsLeafOnly           bool                `json:"is_leaf_only"`
-	LeafDependentCount   int                 `json:"leaf_dependent_count"`
-	LeafDependents       []identity.NodeAddr `json:"leaf_dependents"`
-	OwnNodeAddr          identity.NodeAddr   `json:"own_node_addr"`
-	PeerFilters          []map[string]any    `json:"peer_filters"`
-	Sequence             uint64              `json:"sequence"`
-	Stats                bloom.Stats         `json:"stats"`
-	UptreeEstimatedCount *ctl.Float          `json:"uptree_estimated_count"`
-	UptreeFillRatio      *ctl.Float          `json:"uptree_fill_ratio"`
 }
 
 func floatPtr(p *float64) *ctl.Float {
@@ -232,12 +149,12 @@ func floatPtr(p *float64) *ctl.Float {
 	return ctl.FloatPtr(*p)
 }
 
-func (n *Node) showBloom() BloomJSON {
+func (n *Node) showBloom() ctl.BloomJSON {
 	s := n.LiveSnapshot()
 	b := s.Bloom
-	out := BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
+	out := ctl.BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
 		OwnNodeAddr: b.OwnNodeAddr, PeerFilters: make([]map[string]any, 0, len(b.PeerFilters)), Sequence: b.Sequence,
-		Stats: b.Stats, UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
+		Stats: ctl.BloomStats(b.Stats), UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
 	if out.LeafDependents == nil {
 		out.LeafDependents = []identity.NodeAddr{}
 	}
@@ -321,13 +238,6 @@ func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any 
 	return o
 }
 
-// SessionJSON is one show_sessions entry.
-type SessionJSON struct {
-	session.SnapshotEntry
-	DisplayName string         `json:"display_name"`
-	MMP         map[string]any `json:"mmp,omitempty"`
-}
-
 func (n *Node) sessionsJSON() map[string]any {
 	c := n.core
 	return n.sessionRows(c.sess.Snapshot(), func(a identity.NodeAddr) (mmp.Snapshot, bool) {
@@ -341,9 +251,9 @@ func (n *Node) sessionsJSON() map[string]any {
 // sessionRows renders show_sessions from the session table's rows and
 // each session's metrics.
 func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.NodeAddr) (mmp.Snapshot, bool)) map[string]any {
-	out := make([]SessionJSON, 0, len(rows))
+	out := make([]ctl.SessionJSON, 0, len(rows))
 	for _, r := range rows {
-		row := SessionJSON{SnapshotEntry: r}
+		row := ctl.SessionJSON{SessionEntry: sessionEntryJSON(r)}
 		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
 			row.DisplayName = n.displayName(a, r.Npub)
 			if m, ok := metrics(a); ok {
