@@ -10,6 +10,35 @@ import (
 // commands' self-contained objects and the stats history commands. Field
 // order is the order of the keys in the responses.
 
+// StatusData is show_status: every upstream key, plus fips-go additions
+// under new keys.
+type StatusData struct {
+	ShowStatus
+	// LinkLayer counts what the link layer did and refused (msg1 rate
+	// limiting, decrypt failures, unknown indices, …).
+	LinkLayer LinkLayerStats `json:"link_layer"`
+	// LANRendezvous is mDNS browsing's counters (queries, answers,
+	// host_capped, …); absent when node.rendezvous.lan is off.
+	LANRendezvous *LANStats `json:"lan_rendezvous,omitempty"`
+	// ReceiveQueueDrops counts received packets refused because the event
+	// loop had stopped. A full receive queue (node.buffers.packet_channel)
+	// holds the transport's reader back instead, so overload shows as the
+	// transport's kernel_drops.
+	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
+	// ReceiveQueueAQMDrops counts established frames dropped because they
+	// had waited longer than CoDel's target for longer than its interval
+	// (a standing queue at a node that cannot keep up).
+	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
+	// Dataplane says which dataplane runs (xdp or userspace) and why, and
+	// where the XDP program is attached.
+	Dataplane DataplaneView `json:"dataplane"`
+	// LocalLimits counts what the local surfaces refused.
+	LocalLimits LocalLimits `json:"local_limits"`
+	// SessionLayer counts what the session layer refused, evicted and
+	// ignored (show_metrics' session family).
+	SessionLayer SessionMetricsJSON `json:"session_layer"`
+}
+
 // LocalLimits counts what the operator-facing surfaces refused at their
 // bounds (fips-go addition to show_status).
 type LocalLimits struct {
@@ -248,4 +277,95 @@ type HistoryAllPeersJSON struct {
 	Peers              []PeerSeriesJSON `json:"peers"`
 	Unit               string           `json:"unit"`
 	WindowSeconds      uint64           `json:"window_seconds"`
+}
+
+// LinkLayerStats is show_status' link_layer (fips-go addition): what the link layer did and, above all, what it refused (peer.Stats' layout).
+type LinkLayerStats struct {
+	PacketsIn          uint64 `json:"packets_in"`
+	DropMalformed      uint64 `json:"drop_malformed"`
+	DropUnknownIndex   uint64 `json:"drop_unknown_index"`
+	DropDecrypt        uint64 `json:"drop_decrypt_failed"`
+	DropReplay         uint64 `json:"drop_replay"`
+	DropUnknownMsgType uint64 `json:"drop_unknown_msg_type"`
+	// OpenedForRemoved: frames a dataplane worker opened for a peer the
+	// loop had removed by the time it saw them.
+	OpenedForRemoved uint64 `json:"opened_for_removed"`
+	Msg1Received     uint64 `json:"msg1_received"`
+	Msg1RateLimited  uint64 `json:"msg1_rate_limited"` // sum of the four below
+	// Which bucket refused: the stranger source's own, the one all
+	// strangers share, the active peer's own, the one all peers share;
+	// and source buckets evicted from the bounded table to make room.
+	Msg1SourceLimited      uint64 `json:"msg1_source_limited"`
+	Msg1StrangerLimited    uint64 `json:"msg1_stranger_limited"`
+	Msg1PeerBucketLimited  uint64 `json:"msg1_peer_bucket_limited"`
+	Msg1EstablishedLimited uint64 `json:"msg1_established_limited"`
+	Msg1SourcesEvicted     uint64 `json:"msg1_sources_evicted"`
+	// Msg1Replayed: copies of a msg1 whose session already authenticated
+	// a frame, refused before cryptography.
+	Msg1Replayed         uint64 `json:"msg1_replayed"`
+	Msg1NotAccepting     uint64 `json:"msg1_not_accepting"`
+	Msg1DecryptFailed    uint64 `json:"msg1_decrypt_failed"`
+	Msg1Duplicate        uint64 `json:"msg1_duplicate"`
+	Msg1ACLDenied        uint64 `json:"msg1_acl_denied"`
+	Msg1PeerLimit        uint64 `json:"msg1_peer_limit"`
+	Msg1Ignored          uint64 `json:"msg1_ignored"`
+	Msg1IdentityMismatch uint64 `json:"msg1_identity_mismatch"`
+	Msg2Received         uint64 `json:"msg2_received"`
+	Msg2Unmatched        uint64 `json:"msg2_unmatched"`
+	Msg2DecryptFailed    uint64 `json:"msg2_decrypt_failed"`
+	// Msg2LegLimited counts msg2s for a pending handshake refused before
+	// any DH because the leg's budget for their source was spent.
+	Msg2LegLimited       uint64 `json:"msg2_leg_limited"`
+	Msg2ACLDenied        uint64 `json:"msg2_acl_denied"`
+	Msg2WrongIdentity    uint64 `json:"msg2_wrong_identity"`
+	HandshakesStarted    uint64 `json:"handshakes_started"`
+	HandshakeResends     uint64 `json:"handshake_resends"`
+	HandshakeTimeouts    uint64 `json:"handshake_timeouts"`
+	HandshakesSuperseded uint64 `json:"handshakes_superseded"`
+	ConnectionLimit      uint64 `json:"connection_limit"`
+	// DiscoveredLimit: dials to mDNS-discovered peers refused for the
+	// discovered budget (all of it, or one host's share, in flight).
+	// DiscoveredEvicted: handshakes to mDNS-discovered peers dropped so a
+	// configured peer's dial got a slot at max_connections.
+	DiscoveredLimit   uint64 `json:"discovered_limit"`
+	DiscoveredEvicted uint64 `json:"discovered_evicted"`
+	PeersPromoted     uint64 `json:"peers_promoted"`
+	PeersRemoved      uint64 `json:"peers_removed"`
+	PeerRestarts      uint64 `json:"peer_restarts"`
+	CrossConnections  uint64 `json:"cross_connections"`
+	LinksDead         uint64 `json:"links_dead"`
+	// Answered handshakes awaiting their first authenticated frame:
+	// proved, evicted (table full, oldest first), expired (handshake
+	// timeout), and a peer's unproven rekeys evicted beyond four.
+	HandshakesProven       uint64 `json:"handshakes_proven"`
+	UnprovenEvicted        uint64 `json:"unproven_evicted"`
+	UnprovenExpired        uint64 `json:"unproven_expired"`
+	RekeyCandidatesEvicted uint64 `json:"rekey_candidates_evicted"`
+	// RestartsUnproven: msg1s from an active peer's key with a new epoch
+	// (a restart, or a replay from an earlier run) answered while the
+	// live link stays; PeerRestarts counts those that proved themselves.
+	RestartsUnproven uint64 `json:"restarts_unproven"`
+	DisconnectsRecv  uint64 `json:"disconnects_received"`
+	DisconnectsSent  uint64 `json:"disconnects_sent"`
+	HeartbeatsSent   uint64 `json:"heartbeats_sent"`
+	HeartbeatsRecv   uint64 `json:"heartbeats_received"`
+	RekeysInitiated  uint64 `json:"rekeys_initiated"`
+	RekeysResponded  uint64 `json:"rekeys_responded"`
+	RekeyCutovers    uint64 `json:"rekey_cutovers"`
+	RekeysAbandoned  uint64 `json:"rekeys_abandoned"`
+	SendErrors       uint64 `json:"send_errors"`
+	ReportsSent      uint64 `json:"mmp_reports_sent"`
+	// ReportsDraining: MMP reports that arrived on the session a rekey
+	// replaced, ignored (they describe the old session's counters).
+	ReportsDraining uint64 `json:"mmp_reports_draining"`
+}
+
+// LANStats is show_status' lan_rendezvous (fips-go addition): what mDNS browsing saw (lan.Stats' layout).
+type LANStats struct {
+	Queries    uint64 `json:"queries"`
+	Answers    uint64 `json:"answers"`
+	Discovered uint64 `json:"discovered"`
+	Ignored    uint64 `json:"ignored"`
+	Dropped    uint64 `json:"dropped"`     // events the node had no room for
+	HostCapped uint64 `json:"host_capped"` // peers past maxPerHost from one host in one query
 }

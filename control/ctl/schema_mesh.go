@@ -361,3 +361,42 @@ type SessionEntryStats struct {
 	BytesSent   uint64 `json:"bytes_sent"`
 	BytesRecv   uint64 `json:"bytes_recv"`
 }
+
+// TraversalView is one Nostr peer's discovery state (show_peers,
+// show_rendezvous).
+type TraversalView struct {
+	Npub        string `json:"npub"`
+	Alias       string `json:"alias,omitempty"`
+	State       string `json:"state"` // idle, in_flight, linked, cooldown, disabled
+	Attempts    uint64 `json:"attempts"`
+	LastOutcome string `json:"last_outcome,omitempty"` // success, failure
+	LastReason  string `json:"last_reason,omitempty"`
+	LastAtMs    uint64 `json:"last_at_ms,omitempty"`
+	NextAtMs    uint64 `json:"next_attempt_at_ms,omitempty"`
+	NostrPeerFailure
+}
+
+// RendezvousView is show_rendezvous: Nostr discovery's state.
+type RendezvousView struct {
+	Enabled bool              `json:"enabled"`
+	Npub    string            `json:"npub"`
+	Policy  string            `json:"policy"`
+	Stats   RendezvousStats   `json:"stats"`
+	Peers   []TraversalView   `json:"peers"`
+	Adopted map[string]string `json:"adopted_transports"` // transport id → peer npub
+	// AdoptRefused counts punched paths refused because
+	// MaxBootstrapTransports were adopted and waiting.
+	AdoptRefused uint64 `json:"adopt_refused"`
+}
+
+// NostrPeerFailure is a Nostr peer's failure state in show_rendezvous
+// (rendezvous.PeerFailure's layout: no JSON tags, so its keys are the
+// field names).
+type NostrPeerFailure struct {
+	ConsecutiveFailures uint32
+	CooldownUntilMs     uint64 // 0: none
+	LastFailureMs       uint64
+	LastWarnMs          uint64
+	SkewMs              int64
+	HasSkew             bool
+}

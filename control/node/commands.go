@@ -14,7 +14,6 @@ import (
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
-	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -56,35 +55,6 @@ func msSince(t time.Time) uint64 {
 	return uint64(t.UnixMilli())
 }
 
-// StatusData is show_status: every upstream key, plus fips-go additions
-// under new keys.
-type StatusData struct {
-	ctl.ShowStatus
-	// LinkLayer counts what the link layer did and refused (msg1 rate
-	// limiting, decrypt failures, unknown indices, …).
-	LinkLayer peer.Stats `json:"link_layer"`
-	// LANRendezvous is mDNS browsing's counters (queries, answers,
-	// host_capped, …); absent when node.rendezvous.lan is off.
-	LANRendezvous *lan.Stats `json:"lan_rendezvous,omitempty"`
-	// ReceiveQueueDrops counts received packets refused because the event
-	// loop had stopped. A full receive queue (node.buffers.packet_channel)
-	// holds the transport's reader back instead, so overload shows as the
-	// transport's kernel_drops.
-	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
-	// ReceiveQueueAQMDrops counts established frames dropped because they
-	// had waited longer than CoDel's target for longer than its interval
-	// (a standing queue at a node that cannot keep up).
-	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
-	// Dataplane says which dataplane runs (xdp or userspace) and why, and
-	// where the XDP program is attached.
-	Dataplane ctl.DataplaneView `json:"dataplane"`
-	// LocalLimits counts what the local surfaces refused.
-	LocalLimits ctl.LocalLimits `json:"local_limits"`
-	// SessionLayer counts what the session layer refused, evicted and
-	// ignored (show_metrics' session family).
-	SessionLayer ctl.SessionMetricsJSON `json:"session_layer"`
-}
-
 // SetLocalLimits installs what fills show_status' local_limits beyond the
 // node's own counters (the daemon's control socket and metrics endpoint).
 // f is called on every show_status, off the event loop.
@@ -99,13 +69,13 @@ func (n *Node) localLimitsView() ctl.LocalLimits {
 	return l
 }
 
-func (n *Node) showStatus() StatusData {
+func (n *Node) showStatus() ctl.StatusData {
 	s := n.LiveSnapshot()
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "-"
 	}
-	d := StatusData{ShowStatus: ctl.ShowStatus{
+	d := ctl.StatusData{ShowStatus: ctl.ShowStatus{
 		ConnectionCount: uint64(len(s.Connections)), ControlSocket: n.opts.ControlSocket,
 		ExePath: exe, IPv6Addr: n.id.IPv6().String(), IsLeafOnly: n.opts.LeafOnly,
 		IsRoot: s.Tree.IsRoot, Root: s.Tree.Root.String(), EstimatedMeshSize: s.MeshSize,
@@ -114,8 +84,8 @@ func (n *Node) showStatus() StatusData {
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
-		SessionLayer: sessionLayer(s), LANRendezvous: s.LAN}
+	}, LinkLayer: ctl.LinkLayerStats(s.PeerStats), ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
+		SessionLayer: sessionLayer(s), LANRendezvous: (*ctl.LANStats)(s.LAN)}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}

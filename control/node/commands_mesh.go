@@ -8,7 +8,6 @@ import (
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
-	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 )
@@ -23,9 +22,9 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	r.Register("show_routing", func(context.Context, json.RawMessage) (any, error) { return n.showRouting(), nil })
 	r.Register("show_rendezvous", func(context.Context, json.RawMessage) (any, error) {
 		if v := n.Snapshot().Rendezvous; v != nil {
-			return v, nil
+			return &v.RendezvousView, nil
 		}
-		return RendezvousView{Peers: []TraversalView{}, Adopted: map[string]string{}}, nil
+		return ctl.RendezvousView{Peers: []ctl.TraversalView{}, Adopted: map[string]string{}}, nil
 	})
 	r.Register("show_metrics", func(context.Context, json.RawMessage) (any, error) { return n.showMetrics(), nil })
 	// The cache tables can hold tens of thousands of entries: they are
@@ -88,11 +87,11 @@ func (n *Node) showMetrics() ctl.MetricsJSON { return MetricsOf(n.LiveSnapshot()
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
 func MetricsOf(s *Snapshot) ctl.MetricsJSON {
-	var rdv rendezvous.Stats
+	var rdv ctl.RendezvousStats
 	if s.Rendezvous != nil {
 		rdv = s.Rendezvous.Stats
 	}
-	return ctl.MetricsJSON{Rendezvous: ctl.RendezvousStats(rdv), Forwarding: ctl.RouteForwardingStats(s.RouteStats.Forwarding),
+	return ctl.MetricsJSON{Rendezvous: rdv, Forwarding: ctl.RouteForwardingStats(s.RouteStats.Forwarding),
 		Lookup: ctl.RouteLookupStats(s.RouteStats.Lookup), Discovery: ctl.RouteLookupStats(s.RouteStats.Lookup),
 		Tree: ctl.TreeStats(s.Tree.Stats), Bloom: ctl.BloomStats(s.Bloom.Stats), Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),

@@ -8,7 +8,9 @@ import (
 
 	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
+	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/tree"
@@ -40,8 +42,8 @@ func jsonLayout(t reflect.Type) string {
 	}
 }
 
-// TestSchemaLayoutsMatch: the copies in control/ctl of the routing
-// packages' (and AF_XDP's) snapshot types keep every field, key and
+// TestSchemaLayoutsMatch: the copies in control/ctl of the routing and
+// link packages' (and AF_XDP's) snapshot types keep every field, key and
 // order, so the conversions in schema.go drop nothing and show_* render
 // as those types did.
 func TestSchemaLayoutsMatch(t *testing.T) {
@@ -58,7 +60,10 @@ func TestSchemaLayoutsMatch(t *testing.T) {
 		{tree.Stats{}, ctl.TreeStats{}},
 		{bloom.Stats{}, ctl.BloomStats{}},
 		{rendezvous.Stats{}, ctl.RendezvousStats{}},
+		{rendezvous.PeerFailure{}, ctl.NostrPeerFailure{}},
 		{session.SnapshotEntry{}, ctl.SessionEntry{}},
+		{peer.Stats{}, ctl.LinkLayerStats{}},
+		{lan.Stats{}, ctl.LANStats{}},
 		{afxdp.Statistics{}, ctl.XSKStatistics{}},
 	} {
 		src, dst := reflect.TypeOf(p.src), reflect.TypeOf(p.dst)
