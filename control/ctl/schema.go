@@ -279,7 +279,8 @@ type HistoryAllPeersJSON struct {
 	WindowSeconds      uint64           `json:"window_seconds"`
 }
 
-// LinkLayerStats is show_status' link_layer (fips-go addition): what the link layer did and, above all, what it refused (peer.Stats' layout).
+// LinkLayerStats is show_status' link_layer (fips-go addition): what the
+// link layer did and, above all, what it refused (peer.Stats' layout).
 type LinkLayerStats struct {
 	PacketsIn          uint64 `json:"packets_in"`
 	DropMalformed      uint64 `json:"drop_malformed"`
@@ -360,7 +361,8 @@ type LinkLayerStats struct {
 	ReportsDraining uint64 `json:"mmp_reports_draining"`
 }
 
-// LANStats is show_status' lan_rendezvous (fips-go addition): what mDNS browsing saw (lan.Stats' layout).
+// LANStats is show_status' lan_rendezvous (fips-go addition): what mDNS
+// browsing saw (lan.Stats' layout).
 type LANStats struct {
 	Queries    uint64 `json:"queries"`
 	Answers    uint64 `json:"answers"`

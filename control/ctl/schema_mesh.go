@@ -98,7 +98,8 @@ type SessionJSON struct {
 	MMP         map[string]any `json:"mmp,omitempty"`
 }
 
-// RouteSnapshot is show_routing's routing-table part (route.Snapshot's layout).
+// RouteSnapshot is show_routing's routing-table part (route.Snapshot's
+// layout).
 type RouteSnapshot struct {
 	CoordCacheEntries int                  `json:"coord_cache_entries"` // expired entries not yet purged included
 	PendingLookups    []RoutePendingLookup `json:"pending_lookups"`     // by target address, never nil
@@ -107,7 +108,8 @@ type RouteSnapshot struct {
 	Lookup            RouteLookupStats     `json:"lookup"`
 }
 
-// RoutePendingLookup is one show_routing pending_lookups entry (route.PendingLookupRow's layout).
+// RoutePendingLookup is one show_routing pending_lookups entry
+// (route.PendingLookupRow's layout).
 type RoutePendingLookup struct {
 	Target      identity.NodeAddr `json:"target"`
 	DisplayName string            `json:"display_name"` // left empty; the node fills it
@@ -117,7 +119,9 @@ type RoutePendingLookup struct {
 	AgeMs       int64             `json:"age_ms"`
 }
 
-// RouteForwardingStats is the forwarding family of show_routing and show_metrics, in upstream's order there (route.ForwardingStats' layout; show_status' is [ForwardingStats]).
+// RouteForwardingStats is the forwarding family of show_routing and
+// show_metrics, in upstream's order there (route.ForwardingStats' layout;
+// show_status' is [ForwardingStats]).
 type RouteForwardingStats struct {
 	ReceivedPackets        uint64 `json:"received_packets"`
 	ReceivedBytes          uint64 `json:"received_bytes"`
@@ -147,7 +151,9 @@ type RouteForwardingStats struct {
 	RouteDirectPeer        uint64 `json:"route_direct_peer"`
 }
 
-// RouteLookupStats is the lookup family (show_metrics' lookup and discovery, show_routing's lookup and discovery): route.LookupStats' layout.
+// RouteLookupStats is the lookup family (show_metrics' lookup and
+// discovery, show_routing's lookup and discovery): route.LookupStats'
+// layout.
 type RouteLookupStats struct {
 	ReqReceived           uint64 `json:"req_received"`
 	ReqDecodeError        uint64 `json:"req_decode_error"`
@@ -173,13 +179,15 @@ type RouteLookupStats struct {
 	RespTimedOut          uint64 `json:"resp_timed_out"`
 }
 
-// RouteCongestionStats is the routing layer's part of the congestion family (route.CongestionStats' layout).
+// RouteCongestionStats is the routing layer's part of the congestion family
+// (route.CongestionStats' layout).
 type RouteCongestionStats struct {
 	CEForwarded        uint64 `json:"ce_forwarded"`        // forwards sent with CE
 	CongestionDetected uint64 `json:"congestion_detected"` // forwards whose next hop was congested
 }
 
-// RouteLimitStats is show_routing's limits (fips-go addition): route.LimitStats' layout.
+// RouteLimitStats is show_routing's limits (fips-go addition):
+// route.LimitStats' layout.
 type RouteLimitStats struct {
 	CacheEvictedLRU     uint64 `json:"cache_evicted_lru"`     // live entries evicted from a full cache
 	CacheEvictedExpired uint64 `json:"cache_evicted_expired"` // expired entries evicted from a full cache
@@ -236,7 +244,8 @@ type TreeSnapshot struct {
 	Stats         TreeStats          `json:"stats"`
 }
 
-// TreePeerSnapshot is the tree part of one show_tree peer (tree.PeerSnapshot's layout).
+// TreePeerSnapshot is the tree part of one show_tree peer
+// (tree.PeerSnapshot's layout).
 type TreePeerSnapshot struct {
 	NodeAddr identity.NodeAddr   `json:"node_addr"`
 	Depth    int                 `json:"depth"`
@@ -247,7 +256,8 @@ type TreePeerSnapshot struct {
 	DistanceToUs uint64 `json:"distance_to_us"`
 }
 
-// TreeStats is the tree family (show_metrics' tree, show_tree's stats): tree.Stats' layout.
+// TreeStats is the tree family (show_metrics' tree, show_tree's stats):
+// tree.Stats' layout.
 type TreeStats struct {
 	Accepted           uint64 `json:"accepted"`             // announces that passed every check and were fresher
 	AddrMismatch       uint64 `json:"addr_mismatch"`        // declaring node was not the sending peer
@@ -272,7 +282,8 @@ type TreeStats struct {
 	VerifyDeferred uint64 `json:"verify_deferred"`
 }
 
-// BloomStats is the bloom family (show_metrics' bloom, show_bloom's stats): bloom.Stats' layout.
+// BloomStats is the bloom family (show_metrics' bloom, show_bloom's stats):
+// bloom.Stats' layout.
 type BloomStats struct {
 	Received           uint64 `json:"received"`            // every HandleFilterAnnounce call
 	DecodeError        uint64 `json:"decode_error"`        // ReasonDecode
@@ -287,7 +298,8 @@ type BloomStats struct {
 	SendFailed         uint64 `json:"send_failed"`         // announces Env refused
 }
 
-// RendezvousStats is Nostr discovery's counters (show_metrics' rendezvous): rendezvous.Stats' layout.
+// RendezvousStats is Nostr discovery's counters (show_metrics' rendezvous):
+// rendezvous.Stats' layout.
 type RendezvousStats struct {
 	RelaysConfigured     int    `json:"relays_configured"`
 	RelaysConnected      int    `json:"relays_connected"`
@@ -339,7 +351,8 @@ type RendezvousStats struct {
 	Cooldowns          uint64 `json:"cooldowns_entered"`
 }
 
-// SessionEntry is the session part of one show_sessions entry (session.SnapshotEntry's layout).
+// SessionEntry is the session part of one show_sessions entry
+// (session.SnapshotEntry's layout).
 type SessionEntry struct {
 	RemoteAddr            string            `json:"remote_addr"`
 	State                 string            `json:"state"`
@@ -354,7 +367,8 @@ type SessionEntry struct {
 	IsDraining            *bool             `json:"is_draining,omitempty"`
 }
 
-// SessionEntryStats is one show_sessions entry's stats object (session.SnapshotStats' layout).
+// SessionEntryStats is one show_sessions entry's stats object
+// (session.SnapshotStats' layout).
 type SessionEntryStats struct {
 	PacketsSent uint64 `json:"packets_sent"`
 	PacketsRecv uint64 `json:"packets_recv"`
