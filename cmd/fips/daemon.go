@@ -240,7 +240,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	}
 	// show_status' local_limits: what the control socket and the metrics
 	// endpoint refused at their bounds.
-	n.SetLocalLimits(func(l *node.LocalLimits) {
+	n.SetLocalLimits(func(l *ctl.LocalLimits) {
 		if srv != nil {
 			l.ControlConnectionsRefused, l.ControlConnectionsEvicted, l.ControlRequestsBusy = srv.Refused(), srv.Evicted(), srv.Busy()
 		}

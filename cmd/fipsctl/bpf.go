@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/fips-go/fips/control/ctl"
-	"github.com/fips-go/fips/control/node"
 )
 
 // runBPF is `fipsctl bpf stats [--json]` (fips-go addition): the XDP
@@ -39,7 +38,7 @@ func runBPF(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var s node.BPFView
+	var s ctl.BPFView
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("invalid response JSON: %v", err)
 	}
@@ -47,7 +46,7 @@ func runBPF(e *env, args []string) error {
 }
 
 // printBPF renders show_bpf as tables.
-func printBPF(w io.Writer, s *node.BPFView) error {
+func printBPF(w io.Writer, s *ctl.BPFView) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dataplane: %s (dataplane.mode %s)\n%s\n", s.Mode, s.Configured, s.Reason)
 	if len(s.Interfaces) > 0 {
@@ -68,7 +67,7 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		}
 		tw.Flush()
 	}
-	if s.Mode == node.DataplaneXDP {
+	if s.Mode == ctl.DataplaneXDP {
 		fmt.Fprintf(&b, "\nafxdp: %s\n", s.AFXDP.Reason)
 	}
 	if len(s.XSKs) > 0 {
@@ -96,7 +95,7 @@ func printBPF(w io.Writer, s *node.BPFView) error {
 		}
 		tw.Flush()
 	}
-	if s.Mode == node.DataplaneXDP {
+	if s.Mode == ctl.DataplaneXDP {
 		fmt.Fprintf(&b, "\necn: %s\n", s.TC.Reason)
 	}
 	if len(s.TC.Interfaces) > 0 {

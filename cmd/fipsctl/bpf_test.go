@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fips-go/fips/control/node"
+	"github.com/fips-go/fips/control/ctl"
 )
 
 // TestPrintBPF: the human table names the mode, each interface with its
@@ -24,7 +24,7 @@ func TestPrintBPF(t *testing.T) {
 	"xsks":[{"interface":"veth0","ifindex":7,"queue":0,"slot":0,"rx_dropped":1,"rx_invalid_descs":0,"tx_invalid_descs":0,
 	"rx_ring_full":2,"fill_ring_empty_descs":3,"tx_ring_empty_descs":0,"received":4096,"wakeups":5,"zero_copy":false,
 	"need_wakeup":true,"frames":4096,"to_loop":12,"invalid":0,"other_port":0,"refused":0}]}`
-	var s node.BPFView
+	var s ctl.BPFView
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestPrintBPF(t *testing.T) {
 		}
 	}
 	// userspace: no tables, still says why.
-	var u node.BPFView
+	var u ctl.BPFView
 	if err := json.Unmarshal([]byte(`{"mode":"userspace","configured":"userspace","reason":"dataplane.mode is userspace: no BPF loaded","interfaces":[],"program_id":0,"counters":[],"maps":null}`), &u); err != nil {
 		t.Fatal(err)
 	}

@@ -20,5 +20,8 @@
 // returns either data (marshalled as the response's "data") or an error
 // whose message the client sees (see [Error]). The response structs for the
 // commands whose schemas upstream pins with snapshot fixtures are in
-// types.go.
+// types.go; schema.go, schema_mesh.go and schema_bpf.go hold the rest of
+// control/node's (show_status' additions, the routing-layer commands, the
+// stats history, show_bpf, …), so that clients decode responses without
+// linking the daemon.
 package ctl

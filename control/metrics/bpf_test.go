@@ -3,37 +3,36 @@ package metrics
 import (
 	"testing"
 
-	"github.com/fips-go/fips/control/node"
-	"github.com/fips-go/fips/dataplane/afxdp"
+	"github.com/fips-go/fips/control/ctl"
 )
 
 // bpfSource is a fakeSource whose node runs the XDP program.
 type bpfSource struct {
 	fakeSource
-	v node.BPFView
+	v ctl.BPFView
 }
 
-func (b *bpfSource) BPF() (node.BPFView, error) { return b.v, nil }
+func (b *bpfSource) BPF() (ctl.BPFView, error) { return b.v, nil }
 
 // TestXDPMetrics: in xdp mode a scrape reads the program's counters per
 // verdict and reason, its attachments and map occupancy; in userspace only
 // the mode is exported.
 func TestXDPMetrics(t *testing.T) {
 	s := fullSnapshot(1)
-	s.Dataplane = node.DataplaneView{Mode: node.DataplaneXDP, Configured: node.DataplaneAuto,
-		Interfaces: []node.XDPInterface{{Name: "veth0", Ifindex: 3, AttachMode: "native", ProgramID: 77}}}
-	src := &bpfSource{v: node.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
-		Counters: []node.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
+	s.Dataplane = ctl.DataplaneView{Mode: ctl.DataplaneXDP, Configured: ctl.DataplaneAuto,
+		Interfaces: []ctl.XDPInterface{{Name: "veth0", Ifindex: 3, AttachMode: "native", ProgramID: 77}}}
+	src := &bpfSource{v: ctl.BPFView{DataplaneView: s.Dataplane, ProgramID: 77,
+		Counters: []ctl.XDPCounter{{Verdict: "drop", Reason: "unknown_index", Packets: 100_000, Bytes: 6_400_000},
 			{Verdict: "drop", Reason: "rate_limited", Packets: 900, Bytes: 100_000},
 			{Verdict: "pass", Reason: "not_local", Packets: 77, Bytes: 7_700}},
-		Maps: &node.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384,
+		Maps: &ctl.XDPMaps{Links: 2, LinksMax: 65536, LinksRefused: 1, Ratelimit: 3, RatelimitMax: 16384,
 			LocalAddrs: 5, LocalAddrsMax: 1024, LocalAddrsRefused: 2, MapErrors: 1},
-		TCCounters: []node.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900},
+		TCCounters: []ctl.TCCounter{{Direction: "egress", Reason: "marked", Packets: 500, Bytes: 70_000}, {Direction: "ingress", Reason: "ce", Packets: 9, Bytes: 900},
 			{Direction: "egress", Reason: "forwarded", Packets: 66, Bytes: 6_600}}}}
-	src.v.TC = node.TCView{Attached: true, Interfaces: []node.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
+	src.v.TC = ctl.TCView{Attached: true, Interfaces: []ctl.TCInterface{{Name: "veth0", Ifindex: 3, AttachMode: "tcx"}}}
 	s.Dataplane.OuterCE = 9
-	src.v.XSKs = []node.XSKView{{Interface: "veth0", Queue: 0, Statistics: afxdp.Statistics{Received: 4096, RxRingFull: 2, Transmitted: 4000}, ToLoop: 12}}
-	src.v.XSKTx = node.XSKTxView{Enabled: true, Frames: 4001, FallbackNoRoute: 3, FallbackNoFrame: 5}
+	src.v.XSKs = []ctl.XSKView{{Interface: "veth0", Queue: 0, XSKStatistics: ctl.XSKStatistics{Received: 4096, RxRingFull: 2, Transmitted: 4000}, ToLoop: 12}}
+	src.v.XSKTx = ctl.XSKTxView{Enabled: true, Frames: 4001, FallbackNoRoute: 3, FallbackNoFrame: 5}
 	src.s.Store(s)
 	reg, _, err := NewRegistry(src, Options{Info: Info{Version: "test"}})
 	if err != nil {
@@ -78,7 +77,7 @@ func TestXDPMetrics(t *testing.T) {
 	}
 
 	u := fullSnapshot(1)
-	u.Dataplane = node.DataplaneView{Mode: node.DataplaneUserspace, Configured: node.DataplaneUserspace}
+	u.Dataplane = ctl.DataplaneView{Mode: ctl.DataplaneUserspace, Configured: ctl.DataplaneUserspace}
 	src.s.Store(u)
 	fams = gather(t, reg)
 	if got := value(t, fams, "fips_dataplane_mode", map[string]string{"mode": "userspace"}); got != 1 {

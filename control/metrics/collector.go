@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
@@ -33,7 +34,7 @@ type Source interface {
 // BPFSource is optional on a Source: the XDP program's counters and maps,
 // read from the kernel at scrape time (*node.Node satisfies it).
 type BPFSource interface {
-	BPF() (node.BPFView, error)
+	BPF() (ctl.BPFView, error)
 }
 
 // Info identifies the node in fips_node_info.
@@ -119,7 +120,7 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 	// show_metrics: every family but the legacy alias "discovery" and
 	// "native" (upstream's native-API counters, always 0 here: fips-go
 	// has no native API).
-	fams, err := flatten(node.MetricsJSON{})
+	fams, err := flatten(ctl.MetricsJSON{})
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +408,7 @@ func (c *Collector) collectBPF(s *node.Snapshot, gauge, counter func(string, flo
 	}
 	counter("fips_outer_ce_frames_total", float64(s.Dataplane.OuterCE))
 	bs, ok := c.src.(BPFSource)
-	if !ok || s.Dataplane.Mode != node.DataplaneXDP {
+	if !ok || s.Dataplane.Mode != ctl.DataplaneXDP {
 		return
 	}
 	v, err := bs.BPF()

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/node"
@@ -57,7 +58,7 @@ func fullSnapshot(peers int) *node.Snapshot {
 		Transports: []node.TransportView{{ID: 1, Type: "udp", State: transport.StateUp, MTU: 1280,
 			Stats: transport.Stats{PacketsSent: 300, BytesSent: 40000}},
 			{ID: 2, Type: "tcp", Name: "backup", State: transport.StateDown, MTU: 1400, Stats: transport.Stats{ConnectionsUp: 2}}},
-		IPv6: node.IPv6Stats{Sent: 17, Received: 18},
+		IPv6: ctl.IPv6Stats{Sent: 17, Received: 18},
 	}
 	for i := range peers {
 		s.Peers = append(s.Peers, fakePeer(i))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/bpf"
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane"
@@ -50,24 +51,6 @@ type xskSock struct {
 	slot    uint32
 	// Counted by the reader, read by show_bpf.
 	frames, toLoop, invalid, otherPort, refused atomic.Uint64
-}
-
-// XSKView is one AF_XDP socket in show_bpf (fips-go addition).
-type XSKView struct {
-	Interface string `json:"interface"`
-	Ifindex   int    `json:"ifindex"`
-	Queue     int    `json:"queue"`
-	Slot      uint32 `json:"slot"`
-	afxdp.Statistics
-	// Frames the reader parsed; ToLoop those the worker left to the
-	// event loop (copied, as a socket read); Invalid those that were not
-	// a UDP datagram; OtherPort those to no bound UDP transport;
-	// Refused those the stopped loop refused.
-	Frames    uint64 `json:"frames"`
-	ToLoop    uint64 `json:"to_loop"`
-	Invalid   uint64 `json:"invalid"`
-	OtherPort uint64 `json:"other_port"`
-	Refused   uint64 `json:"refused"`
 }
 
 // rxQueues is how many RX queues the kernel gives interface name.
@@ -205,8 +188,8 @@ func (n *Node) xskSenders(x *xskPlane, w *dataplane.Worker, k int) {
 }
 
 // txView is show_bpf.xsk_tx.
-func (x *xskPlane) txView() XSKTxView {
-	v := XSKTxView{Reason: "dataplane.afxdp_transmit is socket: the workers send through the UDP sockets"}
+func (x *xskPlane) txView() ctl.XSKTxView {
+	v := ctl.XSKTxView{Reason: "dataplane.afxdp_transmit is socket: the workers send through the UDP sockets"}
 	if !x.transmit {
 		return v
 	}
@@ -297,11 +280,11 @@ func (x *xskPlane) sharing() (int, int) {
 }
 
 // views is show_bpf's xsks.
-func (x *xskPlane) views() []XSKView {
-	out := make([]XSKView, 0, len(x.socks))
+func (x *xskPlane) views() []ctl.XSKView {
+	out := make([]ctl.XSKView, 0, len(x.socks))
 	for _, xs := range x.socks {
 		st, _ := xs.s.Statistics()
-		out = append(out, XSKView{Interface: xs.name, Ifindex: xs.ifindex, Queue: xs.queue, Slot: xs.slot, Statistics: st,
+		out = append(out, ctl.XSKView{Interface: xs.name, Ifindex: xs.ifindex, Queue: xs.queue, Slot: xs.slot, XSKStatistics: ctl.XSKStatistics(st),
 			Frames: xs.frames.Load(), ToLoop: xs.toLoop.Load(), Invalid: xs.invalid.Load(),
 			OtherPort: xs.otherPort.Load(), Refused: xs.refused.Load()})
 	}

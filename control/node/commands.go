@@ -14,7 +14,6 @@ import (
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/rendezvous"
-	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
@@ -56,62 +55,13 @@ func msSince(t time.Time) uint64 {
 	return uint64(t.UnixMilli())
 }
 
-// StatusData is show_status: every upstream key, plus fips-go additions
-// under new keys.
-type StatusData struct {
-	ctl.ShowStatus
-	// LinkLayer counts what the link layer did and refused (msg1 rate
-	// limiting, decrypt failures, unknown indices, …).
-	LinkLayer peer.Stats `json:"link_layer"`
-	// LANRendezvous is mDNS browsing's counters (queries, answers,
-	// host_capped, …); absent when node.rendezvous.lan is off.
-	LANRendezvous *lan.Stats `json:"lan_rendezvous,omitempty"`
-	// ReceiveQueueDrops counts received packets refused because the event
-	// loop had stopped. A full receive queue (node.buffers.packet_channel)
-	// holds the transport's reader back instead, so overload shows as the
-	// transport's kernel_drops.
-	ReceiveQueueDrops uint64 `json:"receive_queue_drops"`
-	// ReceiveQueueAQMDrops counts established frames dropped because they
-	// had waited longer than CoDel's target for longer than its interval
-	// (a standing queue at a node that cannot keep up).
-	ReceiveQueueAQMDrops uint64 `json:"receive_queue_aqm_drops"`
-	// Dataplane says which dataplane runs (xdp or userspace) and why, and
-	// where the XDP program is attached.
-	Dataplane DataplaneView `json:"dataplane"`
-	// LocalLimits counts what the local surfaces refused.
-	LocalLimits LocalLimits `json:"local_limits"`
-	// SessionLayer counts what the session layer refused, evicted and
-	// ignored (show_metrics' session family).
-	SessionLayer SessionMetricsJSON `json:"session_layer"`
-}
-
-// LocalLimits counts what the operator-facing surfaces refused at their
-// bounds (fips-go addition to show_status).
-type LocalLimits struct {
-	// ControlConnectionsRefused: connections turned away with every
-	// control socket slot running a command.
-	ControlConnectionsRefused uint64 `json:"control_connections_refused"`
-	// ControlConnectionsEvicted: idle connections (no complete request)
-	// closed to make room for a new one.
-	ControlConnectionsEvicted uint64 `json:"control_connections_evicted"`
-	// ControlRequestsBusy: requests answered "query timeout" because no
-	// handler slot came free within the handler timeout.
-	ControlRequestsBusy uint64 `json:"control_requests_busy"`
-	// MetricsConnectionsRefused: metrics endpoint connections closed at
-	// its connection bound.
-	MetricsConnectionsRefused uint64 `json:"metrics_connections_refused"`
-	// ProbeReportsDropped: finished probe reports dropped unpolled past
-	// the bound on held reports.
-	ProbeReportsDropped uint64 `json:"probe_reports_dropped"`
-}
-
 // SetLocalLimits installs what fills show_status' local_limits beyond the
 // node's own counters (the daemon's control socket and metrics endpoint).
 // f is called on every show_status, off the event loop.
-func (n *Node) SetLocalLimits(f func(*LocalLimits)) { n.localLimits.Store(&f) }
+func (n *Node) SetLocalLimits(f func(*ctl.LocalLimits)) { n.localLimits.Store(&f) }
 
-func (n *Node) localLimitsView() LocalLimits {
-	var l LocalLimits
+func (n *Node) localLimitsView() ctl.LocalLimits {
+	var l ctl.LocalLimits
 	if f := n.localLimits.Load(); f != nil {
 		(*f)(&l)
 	}
@@ -119,13 +69,13 @@ func (n *Node) localLimitsView() LocalLimits {
 	return l
 }
 
-func (n *Node) showStatus() StatusData {
+func (n *Node) showStatus() ctl.StatusData {
 	s := n.LiveSnapshot()
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "-"
 	}
-	d := StatusData{ShowStatus: ctl.ShowStatus{
+	d := ctl.StatusData{ShowStatus: ctl.ShowStatus{
 		ConnectionCount: uint64(len(s.Connections)), ControlSocket: n.opts.ControlSocket,
 		ExePath: exe, IPv6Addr: n.id.IPv6().String(), IsLeafOnly: n.opts.LeafOnly,
 		IsRoot: s.Tree.IsRoot, Root: s.Tree.Root.String(), EstimatedMeshSize: s.MeshSize,
@@ -134,8 +84,8 @@ func (n *Node) showStatus() StatusData {
 		TransportCount: uint64(len(s.Transports)), TransportPeerCounts: ctl.Counts{}, TunName: s.TunName,
 		TunState: s.TunState, Version: n.opts.Version, Sparklines: sparklines(s.Sparklines),
 		Forwarding: forwardingJSON(s.RouteStats.Forwarding),
-	}, LinkLayer: s.PeerStats, ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
-		SessionLayer: sessionLayer(s), LANRendezvous: s.LAN}
+	}, LinkLayer: ctl.LinkLayerStats(s.PeerStats), ReceiveQueueDrops: s.RxDrops, ReceiveQueueAQMDrops: s.AQMDrops, Dataplane: s.Dataplane, LocalLimits: n.localLimitsView(),
+		SessionLayer: sessionLayer(s), LANRendezvous: (*ctl.LANStats)(s.LAN)}
 	if !s.Started.IsZero() {
 		d.UptimeSecs = uint64(time.Since(s.Started).Seconds())
 	}
@@ -434,16 +384,6 @@ func nostrTraversal(f rendezvous.PeerFailure) ctl.NostrTraversal {
 	return nt
 }
 
-// NativeFlowsJSON is show_native_flows. fips-go has no native datagram
-// API (node.native_api is parsed, and warned about when enabled), so no
-// flow or listener ever exists and the counters are the zeros show_metrics
-// reports too: the answer upstream gives with the API off.
-type NativeFlowsJSON struct {
-	Flows     []struct{}      `json:"flows"`
-	Listeners []struct{}      `json:"listeners"`
-	Stats     NativeStatsJSON `json:"stats"`
-}
-
-func showNativeFlows() NativeFlowsJSON {
-	return NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
+func showNativeFlows() ctl.NativeFlowsJSON {
+	return ctl.NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
 }

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/fips-go/fips/control/bloom"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
-	"github.com/fips-go/fips/control/rendezvous"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
-	"github.com/fips-go/fips/control/tree"
 )
 
 // registerMesh installs the routing-layer commands. Their responses have
@@ -25,9 +22,9 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	r.Register("show_routing", func(context.Context, json.RawMessage) (any, error) { return n.showRouting(), nil })
 	r.Register("show_rendezvous", func(context.Context, json.RawMessage) (any, error) {
 		if v := n.Snapshot().Rendezvous; v != nil {
-			return v, nil
+			return &v.RendezvousView, nil
 		}
-		return RendezvousView{Peers: []TraversalView{}, Adopted: map[string]string{}}, nil
+		return ctl.RendezvousView{Peers: []ctl.TraversalView{}, Adopted: map[string]string{}}, nil
 	})
 	r.Register("show_metrics", func(context.Context, json.RawMessage) (any, error) { return n.showMetrics(), nil })
 	// The cache tables can hold tens of thousands of entries: they are
@@ -44,202 +41,62 @@ func (n *Node) registerMesh(r ctlRegistry) {
 	})
 }
 
-// RoutingJSON is show_routing.
-type RoutingJSON struct {
-	route.Snapshot
-	IdentityCacheEntries   int                      `json:"identity_cache_entries"`
-	PendingTunDestinations int                      `json:"pending_tun_destinations"`
-	PendingTunPackets      int                      `json:"pending_tun_packets"`
-	Retries                []RetryJSON              `json:"retries"`
-	Discovery              route.LookupStats        `json:"discovery"`
-	ErrorSignals           ErrorSignalsJSON         `json:"error_signals"`
-	Congestion             CongestionJSON           `json:"congestion"`
-	Limits                 route.LimitStats         `json:"limits"` // ours, not upstream's
-	PendingLookups         []route.PendingLookupRow `json:"pending_lookups"`
-}
-
-// RetryJSON is one show_routing retries entry: upstream's keys, plus
-// fips-go's resolved_addr (the address the last attempt dialled, a host
-// name's answer; "" before any) and last_error (why the last attempt could
-// not dial, omitted when it could).
-type RetryJSON struct {
-	AutoReconnect bool   `json:"auto_reconnect"`
-	DisplayName   string `json:"display_name"`
-	LastError     string `json:"last_error,omitempty"`
-	NodeAddr      string `json:"node_addr"`
-	ResolvedAddr  string `json:"resolved_addr"`
-	RetryAfterMs  uint64 `json:"retry_after_ms"`
-	RetryCount    uint32 `json:"retry_count"`
-}
-
-// ErrorSignalsJSON is upstream's error-signal family (show_routing's
-// error_signals, show_metrics' errors): what the lookups and the session
-// layer counted of routing error signals.
-type ErrorSignalsJSON struct {
-	CoordsRequired          uint64 `json:"coords_required"`
-	LookupRespMTUBelowFloor uint64 `json:"lookup_resp_mtu_below_floor"`
-	MTUExceeded             uint64 `json:"mtu_exceeded"`
-	MTUExceededBelowFloor   uint64 `json:"mtu_exceeded_below_floor"`
-	PathBroken              uint64 `json:"path_broken"`
-	PathMTUNotifBelowFloor  uint64 `json:"path_mtu_notif_below_floor"`
-	UnboundBroken           uint64 `json:"unbound_broken"`
-	UnboundCoords           uint64 `json:"unbound_coords"`
-	UnboundForged           uint64 `json:"unbound_forged"`
-	UnboundMTU              uint64 `json:"unbound_mtu"`
-}
-
-func errorSignals(r route.ErrorStats, s session.Stats) ErrorSignalsJSON {
-	return ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
+func errorSignals(r route.ErrorStats, s session.Stats) ctl.ErrorSignalsJSON {
+	return ctl.ErrorSignalsJSON{CoordsRequired: s.CoordsRequired, LookupRespMTUBelowFloor: r.LookupRespMTUBelowFloor,
 		MTUExceeded: s.MtuExceeded, MTUExceededBelowFloor: s.MtuExceededBelowFloor, PathBroken: s.PathBroken,
 		PathMTUNotifBelowFloor: s.PathMtuNotifBelowFloor, UnboundBroken: s.UnboundBroken, UnboundCoords: s.UnboundCoords,
 		UnboundForged: s.SignalsForged, UnboundMTU: s.UnboundMTU}
 }
 
-func (n *Node) showRouting() RoutingJSON {
+func (n *Node) showRouting() ctl.RoutingJSON {
 	s := n.LiveSnapshot()
 	rows := make([]route.PendingLookupRow, len(s.Routing.PendingLookups))
 	for i, r := range s.Routing.PendingLookups {
 		r.DisplayName = n.nameIn(s, r.Target)
 		rows[i] = r
 	}
-	retries := make([]RetryJSON, 0, len(s.Retries))
+	retries := make([]ctl.RetryJSON, 0, len(s.Retries))
 	for _, r := range s.Retries {
-		j := RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: n.nameIn(s, r.NodeAddr), NodeAddr: r.NodeAddr.String(),
+		j := ctl.RetryJSON{AutoReconnect: r.AutoReconnect, DisplayName: n.nameIn(s, r.NodeAddr), NodeAddr: r.NodeAddr.String(),
 			ResolvedAddr: r.Addr, RetryAfterMs: msSince(r.NextDial), RetryCount: uint32(r.Retries)}
 		if r.Err != nil {
 			j.LastError = r.Err.Error()
 		}
 		retries = append(retries, j)
 	}
-	return RoutingJSON{Snapshot: s.Routing, IdentityCacheEntries: s.IDCacheLen, Retries: retries,
-		Discovery: s.Routing.Lookup, ErrorSignals: errorSignals(s.RouteStats.Errors, s.SessStats),
-		Congestion: s.congestion(), Limits: s.RouteStats.Limits, PendingLookups: rows}
+	return ctl.RoutingJSON{RouteSnapshot: routeSnapshotJSON(s.Routing), IdentityCacheEntries: s.IDCacheLen, Retries: retries,
+		Discovery: ctl.RouteLookupStats(s.Routing.Lookup), ErrorSignals: errorSignals(s.RouteStats.Errors, s.SessStats),
+		Congestion: s.congestion(), Limits: ctl.RouteLimitStats(s.RouteStats.Limits), PendingLookups: pendingLookupsJSON(rows)}
 }
 
-// MetricsJSON is show_metrics: upstream's counter families, plus fips-go's
-// session and ipv6. native is upstream's native-API family: fips-go has no
-// native API yet, so its counters stay 0.
-type MetricsJSON struct {
-	Forwarding route.ForwardingStats `json:"forwarding"`
-	Lookup     route.LookupStats     `json:"lookup"`
-	Discovery  route.LookupStats     `json:"discovery"` // legacy name of lookup
-	Tree       tree.Stats            `json:"tree"`
-	Bloom      bloom.Stats           `json:"bloom"`
-	Congestion CongestionJSON        `json:"congestion"`
-	Errors     ErrorSignalsJSON      `json:"errors"`
-	Native     NativeStatsJSON       `json:"native"`
-	Session    SessionMetricsJSON    `json:"session"` // ours, not upstream's
-	IPv6       IPv6Stats             `json:"ipv6"`    // ours, not upstream's
-	// Rendezvous is Nostr discovery's counters (ours); zero when off.
-	Rendezvous rendezvous.Stats `json:"rendezvous"`
-}
-
-// NativeStatsJSON is upstream's native datagram API counter family.
-type NativeStatsJSON struct {
-	DropArrivalQueueFull   uint64 `json:"drop_arrival_queue_full"`
-	DropBacklogFull        uint64 `json:"drop_backlog_full"`
-	DropFlowQueueFull      uint64 `json:"drop_flow_queue_full"`
-	DropListenerGone       uint64 `json:"drop_listener_gone"`
-	DropListenerNotReading uint64 `json:"drop_listener_not_reading"`
-	DropNoPort             uint64 `json:"drop_no_port"`
-	DropOversize           uint64 `json:"drop_oversize"`
-	DropPendingQueueFull   uint64 `json:"drop_pending_queue_full"`
-	DropTooManyFlows       uint64 `json:"drop_too_many_flows"`
-	FlowsAccepted          uint64 `json:"flows_accepted"`
-	FlowsClosed            uint64 `json:"flows_closed"`
-	FlowsExpired           uint64 `json:"flows_expired"`
-	FlowsOpened            uint64 `json:"flows_opened"`
-	ReceivedBytes          uint64 `json:"received_bytes"`
-	ReceivedDatagrams      uint64 `json:"received_datagrams"`
-	SentBytes              uint64 `json:"sent_bytes"`
-	SentDatagrams          uint64 `json:"sent_datagrams"`
-}
-
-// SessionMetricsJSON is what the node counts about its own sessions.
-type SessionMetricsJSON struct {
-	// NoRouteLookups: lookups started because an established session's
-	// datagram found no route (stale coordinates after the tree moved).
-	NoRouteLookups uint64 `json:"no_route_lookups"`
-	// SetupSuperseded and ResponderSuperseded: answered handshakes
-	// replaced, before their msg3, by a setup with a new msg1 or by our
-	// own setup for waiting traffic (a spoofed setup cannot hold a
-	// source's sessions off).
-	SetupSuperseded     uint64 `json:"setup_superseded"`
-	ResponderSuperseded uint64 `json:"responder_superseded"`
-	// RespondersEvicted: answered handshakes dropped, oldest first, past
-	// 4,096 awaiting their msg3.
-	RespondersEvicted uint64 `json:"responders_evicted"`
-	// SessionsEvicted: sessions dropped, least proven first, to hold
-	// node.session.max_sessions. SessionsRefused: strangers'
-	// SessionSetups refused because only proven sessions were held.
-	SessionsEvicted uint64 `json:"sessions_evicted"`
-	SessionsRefused uint64 `json:"sessions_refused"`
-	// MtuExceededOffPath and PathBrokenOffPath: routing signals for one
-	// of our sessions from a node not on its path (or naming another
-	// reporter than their sender). The MtuExceeded is ignored; the
-	// PathBroken starts a lookup but keeps the coordinates and the clamp.
-	MtuExceededOffPath uint64 `json:"mtu_exceeded_off_path"`
-	PathBrokenOffPath  uint64 `json:"path_broken_off_path"`
-	// MtuExceededContradicted: MtuExceeded ignored for naming less than
-	// the path MTU the destination reported end to end.
-	MtuExceededContradicted uint64 `json:"mtu_exceeded_contradicted"`
-	// ClampsExpired: MtuExceeded clamps released after 10 minutes
-	// without confirmation.
-	ClampsExpired uint64 `json:"clamps_expired"`
-}
-
-func sessionLayer(s *Snapshot) SessionMetricsJSON {
+func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
 	st := s.SessStats
-	return SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: st.SetupSuperseded,
+	return ctl.SessionMetricsJSON{NoRouteLookups: s.NoRouteLookups, SetupSuperseded: st.SetupSuperseded,
 		ResponderSuperseded: st.ResponderSuperseded, RespondersEvicted: st.RespondersEvicted,
 		SessionsEvicted: st.SessionsEvicted, SessionsRefused: st.SessionsRefused,
 		MtuExceededOffPath: st.MtuExceededOffPath, PathBrokenOffPath: st.PathBrokenOffPath,
 		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired}
 }
 
-// CongestionJSON is the congestion family: the router's counters plus
-// what the node and sessions see.
-type CongestionJSON struct {
-	route.CongestionStats
-	CEReceived       uint64 `json:"ce_received"`        // datagrams delivered to us with CE
-	KernelDropEvents uint64 `json:"kernel_drop_events"` // transitions into kernel drops, as upstream counts them
+func (s *Snapshot) congestion() ctl.CongestionJSON {
+	return ctl.CongestionJSON{RouteCongestionStats: ctl.RouteCongestionStats(s.RouteStats.Congestion), CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
 }
 
-func (s *Snapshot) congestion() CongestionJSON {
-	return CongestionJSON{CongestionStats: s.RouteStats.Congestion, CEReceived: s.CEReceived, KernelDropEvents: s.KernelDropEvents}
-}
-
-func (n *Node) showMetrics() MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
+func (n *Node) showMetrics() ctl.MetricsJSON { return MetricsOf(n.LiveSnapshot()) }
 
 // MetricsOf is show_metrics computed from a published snapshot (the
 // Prometheus collector reads the same families this way).
-func MetricsOf(s *Snapshot) MetricsJSON {
-	var rdv rendezvous.Stats
+func MetricsOf(s *Snapshot) ctl.MetricsJSON {
+	var rdv ctl.RendezvousStats
 	if s.Rendezvous != nil {
 		rdv = s.Rendezvous.Stats
 	}
-	return MetricsJSON{Rendezvous: rdv, Forwarding: s.RouteStats.Forwarding, Lookup: s.RouteStats.Lookup, Discovery: s.RouteStats.Lookup,
-		Tree: s.Tree.Stats, Bloom: s.Bloom.Stats, Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
+	return ctl.MetricsJSON{Rendezvous: rdv, Forwarding: ctl.RouteForwardingStats(s.RouteStats.Forwarding),
+		Lookup: ctl.RouteLookupStats(s.RouteStats.Lookup), Discovery: ctl.RouteLookupStats(s.RouteStats.Lookup),
+		Tree: ctl.TreeStats(s.Tree.Stats), Bloom: ctl.BloomStats(s.Bloom.Stats), Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
 		Session:    sessionLayer(s),
 		IPv6:       s.IPv6}
-}
-
-// IdentityCacheJSON is show_identity_cache.
-type IdentityCacheJSON struct {
-	Entries    []IdentityCacheEntry `json:"entries"`
-	Count      int                  `json:"count"`
-	MaxEntries int                  `json:"max_entries"`
-}
-
-// IdentityCacheEntry is one cached key.
-type IdentityCacheEntry struct {
-	NodeAddr    identity.NodeAddr `json:"node_addr"`
-	Npub        string            `json:"npub"`
-	DisplayName string            `json:"display_name"`
-	IPv6Addr    string            `json:"ipv6_addr"`
-	LastSeenMs  uint64            `json:"last_seen_ms"`
-	AgeMs       uint64            `json:"age_ms"`
 }
 
 // liveNpub is the npub of an active peer or a session's remote (on the
@@ -254,76 +111,34 @@ func (n *Node) liveNpub(a identity.NodeAddr) string {
 	return ""
 }
 
-func (n *Node) identityCacheJSON(now time.Time) IdentityCacheJSON {
+func (n *Node) identityCacheJSON(now time.Time) ctl.IdentityCacheJSON {
 	c := n.core
-	out := IdentityCacheJSON{Entries: []IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
+	out := ctl.IdentityCacheJSON{Entries: []ctl.IdentityCacheEntry{}, Count: c.ids.Len(), MaxEntries: c.ids.max}
 	c.ids.each(func(e *idEntry) {
-		out.Entries = append(out.Entries, IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: n.displayName(e.addr, n.liveNpub(e.addr)),
+		out.Entries = append(out.Entries, ctl.IdentityCacheEntry{NodeAddr: e.addr, Npub: e.pk.Npub(), DisplayName: n.displayName(e.addr, n.liveNpub(e.addr)),
 			IPv6Addr: e.addr.IPv6().String(), LastSeenMs: msSince(e.lastSeen), AgeMs: uint64(max(0, now.Sub(e.lastSeen).Milliseconds()))})
 	})
 	return out
 }
 
-// CacheJSON is show_cache: upstream's keys, fill_ratio a float.
-type CacheJSON struct {
-	AvgAgeMs     int64                  `json:"avg_age_ms"`
-	Count        int                    `json:"count"`
-	DefaultTTLMs int64                  `json:"default_ttl_ms"`
-	Entries      []route.CacheEntryView `json:"entries"`
-	Expired      int                    `json:"expired"`
-	FillRatio    ctl.Float              `json:"fill_ratio"`
-	MaxEntries   int                    `json:"max_entries"`
-}
-
-func (n *Node) cacheJSON(c route.CacheSnapshot) CacheJSON {
+func (n *Node) cacheJSON(c route.CacheSnapshot) ctl.CacheJSON {
 	for i := range c.Entries {
 		c.Entries[i].DisplayName = n.displayName(c.Entries[i].NodeAddr, n.liveNpub(c.Entries[i].NodeAddr))
 	}
-	return CacheJSON{AvgAgeMs: c.AvgAgeMs, Count: c.Count, DefaultTTLMs: c.DefaultTTLMs, Entries: c.Entries,
+	return ctl.CacheJSON{AvgAgeMs: c.AvgAgeMs, Count: c.Count, DefaultTTLMs: c.DefaultTTLMs, Entries: cacheEntriesJSON(c.Entries),
 		Expired: c.Expired, FillRatio: ctl.Float(c.FillRatio), MaxEntries: c.MaxEntries}
 }
 
-// TreePeerJSON is one show_tree peer: the tree's view plus the node's
-// display name.
-type TreePeerJSON struct {
-	tree.PeerSnapshot
-	DisplayName string `json:"display_name"`
-}
-
-// TreeJSON is show_tree: the tree snapshot plus what the node knows about
-// names.
-type TreeJSON struct {
-	tree.Snapshot
-	RootNpub          *string        `json:"root_npub"`
-	ParentDisplayName string         `json:"parent_display_name"`
-	Peers             []TreePeerJSON `json:"peers"`
-}
-
-func (n *Node) showTree() TreeJSON {
+func (n *Node) showTree() ctl.TreeJSON {
 	s := n.LiveSnapshot()
-	out := TreeJSON{Snapshot: s.Tree, ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []TreePeerJSON{}}
+	out := ctl.TreeJSON{TreeSnapshot: treeSnapshotJSON(s.Tree), ParentDisplayName: n.nameIn(s, s.Tree.Parent), Peers: []ctl.TreePeerJSON{}}
 	if ni, ok := s.Names[s.Tree.Root]; ok {
 		out.RootNpub = &ni.npub
 	}
 	for _, p := range s.Tree.Peers {
-		out.Peers = append(out.Peers, TreePeerJSON{PeerSnapshot: p, DisplayName: n.nameIn(s, p.NodeAddr)})
+		out.Peers = append(out.Peers, ctl.TreePeerJSON{TreePeerSnapshot: ctl.TreePeerSnapshot(p), DisplayName: n.nameIn(s, p.NodeAddr)})
 	}
 	return out
-}
-
-// BloomJSON is show_bloom. Each peer_filters entry carries its filter's
-// estimated_count, set_bits and fill_ratio beside the peer's keys, as
-// upstream's does, when a filter is held.
-type BloomJSON struct {
-	IsLeafOnly           bool                `json:"is_leaf_only"`
-	LeafDependentCount   int                 `json:"leaf_dependent_count"`
-	LeafDependents       []identity.NodeAddr `json:"leaf_dependents"`
-	OwnNodeAddr          identity.NodeAddr   `json:"own_node_addr"`
-	PeerFilters          []map[string]any    `json:"peer_filters"`
-	Sequence             uint64              `json:"sequence"`
-	Stats                bloom.Stats         `json:"stats"`
-	UptreeEstimatedCount *ctl.Float          `json:"uptree_estimated_count"`
-	UptreeFillRatio      *ctl.Float          `json:"uptree_fill_ratio"`
 }
 
 func floatPtr(p *float64) *ctl.Float {
@@ -333,12 +148,12 @@ func floatPtr(p *float64) *ctl.Float {
 	return ctl.FloatPtr(*p)
 }
 
-func (n *Node) showBloom() BloomJSON {
+func (n *Node) showBloom() ctl.BloomJSON {
 	s := n.LiveSnapshot()
 	b := s.Bloom
-	out := BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
+	out := ctl.BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
 		OwnNodeAddr: b.OwnNodeAddr, PeerFilters: make([]map[string]any, 0, len(b.PeerFilters)), Sequence: b.Sequence,
-		Stats: b.Stats, UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
+		Stats: ctl.BloomStats(b.Stats), UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
 	if out.LeafDependents == nil {
 		out.LeafDependents = []identity.NodeAddr{}
 	}
@@ -422,13 +237,6 @@ func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any 
 	return o
 }
 
-// SessionJSON is one show_sessions entry.
-type SessionJSON struct {
-	session.SnapshotEntry
-	DisplayName string         `json:"display_name"`
-	MMP         map[string]any `json:"mmp,omitempty"`
-}
-
 func (n *Node) sessionsJSON() map[string]any {
 	c := n.core
 	return n.sessionRows(c.sess.Snapshot(), func(a identity.NodeAddr) (mmp.Snapshot, bool) {
@@ -442,9 +250,9 @@ func (n *Node) sessionsJSON() map[string]any {
 // sessionRows renders show_sessions from the session table's rows and
 // each session's metrics.
 func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.NodeAddr) (mmp.Snapshot, bool)) map[string]any {
-	out := make([]SessionJSON, 0, len(rows))
+	out := make([]ctl.SessionJSON, 0, len(rows))
 	for _, r := range rows {
-		row := SessionJSON{SnapshotEntry: r}
+		row := ctl.SessionJSON{SessionEntry: sessionEntryJSON(r)}
 		if a, err := identity.ParseNodeAddr(r.RemoteAddr); err == nil {
 			row.DisplayName = n.displayName(a, r.Npub)
 			if m, ok := metrics(a); ok {
@@ -456,34 +264,18 @@ func (n *Node) sessionRows(rows []session.SnapshotEntry, metrics func(identity.N
 	return map[string]any{"sessions": out}
 }
 
-// MMPPeerJSON is one show_mmp peers entry (link layer).
-type MMPPeerJSON struct {
-	DisplayName string         `json:"display_name"`
-	LinkLayer   map[string]any `json:"link_layer"`
-	Mode        string         `json:"mode"`
-	Peer        string         `json:"peer"`
-}
-
-// MMPSessionJSON is one show_mmp sessions entry (session layer).
-type MMPSessionJSON struct {
-	DisplayName  string         `json:"display_name"`
-	Mode         string         `json:"mode"`
-	Remote       string         `json:"remote"`
-	SessionLayer map[string]any `json:"session_layer"`
-}
-
 // showMMP is show_mmp: link metrics per peer, end-to-end metrics per
 // session, in upstream's nesting.
 func (n *Node) showMMP() map[string]any {
 	s := n.LiveSnapshot()
-	peers := make([]MMPPeerJSON, 0, len(s.Peers))
+	peers := make([]ctl.MMPPeerJSON, 0, len(s.Peers))
 	for _, p := range s.Peers {
-		peers = append(peers, MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,
+		peers = append(peers, ctl.MMPPeerJSON{Peer: p.NodeAddr, DisplayName: n.displayName(p.Addr, p.Npub), Mode: p.MMP.Mode,
 			LinkLayer: mmpObject(p.MMP, "lqi", true, false)})
 	}
-	sessions := make([]MMPSessionJSON, 0, len(s.SessionMMP))
+	sessions := make([]ctl.MMPSessionJSON, 0, len(s.SessionMMP))
 	for _, v := range s.SessionMMP {
-		sessions = append(sessions, MMPSessionJSON{Remote: v.Remote.String(), DisplayName: n.displayName(v.Remote, v.Npub),
+		sessions = append(sessions, ctl.MMPSessionJSON{Remote: v.Remote.String(), DisplayName: n.displayName(v.Remote, v.Npub),
 			Mode: v.MMP.Mode, SessionLayer: mmpObject(v.MMP, "sqi", true, true)})
 	}
 	return map[string]any{"peers": peers, "sessions": sessions}

@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/transport"
@@ -73,30 +74,6 @@ func (i inbox) TUN(u dataplane.TUNUpcall) bool {
 		n.tunDrops.Add(1)
 		return false
 	}
-}
-
-// EngineView is show_status.dataplane.engine (fips-go addition): what
-// the workers did.
-type EngineView struct {
-	Enabled           bool   `json:"enabled"`
-	Workers           int    `json:"workers"`
-	LinksPublished    int    `json:"links_published"`
-	RoutesPublished   int    `json:"routes_published"`
-	FramesOpened      uint64 `json:"frames_opened"`
-	FramesDropped     uint64 `json:"frames_dropped"`
-	Forwarded         uint64 `json:"forwarded"`
-	Delivered         uint64 `json:"delivered"`
-	Originated        uint64 `json:"originated"`
-	SessionsPublished int    `json:"sessions_published"`
-	ForwardMisses     uint64 `json:"forward_misses"`
-	ForwardErrors     uint64 `json:"forward_errors"`
-	Upcalls           uint64 `json:"upcalls"`
-	UpcallsRefused    uint64 `json:"upcalls_refused"`
-	RoutesRefused     uint64 `json:"routes_refused"`
-	RoutesExpired     uint64 `json:"routes_expired"`
-	// EgressToLoop counts TUN packets the workers left to the loop, by
-	// reason.
-	EgressToLoop map[string]uint64 `json:"egress_to_loop"`
 }
 
 // startEngine attaches the engine to every transport that can run it.
@@ -219,12 +196,12 @@ func (n *Node) publishRoutes(now time.Time, tick bool) {
 }
 
 // engineView is show_status.dataplane.engine.
-func (n *Node) engineView() EngineView {
+func (n *Node) engineView() ctl.EngineView {
 	if n.eng == nil {
-		return EngineView{}
+		return ctl.EngineView{}
 	}
 	c, v6 := n.eng.Stats(), n.eng.IPv6()
-	return EngineView{Enabled: true, Workers: n.eng.Workers(), LinksPublished: n.peers.Published().Len(),
+	return ctl.EngineView{Enabled: true, Workers: n.eng.Workers(), LinksPublished: n.peers.Published().Len(),
 		RoutesPublished: n.eng.Forwarding().Len(),
 		FramesOpened:    c.FramesOpened.Load(), FramesDropped: c.FramesDropped.Load(),
 		Forwarded: c.Forwarded.Load(), Delivered: c.Delivered.Load(), Originated: v6.Originated.Load(),

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/dataplane"
 )
@@ -32,7 +33,7 @@ func (n *Node) publishLocal(tick bool) {
 }
 
 // addFastIPv6 folds the workers' adapter counters into the loop's.
-func (n *Node) addFastIPv6(s *IPv6Stats) {
+func (n *Node) addFastIPv6(s *ctl.IPv6Stats) {
 	if n.eng == nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/ipv6"
 	"github.com/fips-go/fips/control/wire"
@@ -26,30 +27,7 @@ type ipv6State struct {
 	unreach *ipv6.RateLimiter
 	buf     [65535 + 40]byte // shim or rebuilt packet
 	icmp    [1280]byte
-	stats   IPv6Stats
-}
-
-// IPv6Stats counts the adapter's decisions (show_metrics "ipv6").
-type IPv6Stats struct {
-	Sent        uint64 `json:"sent"`         // packets from the device sent into sessions
-	Received    uint64 `json:"received"`     // packets from sessions written to the device
-	NotFIPS     uint64 `json:"not_fips"`     // destination outside fd00::/8: unreachable
-	UnknownDest uint64 `json:"unknown_dest"` // no cached key for the destination: unreachable
-	TooBig      uint64 `json:"too_big"`      // over the mesh's IPv6 MTU: Packet Too Big
-	Hairpin     uint64 `json:"hairpin"`      // to our own address, looped back
-	Dropped     uint64 `json:"dropped"`      // malformed or refused by the session layer
-	CEMarked    uint64 `json:"ce_marked"`    // delivered with CE set (mesh congestion)
-	MSSClamped  uint64 `json:"mss_clamped"`  // TCP SYN/SYN-ACK MSS lowered
-	// LookupUnreachable: queued packets answered as unreachable because
-	// the lookup of their destination failed.
-	LookupUnreachable uint64 `json:"lookup_unreachable"`
-	// Device side, counted by the node.
-	ReadQueueDrops uint64 `json:"read_queue_drops"` // read from the device after the loop stopped
-	// ReadQueueAQMDrops: read from the device and dropped by CoDel (they
-	// waited for the loop over 5 ms, for over 100 ms): the sender's TCP
-	// backs off instead of filling the queue.
-	ReadQueueAQMDrops uint64 `json:"read_queue_aqm_drops"`
-	WriteErrors       uint64 `json:"write_errors"` // writes to the device that failed
+	stats   ctl.IPv6Stats
 }
 
 // EnableIPv6 turns the port-256 service on; packets for the device go to w.
@@ -59,9 +37,9 @@ func (c *Core) EnableIPv6(w IPv6Writer) error {
 }
 
 // IPv6Stats returns the adapter's counters.
-func (c *Core) IPv6Stats() IPv6Stats {
+func (c *Core) IPv6Stats() ctl.IPv6Stats {
 	if c.v6 == nil {
-		return IPv6Stats{}
+		return ctl.IPv6Stats{}
 	}
 	return c.v6.stats
 }

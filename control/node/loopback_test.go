@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
@@ -212,11 +213,11 @@ func (ln *loopNode) streamCount() int {
 }
 
 // engine is the node's show_status dataplane.engine, read on its loop.
-func (ln *loopNode) engine() EngineView {
+func (ln *loopNode) engine() ctl.EngineView {
 	ln.t.Helper()
 	v, err := ln.do(func(time.Time) any { return ln.n.engineView() })
 	if err != nil {
 		ln.t.Fatal(err)
 	}
-	return v.(EngineView)
+	return v.(ctl.EngineView)
 }

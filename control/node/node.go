@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
@@ -148,7 +149,7 @@ type Node struct {
 
 	probeTab *probeTable
 	// localLimits fills show_status' local_limits (SetLocalLimits).
-	localLimits atomic.Pointer[func(*LocalLimits)]
+	localLimits atomic.Pointer[func(*ctl.LocalLimits)]
 
 	// kernelDrops is each transport's KernelDrops at the last tick;
 	// dropping marks the transports whose count grew since (touched on
@@ -182,7 +183,7 @@ type Node struct {
 	// xdp is the XDP program once attached (nil in userspace); dataplane
 	// says which mode runs and why (set by Run before the loop starts).
 	xdp       atomic.Pointer[xdpPlane]
-	dataplane DataplaneView
+	dataplane ctl.DataplaneView
 
 	// eng is the dataplane engine (nil: dataplane.engine off); fwdWant
 	// are destinations the loop forwarded since the last publication,
@@ -242,8 +243,8 @@ func New(o Options) (*Node, error) {
 		tunIn: make(chan dataplane.TUNUpcall, o.QueueSize), tunAQM: dataplane.NewCoDel(), tunState: "disabled",
 		hist: history.New(history.Config{MaxPeers: o.StatsHistoryPeers, TickInterval: o.TickInterval}),
 	}
-	n.dataplane = DataplaneView{Mode: DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []XDPInterface{},
-		TC: TCView{Reason: "not started", Interfaces: []TCInterface{}}, AFXDP: AFXDPView{Reason: "not started"}}
+	n.dataplane = ctl.DataplaneView{Mode: ctl.DataplaneUserspace, Configured: o.Dataplane.Mode, Reason: "not started", Interfaces: []ctl.XDPInterface{},
+		TC: ctl.TCView{Reason: "not started", Interfaces: []ctl.TCInterface{}}, AFXDP: ctl.AFXDPView{Reason: "not started"}}
 	n.aliases, n.staticNpubs = map[identity.NodeAddr]string{}, map[identity.NodeAddr]string{}
 	for _, sp := range o.StaticPeers {
 		a := sp.PublicKey.NodeAddr()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 )
 
@@ -267,7 +268,7 @@ func TestShowStatusLocalLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.SetLocalLimits(func(l *LocalLimits) {
+	n.SetLocalLimits(func(l *ctl.LocalLimits) {
 		l.ControlConnectionsRefused, l.ControlConnectionsEvicted, l.ControlRequestsBusy, l.MetricsConnectionsRefused = 1, 2, 3, 4
 	})
 	b, err := json.Marshal(n.showStatus())

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
@@ -67,31 +68,10 @@ type AdvertisedTransport struct {
 	ExternalAddr string // "" or a bare IP or host:port
 }
 
-// TraversalView is one Nostr peer's discovery state (show_peers,
-// show_rendezvous).
-type TraversalView struct {
-	Npub        string `json:"npub"`
-	Alias       string `json:"alias,omitempty"`
-	State       string `json:"state"` // idle, in_flight, linked, cooldown, disabled
-	Attempts    uint64 `json:"attempts"`
-	LastOutcome string `json:"last_outcome,omitempty"` // success, failure
-	LastReason  string `json:"last_reason,omitempty"`
-	LastAtMs    uint64 `json:"last_at_ms,omitempty"`
-	NextAtMs    uint64 `json:"next_attempt_at_ms,omitempty"`
-	rendezvous.PeerFailure
-}
-
-// RendezvousView is the rendezvous part of a snapshot.
+// RendezvousView is the rendezvous part of a snapshot: show_rendezvous'
+// data, and what show_peers reads of Nostr failures.
 type RendezvousView struct {
-	Enabled bool              `json:"enabled"`
-	Npub    string            `json:"npub"`
-	Policy  string            `json:"policy"`
-	Stats   rendezvous.Stats  `json:"stats"`
-	Peers   []TraversalView   `json:"peers"`
-	Adopted map[string]string `json:"adopted_transports"` // transport id → peer npub
-	// AdoptRefused counts punched paths refused because
-	// MaxBootstrapTransports were adopted and waiting.
-	AdoptRefused uint64 `json:"adopt_refused"`
+	ctl.RendezvousView
 	// failures is every linked peer's failure state, by npub, for
 	// show_peers' nostr_traversal (upstream reads it for every peer, not
 	// only those with a traversal entry: an open-discovery retry is gone
@@ -622,15 +602,16 @@ func (n *Node) rdvView(now time.Time) *RendezvousView {
 	if rs == nil {
 		return nil
 	}
-	v := &RendezvousView{Enabled: true, Npub: n.id.Npub(), Policy: rs.opts.Policy, Stats: rs.svc.Stats(),
-		Peers: []TraversalView{}, Adopted: map[string]string{}, AdoptRefused: rs.adoptRefused}
+	v := &RendezvousView{RendezvousView: ctl.RendezvousView{Enabled: true, Npub: n.id.Npub(), Policy: rs.opts.Policy,
+		Stats: ctl.RendezvousStats(rs.svc.Stats()), Peers: []ctl.TraversalView{}, Adopted: map[string]string{}, AdoptRefused: rs.adoptRefused}}
 	nowMs := uint64(now.UnixMilli())
 	for _, na := range sortedAddrs(rs.peers) {
 		ps := rs.peers[na]
 		npub := ps.cfg.PublicKey.Npub()
-		tv := TraversalView{Npub: npub, Alias: ps.cfg.Alias, Attempts: ps.attempts, LastOutcome: ps.outcome, LastReason: ps.reason,
+		tv := ctl.TraversalView{Npub: npub, Alias: ps.cfg.Alias, Attempts: ps.attempts, LastOutcome: ps.outcome, LastReason: ps.reason,
 			LastAtMs: msSince(ps.lastAt)}
-		tv.PeerFailure, _ = rs.svc.Failures().Get(npub, nowMs)
+		f, _ := rs.svc.Failures().Get(npub, nowMs)
+		tv.NostrPeerFailure = ctl.NostrPeerFailure(f)
 		switch {
 		case rs.opts.Policy == "disabled":
 			tv.State = "disabled"

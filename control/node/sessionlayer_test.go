@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/session"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestSessionLayerCounters(t *testing.T) {
 	s := &Snapshot{SessStats: session.Stats{SessionsRefused: 1, SessionsEvicted: 2, MtuExceededOffPath: 3,
 		PathBrokenOffPath: 4, MtuExceededContradicted: 5, ClampsExpired: 6}}
-	b, err := json.Marshal(StatusData{SessionLayer: sessionLayer(s)})
+	b, err := json.Marshal(ctl.StatusData{SessionLayer: sessionLayer(s)})
 	if err != nil {
 		t.Fatal(err)
 	}

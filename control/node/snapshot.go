@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/bloom"
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/history"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
@@ -44,7 +45,7 @@ type Snapshot struct {
 	CEReceived, KernelDropEvents uint64
 	NoRouteLookups               uint64
 	TunName, TunState            string
-	IPv6                         IPv6Stats
+	IPv6                         ctl.IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
 	// SessStats are the session layer's counters.
@@ -54,7 +55,7 @@ type Snapshot struct {
 	// Keys of nodes the snapshot names (peers, self), for npubs and names.
 	Names map[identity.NodeAddr]nameInfo
 	// Dataplane is which dataplane runs and why.
-	Dataplane DataplaneView
+	Dataplane ctl.DataplaneView
 	// Sparklines are the stats history's tails as of its last sample;
 	// History counts what it holds and refused.
 	Sparklines history.Sparklines

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/transport"
@@ -94,7 +95,7 @@ func TestStaticPeerHostnameResolvedAtEachAttempt(t *testing.T) {
 	}()
 
 	await(t, 10*time.Second, "three failed resolutions", func() bool { return attempts.Load() >= 3 })
-	var r RetryJSON
+	var r ctl.RetryJSON
 	await(t, 5*time.Second, "the failure in show_routing.retries", func() bool {
 		rs := a.showRouting().Retries
 		if len(rs) != 1 || rs[0].LastError == "" {

@@ -90,42 +90,16 @@ func (n *Node) onLoopCtx(ctx context.Context, f func(now time.Time) (any, error)
 	return r.v, r.err
 }
 
-// StatsMetricJSON is one show_stats_list metric.
-type StatsMetricJSON struct {
-	Name  string `json:"name"`
-	Scope string `json:"scope"` // node|peer
-	Unit  string `json:"unit"`
-}
-
-// StatsListJSON is show_stats_list: upstream's metric list and ring
-// sizes, plus fips-go's recorder counters (what the history holds and
-// refused).
-type StatsListJSON struct {
-	FastRingSeconds      int               `json:"fast_ring_seconds"`
-	Metrics              []StatsMetricJSON `json:"metrics"`
-	PeerRetentionSeconds uint64            `json:"peer_retention_seconds"`
-	Recorder             history.Stats     `json:"recorder"` // ours
-	SlowRingMinutes      int               `json:"slow_ring_minutes"`
-}
-
-func (n *Node) statsList() StatsListJSON {
-	out := StatsListJSON{FastRingSeconds: history.FastCapacity, SlowRingMinutes: history.SlowCapacity,
+func (n *Node) statsList() ctl.StatsListJSON {
+	out := ctl.StatsListJSON{FastRingSeconds: history.FastCapacity, SlowRingMinutes: history.SlowCapacity,
 		PeerRetentionSeconds: uint64(history.PeerRetention / time.Second), Recorder: n.hist.Stats()}
 	for _, m := range history.Metrics() {
-		out.Metrics = append(out.Metrics, StatsMetricJSON{Name: m.Name(), Scope: "node", Unit: m.Unit()})
+		out.Metrics = append(out.Metrics, ctl.StatsMetricJSON{Name: m.Name(), Scope: "node", Unit: m.Unit()})
 	}
 	for _, m := range history.PeerMetrics() {
-		out.Metrics = append(out.Metrics, StatsMetricJSON{Name: m.Name(), Scope: "peer", Unit: m.Unit()})
+		out.Metrics = append(out.Metrics, ctl.StatsMetricJSON{Name: m.Name(), Scope: "peer", Unit: m.Unit()})
 	}
 	return out
-}
-
-// SeriesJSON is one series (show_stats_history, an all_history entry).
-type SeriesJSON struct {
-	GranularitySeconds uint64              `json:"granularity_seconds"`
-	Metric             string              `json:"metric"`
-	Unit               string              `json:"unit"`
-	Values             ctl.List[ctl.Float] `json:"values"` // oldest first; null for a gap
 }
 
 func floats(v []float64) ctl.List[ctl.Float] {
@@ -136,8 +110,8 @@ func floats(v []float64) ctl.List[ctl.Float] {
 	return out
 }
 
-func seriesJSON(s history.Series) SeriesJSON {
-	return SeriesJSON{GranularitySeconds: s.GranularitySeconds, Metric: s.Metric, Unit: s.Unit, Values: floats(s.Values)}
+func seriesJSON(s history.Series) ctl.SeriesJSON {
+	return ctl.SeriesJSON{GranularitySeconds: s.GranularitySeconds, Metric: s.Metric, Unit: s.Unit, Values: floats(s.Values)}
 }
 
 // windowParams reads upstream's optional window (default 10m) and
@@ -218,15 +192,6 @@ func (n *Node) statsHistory(raw json.RawMessage) (any, error) {
 	return seriesJSON(n.hist.Query(m, w, g)), nil
 }
 
-// AllHistoryJSON is show_stats_all_history: every node metric, or every
-// metric of one peer.
-type AllHistoryJSON struct {
-	GranularitySeconds uint64       `json:"granularity_seconds"`
-	Peer               *string      `json:"peer"` // the npub asked for; null for the node
-	Series             []SeriesJSON `json:"series"`
-	WindowSeconds      uint64       `json:"window_seconds"`
-}
-
 func (n *Node) statsAllHistory(raw json.RawMessage) (any, error) {
 	p := ctl.ParseParams(raw)
 	w, g, err := windowParams(p)
@@ -237,7 +202,7 @@ func (n *Node) statsAllHistory(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := AllHistoryJSON{GranularitySeconds: g.Seconds(), WindowSeconds: uint64(w / time.Second), Series: []SeriesJSON{}}
+	out := ctl.AllHistoryJSON{GranularitySeconds: g.Seconds(), WindowSeconds: uint64(w / time.Second), Series: []ctl.SeriesJSON{}}
 	if byPeer {
 		if !n.hist.HasPeer(a) {
 			return nil, n.notTracked(a)
@@ -255,23 +220,6 @@ func (n *Node) statsAllHistory(raw json.RawMessage) (any, error) {
 	return out, nil
 }
 
-// StatsPeerJSON is one show_stats_peers entry.
-type StatsPeerJSON struct {
-	DisplayName        string `json:"display_name"`
-	FirstSeenSecsAgo   uint64 `json:"first_seen_secs_ago"`
-	IsActive           bool   `json:"is_active"`
-	LastContactSecsAgo uint64 `json:"last_contact_secs_ago"`
-	NodeAddr           string `json:"node_addr"`
-	Npub               string `json:"npub"`
-}
-
-// StatsPeersJSON is show_stats_peers: the peers the history tracks,
-// active ones first, then by display name.
-type StatsPeersJSON struct {
-	Count int             `json:"count"`
-	Peers []StatsPeerJSON `json:"peers"`
-}
-
 func secsAgo(now, t time.Time) uint64 { return uint64(max(0, now.Sub(t)) / time.Second) }
 
 // byActiveThenName is upstream's order for the stats peer lists; the node
@@ -286,41 +234,23 @@ func byActiveThenName(aActive bool, aName, aAddr string, bActive bool, bName, bA
 	return cmp.Or(cmp.Compare(aName, bName), cmp.Compare(aAddr, bAddr))
 }
 
-func (n *Node) statsPeers(now time.Time) StatsPeersJSON {
-	out := StatsPeersJSON{Peers: []StatsPeerJSON{}}
+func (n *Node) statsPeers(now time.Time) ctl.StatsPeersJSON {
+	out := ctl.StatsPeersJSON{Peers: []ctl.StatsPeerJSON{}}
 	for _, pi := range n.hist.Peers() {
 		live := n.peers.Peer(pi.Addr)
 		npub := pi.Npub
 		if live != nil {
 			npub = live.PublicKey.Npub()
 		}
-		out.Peers = append(out.Peers, StatsPeerJSON{DisplayName: n.displayName(pi.Addr, n.liveNpub(pi.Addr)),
+		out.Peers = append(out.Peers, ctl.StatsPeerJSON{DisplayName: n.displayName(pi.Addr, n.liveNpub(pi.Addr)),
 			FirstSeenSecsAgo: secsAgo(now, pi.FirstSeen), IsActive: live != nil,
 			LastContactSecsAgo: secsAgo(now, pi.LastContact), NodeAddr: pi.Addr.String(), Npub: npub})
 	}
-	slices.SortFunc(out.Peers, func(x, y StatsPeerJSON) int {
+	slices.SortFunc(out.Peers, func(x, y ctl.StatsPeerJSON) int {
 		return byActiveThenName(x.IsActive, x.DisplayName, x.NodeAddr, y.IsActive, y.DisplayName, y.NodeAddr)
 	})
 	out.Count = len(out.Peers)
 	return out
-}
-
-// PeerSeriesJSON is one show_stats_history_all_peers entry.
-type PeerSeriesJSON struct {
-	DisplayName string              `json:"display_name"`
-	IsActive    bool                `json:"is_active"`
-	NodeAddr    string              `json:"node_addr"`
-	Values      ctl.List[ctl.Float] `json:"values"`
-}
-
-// HistoryAllPeersJSON is show_stats_history_all_peers: one peer metric
-// across every tracked peer.
-type HistoryAllPeersJSON struct {
-	GranularitySeconds uint64           `json:"granularity_seconds"`
-	Metric             string           `json:"metric"`
-	Peers              []PeerSeriesJSON `json:"peers"`
-	Unit               string           `json:"unit"`
-	WindowSeconds      uint64           `json:"window_seconds"`
 }
 
 func (n *Node) statsHistoryAllPeers(raw json.RawMessage) (any, error) {
@@ -340,14 +270,14 @@ func (n *Node) statsHistoryAllPeers(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := HistoryAllPeersJSON{GranularitySeconds: g.Seconds(), Metric: m.Name(), Unit: m.Unit(),
-		WindowSeconds: uint64(w / time.Second), Peers: []PeerSeriesJSON{}}
+	out := ctl.HistoryAllPeersJSON{GranularitySeconds: g.Seconds(), Metric: m.Name(), Unit: m.Unit(),
+		WindowSeconds: uint64(w / time.Second), Peers: []ctl.PeerSeriesJSON{}}
 	for _, pi := range n.hist.Peers() {
 		s, _ := n.hist.PeerQuery(pi.Addr, m, w, g)
-		out.Peers = append(out.Peers, PeerSeriesJSON{DisplayName: n.displayName(pi.Addr, n.liveNpub(pi.Addr)),
+		out.Peers = append(out.Peers, ctl.PeerSeriesJSON{DisplayName: n.displayName(pi.Addr, n.liveNpub(pi.Addr)),
 			IsActive: n.peers.Peer(pi.Addr) != nil, NodeAddr: pi.Addr.String(), Values: floats(s.Values)})
 	}
-	slices.SortFunc(out.Peers, func(x, y PeerSeriesJSON) int {
+	slices.SortFunc(out.Peers, func(x, y ctl.PeerSeriesJSON) int {
 		return byActiveThenName(x.IsActive, x.DisplayName, x.NodeAddr, y.IsActive, y.DisplayName, y.NodeAddr)
 	})
 	return out, nil

@@ -79,7 +79,7 @@ func TestStatsGoldens(t *testing.T) {
 		// shapeNode's peer has a fresh key: the goldens name a fixed one.
 		want = bytes.ReplaceAll(want, []byte("0011223344556677889900aabbccddee"), []byte(a.String()))
 		want = bytes.ReplaceAll(want, []byte("npub1sx42mj99aql52aklsg70y2jmr95u7uz2p40k769aw46ppjv302kqkhmu5r"), []byte(n.staticNpubs[a]))
-		if d, ok := data.(AllHistoryJSON); ok {
+		if d, ok := data.(ctl.AllHistoryJSON); ok {
 			// The golden lists the first of the seven peer series.
 			if len(d.Series) != len(history.PeerMetrics()) {
 				t.Errorf("%d peer series", len(d.Series))
@@ -172,18 +172,18 @@ func TestStatsRequestErrors(t *testing.T) {
 	}
 	// Without params, all_history is the node's, with upstream's defaults.
 	v, err := n.statsAllHistory(nil)
-	if d := v.(AllHistoryJSON); err != nil || d.Peer != nil || d.WindowSeconds != 600 || d.GranularitySeconds != 1 ||
+	if d := v.(ctl.AllHistoryJSON); err != nil || d.Peer != nil || d.WindowSeconds != 600 || d.GranularitySeconds != 1 ||
 		len(d.Series) != len(history.Metrics()) || len(d.Series[0].Values) != 600 {
 		t.Errorf("defaults: %v %+v", err, v)
 	}
 	// A window or granularity that is not a string is the default, as
 	// upstream's as_str().unwrap_or().
 	v, err = n.statsHistory(json.RawMessage(`{"metric":"peer_count","window":5,"granularity":null}`))
-	if s := v.(SeriesJSON); err != nil || len(s.Values) != 600 {
+	if s := v.(ctl.SeriesJSON); err != nil || len(s.Values) != 600 {
 		t.Errorf("non-string window: %v %d", err, len(s.Values))
 	}
 	if v, err := n.statsHistory(rawParams(t, "metric", "peer_count", "window", "2h", "granularity", "1m")); err != nil ||
-		len(v.(SeriesJSON).Values) != 120 || v.(SeriesJSON).GranularitySeconds != 60 {
+		len(v.(ctl.SeriesJSON).Values) != 120 || v.(ctl.SeriesJSON).GranularitySeconds != 60 {
 		t.Errorf("2h at 1m: %v %+v", err, v)
 	}
 }
@@ -256,13 +256,13 @@ func TestHistorySampledOnTheLoopTick(t *testing.T) {
 		}
 	}()
 	await(t, 10*time.Second, "the peer in the history", func() bool {
-		p := call("show_stats_peers", nil).(StatsPeersJSON)
+		p := call("show_stats_peers", nil).(ctl.StatsPeersJSON)
 		return p.Count == 1 && p.Peers[0].IsActive && p.Peers[0].DisplayName == "bee"
 	})
-	first := call("show_stats_list", nil).(StatsListJSON).Recorder.Samples
+	first := call("show_stats_list", nil).(ctl.StatsListJSON).Recorder.Samples
 	start := time.Now()
 	await(t, 5*time.Second, "two more samples", func() bool {
-		return call("show_stats_list", nil).(StatsListJSON).Recorder.Samples >= first+2
+		return call("show_stats_list", nil).(ctl.StatsListJSON).Recorder.Samples >= first+2
 	})
 	// Ten 200 ms ticks make two one-second slots, not ten.
 	if took := time.Since(start); took < 800*time.Millisecond {
@@ -272,11 +272,11 @@ func TestHistorySampledOnTheLoopTick(t *testing.T) {
 		pc := a.showStatus().Sparklines.PeerCount
 		return len(pc) > 0 && pc[len(pc)-1] == 1
 	})
-	s := call("show_stats_history", rawParams(t, "metric", "packets_in", "peer", b.Identity().Npub(), "window", "3s")).(SeriesJSON)
+	s := call("show_stats_history", rawParams(t, "metric", "packets_in", "peer", b.Identity().Npub(), "window", "3s")).(ctl.SeriesJSON)
 	if len(s.Values) != 3 || s.Unit != "packets/s" {
 		t.Errorf("peer series %+v", s)
 	}
-	if st := call("show_stats_list", nil).(StatsListJSON).Recorder; st.TrackedPeers != 1 || st.MissedSamples != 0 {
+	if st := call("show_stats_list", nil).(ctl.StatsListJSON).Recorder; st.TrackedPeers != 1 || st.MissedSamples != 0 {
 		t.Errorf("recorder %+v", st)
 	}
 }

@@ -10,14 +10,8 @@ import (
 	"sync"
 
 	"github.com/fips-go/fips/bpf"
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/transport"
-)
-
-// Dataplane modes (dataplane.mode).
-const (
-	DataplaneAuto      = "auto"
-	DataplaneXDP       = "xdp"
-	DataplaneUserspace = "userspace"
 )
 
 // DataplaneOptions are dataplane.* from fips.yaml plus the handshake limit
@@ -50,61 +44,6 @@ type DataplaneOptions struct {
 	// the sockets' TX rings (dataplane.afxdp_transmit: xsk) instead of
 	// the UDP sockets.
 	XSKTransmit bool
-}
-
-// DataplaneView is show_status's dataplane field (fips-go addition).
-type DataplaneView struct {
-	// Mode is what runs: xdp or userspace.
-	Mode string `json:"mode"`
-	// Configured is dataplane.mode.
-	Configured string `json:"configured"`
-	// Reason says why this mode runs.
-	Reason     string         `json:"reason"`
-	Interfaces []XDPInterface `json:"interfaces"`
-	// Engine is what the dataplane workers did.
-	Engine EngineView `json:"engine"`
-	// TC is the ECN programs (fips-go addition): where they run, or why not.
-	TC TCView `json:"tc"`
-	// AFXDP says whether AF_XDP sockets receive the redirected frames.
-	AFXDP AFXDPView `json:"afxdp"`
-	// OuterCE counts established frames whose outer IP header carried
-	// ECN CE (read from the socket: IP_RECVTOS / IPV6_RECVTCLASS),
-	// handled as FMP CE, on the workers and the loop alike.
-	OuterCE uint64 `json:"outer_ce_frames"`
-}
-
-// AFXDPView is show_status.dataplane.afxdp (fips-go addition).
-type AFXDPView struct {
-	Enabled bool `json:"enabled"`
-	Sockets int  `json:"sockets"`
-	// SharedUMEM is how many of the sockets share one UMEM.
-	SharedUMEM int    `json:"shared_umem_sockets"`
-	Reason     string `json:"reason"`
-}
-
-// TCView says whether tc_fips_egress (outgoing FIPS UDP marked ECT(0))
-// and tc_fips_ingress (outer ECN counted) run, and where.
-type TCView struct {
-	Attached   bool          `json:"attached"`
-	Reason     string        `json:"reason"`
-	Interfaces []TCInterface `json:"interfaces"`
-}
-
-// TCInterface is the pair of tc programs on one interface.
-type TCInterface struct {
-	Name       string `json:"name"`
-	Ifindex    int    `json:"ifindex"`
-	AttachMode string `json:"attach_mode"` // tcx or clsact
-	EgressID   uint32 `json:"egress_program_id"`
-	IngressID  uint32 `json:"ingress_program_id"`
-}
-
-// XDPInterface is the program on one interface.
-type XDPInterface struct {
-	Name       string `json:"name"`
-	Ifindex    int    `json:"ifindex"`
-	AttachMode string `json:"attach_mode"` // native or generic
-	ProgramID  uint32 `json:"program_id"`
 }
 
 // xdpPlane is the loaded program and the receiver indices written to it.
@@ -141,13 +80,13 @@ type xdpKey struct {
 // mode a failure is returned and the node does not start.
 func (n *Node) startDataplane() error {
 	o := n.opts.Dataplane
-	v := DataplaneView{Mode: DataplaneUserspace, Configured: o.Mode, Interfaces: []XDPInterface{},
-		TC:    TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []TCInterface{}},
-		AFXDP: AFXDPView{Reason: "no XDP: AF_XDP needs it"}}
+	v := ctl.DataplaneView{Mode: ctl.DataplaneUserspace, Configured: o.Mode, Interfaces: []ctl.XDPInterface{},
+		TC:    ctl.TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []ctl.TCInterface{}},
+		AFXDP: ctl.AFXDPView{Reason: "no XDP: AF_XDP needs it"}}
 	if v.Configured == "" {
-		v.Configured = DataplaneUserspace
+		v.Configured = ctl.DataplaneUserspace
 	}
-	if v.Configured == DataplaneUserspace {
+	if v.Configured == ctl.DataplaneUserspace {
 		v.Reason = "dataplane.mode is userspace: no BPF loaded"
 		n.dataplane = v
 		n.log.Info("dataplane: userspace", "reason", v.Reason)
@@ -155,7 +94,7 @@ func (n *Node) startDataplane() error {
 	}
 	p, ifs, err := n.loadXDP(o)
 	if err != nil {
-		if v.Configured == DataplaneXDP {
+		if v.Configured == ctl.DataplaneXDP {
 			return fmt.Errorf("dataplane.mode is xdp, but %w", err)
 		}
 		v.Reason = "dataplane.mode is auto, XDP unavailable (" + err.Error() + "): running in userspace"
@@ -163,14 +102,14 @@ func (n *Node) startDataplane() error {
 		n.log.Warn("dataplane: userspace", "reason", v.Reason)
 		return nil
 	}
-	v.Mode, v.Interfaces = DataplaneXDP, ifs
+	v.Mode, v.Interfaces = ctl.DataplaneXDP, ifs
 	modes := make([]string, len(ifs))
 	for i, a := range ifs {
 		modes[i] = a.Name + ":" + a.AttachMode
 	}
 	v.Reason = "dataplane.mode is " + v.Configured + ": " + bpf.ProgramName + " attached to " + strings.Join(modes, ", ")
 	v.TC = n.startTC(o, p)
-	v.AFXDP = AFXDPView{Reason: "dataplane.afxdp is false: established frames pass to the UDP sockets"}
+	v.AFXDP = ctl.AFXDPView{Reason: "dataplane.afxdp is false: established frames pass to the UDP sockets"}
 	if o.AFXDP {
 		x, err := n.startAFXDP(p)
 		if err != nil {
@@ -178,7 +117,7 @@ func (n *Node) startDataplane() error {
 			n.log.Warn("dataplane: no AF_XDP", "reason", v.AFXDP.Reason)
 		} else {
 			p.xsk = x
-			v.AFXDP = AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
+			v.AFXDP = ctl.AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
 			if k, mib := x.sharing(); k > 0 {
 				v.AFXDP.SharedUMEM = k
 				v.AFXDP.Reason += fmt.Sprintf("; %d of them share one %d MiB UMEM", k, mib)
@@ -198,7 +137,7 @@ func (n *Node) startDataplane() error {
 // loadXDP loads the program, attaches it to every interface (native, else
 // generic) and writes the config map. All or nothing: a failure leaves
 // nothing loaded.
-func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
+func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []ctl.XDPInterface, error) {
 	var ports []uint16
 	var bound []netip.Addr
 	for _, id := range n.order {
@@ -233,7 +172,7 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot load %s: %w", bpf.ProgramName, err)
 	}
-	fail := func(err error) (*xdpPlane, []XDPInterface, error) {
+	fail := func(err error) (*xdpPlane, []ctl.XDPInterface, error) {
 		if cerr := obj.Close(); cerr != nil {
 			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
 		}
@@ -263,20 +202,20 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 	if err := p.watchLocalAddrs(bound); err != nil {
 		return fail(fmt.Errorf("cannot give %s the node's addresses: %w", bpf.ProgramName, err))
 	}
-	fail = func(err error) (*xdpPlane, []XDPInterface, error) {
+	fail = func(err error) (*xdpPlane, []ctl.XDPInterface, error) {
 		p.stopWatch()
 		if cerr := obj.Close(); cerr != nil {
 			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
 		}
 		return nil, nil, err
 	}
-	var out []XDPInterface
+	var out []ctl.XDPInterface
 	for _, ifi := range ifaces {
 		m, err := obj.Attach(ifi.Index, mode)
 		if err != nil {
 			return fail(fmt.Errorf("interface %s: %w", ifi.Name, err))
 		}
-		out = append(out, XDPInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String(), ProgramID: id})
+		out = append(out, ctl.XDPInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String(), ProgramID: id})
 	}
 	return p, out, nil
 }
@@ -284,8 +223,8 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []XDPInterface, error) {
 // startTC attaches the ECN programs to the XDP program's interfaces,
 // unless dataplane.ecn is false. A failure is logged and shown, never
 // fatal: ECN marking is an optimisation, the dataplane works without it.
-func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) TCView {
-	v := TCView{Interfaces: []TCInterface{}}
+func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) ctl.TCView {
+	v := ctl.TCView{Interfaces: []ctl.TCInterface{}}
 	if o.NoECN {
 		v.Reason = "dataplane.ecn is false"
 		n.log.Info("dataplane: tc ECN programs not loaded", "reason", v.Reason)
@@ -302,7 +241,7 @@ func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) TCView {
 				err = fmt.Errorf("interface %s: %w", ifi.Name, err)
 				break
 			}
-			v.Interfaces = append(v.Interfaces, TCInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String()})
+			v.Interfaces = append(v.Interfaces, ctl.TCInterface{Name: ifi.Name, Ifindex: ifi.Index, AttachMode: m.String()})
 		}
 	}
 	if err != nil {
@@ -311,7 +250,7 @@ func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) TCView {
 				n.log.Warn("dataplane: unloading tc programs", "error", cerr)
 			}
 		}
-		v.Interfaces = []TCInterface{}
+		v.Interfaces = []ctl.TCInterface{}
 		v.Reason = "tc programs unavailable (" + err.Error() + "): outgoing FIPS UDP is not ECN-marked"
 		n.log.Warn("dataplane: no tc ECN programs", "reason", v.Reason)
 		return v
@@ -446,61 +385,10 @@ func (n *Node) stopDataplane() {
 	n.log.Info("dataplane: XDP program detached")
 }
 
-// BPFView is show_bpf (fips-go addition): the XDP program per interface,
-// its counters summed over CPUs and its maps' occupancy.
-type BPFView struct {
-	DataplaneView
-	ProgramID uint32       `json:"program_id"` // 0 in userspace
-	Counters  []XDPCounter `json:"counters"`
-	Maps      *XDPMaps     `json:"maps"` // null in userspace
-	// TCCounters are the tc programs' counters (empty when they do not run).
-	TCCounters []TCCounter `json:"tc_counters"`
-	// XSKs are the AF_XDP sockets with their ring statistics.
-	XSKs []XSKView `json:"xsks"`
-	// XSKTx is what the AF_XDP workers sent through TX rings.
-	XSKTx XSKTxView `json:"xsk_tx"`
-}
-
-// TCCounter is one (direction, reason) pair's packets and bytes.
-type TCCounter struct {
-	Direction string `json:"direction"`
-	Reason    string `json:"reason"`
-	Packets   uint64 `json:"packets"`
-	Bytes     uint64 `json:"bytes"`
-}
-
-// XDPCounter is one (verdict, reason) pair's packets and bytes.
-type XDPCounter struct {
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
-// XDPMaps is the occupancy of the program's bounded maps.
-type XDPMaps struct {
-	Links        uint32 `json:"links"`
-	LinksMax     uint32 `json:"links_max"`
-	LinksRefused uint64 `json:"links_refused"`
-	Ratelimit    uint32 `json:"ratelimit_entries"`
-	RatelimitMax uint32 `json:"ratelimit_max"`
-	// LocalAddrs are the node's own addresses the program acts on (the
-	// bound address, or every host address for a wildcard bind); frames
-	// to other destinations pass as not_local. LocalAddrsRefused counts
-	// addresses the full map could not take.
-	LocalAddrs        uint32 `json:"local_addrs"`
-	LocalAddrsMax     uint32 `json:"local_addrs_max"`
-	LocalAddrsRefused uint64 `json:"local_addrs_refused"`
-	// MapErrors counts link-map and local-address writes that failed
-	// (LastError the last).
-	MapErrors uint64 `json:"map_errors"`
-	LastError string `json:"last_error,omitempty"`
-}
-
 // BPF reads the XDP program's counters and maps now; it is safe from any
 // goroutine (the maps are the kernel's).
-func (n *Node) BPF() (BPFView, error) {
-	v := BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []XDPCounter{}, TCCounters: []TCCounter{}, XSKs: []XSKView{}}
+func (n *Node) BPF() (ctl.BPFView, error) {
+	v := ctl.BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []ctl.XDPCounter{}, TCCounters: []ctl.TCCounter{}, XSKs: []ctl.XSKView{}}
 	p := n.xdp.Load()
 	if p == nil {
 		return v, nil
@@ -519,7 +407,7 @@ func (n *Node) BPF() (BPFView, error) {
 	for _, vd := range bpf.Verdicts() {
 		for _, r := range bpf.Reasons() {
 			if c, ok := stats[vd][r]; ok {
-				v.Counters = append(v.Counters, XDPCounter{Verdict: vd.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
+				v.Counters = append(v.Counters, ctl.XDPCounter{Verdict: vd.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
 			}
 		}
 	}
@@ -535,13 +423,13 @@ func (n *Node) BPF() (BPFView, error) {
 		for _, d := range bpf.TCDirs() {
 			for _, r := range bpf.TCReasons() {
 				if c, ok := ts[d][r]; ok {
-					v.TCCounters = append(v.TCCounters, TCCounter{Direction: d.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
+					v.TCCounters = append(v.TCCounters, ctl.TCCounter{Direction: d.String(), Reason: r.String(), Packets: c.Packets, Bytes: c.Bytes})
 				}
 			}
 		}
 	}
 	p.mu.Lock()
-	v.Maps = &XDPMaps{Links: occ.Links, LinksMax: occ.LinksMax, LinksRefused: occ.LinksRefused,
+	v.Maps = &ctl.XDPMaps{Links: occ.Links, LinksMax: occ.LinksMax, LinksRefused: occ.LinksRefused,
 		Ratelimit: occ.Sources, RatelimitMax: occ.SourcesMax,
 		LocalAddrs: occ.LocalAddrs, LocalAddrsMax: occ.LocalAddrsMax, LocalAddrsRefused: occ.LocalAddrsRefused,
 		MapErrors: p.mapErrors, LastError: p.lastErr}

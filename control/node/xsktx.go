@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/dataplane/afxdp"
 )
@@ -43,32 +44,13 @@ const (
 	maxXSKDests = 1024
 )
 
-// XSKTxView is show_bpf.xsk_tx: what the workers sent through TX rings
-// and what they sent through the UDP sockets instead, by reason
-// (fips-go addition).
-type XSKTxView struct {
-	Enabled bool   `json:"enabled"`
-	Reason  string `json:"reason"`
-	// Frames sealed into TX frames.
-	Frames uint64 `json:"frames"`
-	// Sent through the UDP socket instead: no resolved neighbour on an
-	// AF_XDP interface; over the interface MTU; every TX frame in
-	// flight; the destination cache full.
-	FallbackNoRoute   uint64 `json:"fallback_no_route"`
-	FallbackTooBig    uint64 `json:"fallback_too_big"`
-	FallbackNoFrame   uint64 `json:"fallback_no_frame"`
-	FallbackCacheFull uint64 `json:"fallback_cache_full"`
-	// Resolves counts reads of the kernel's tables.
-	Resolves uint64 `json:"resolves"`
-}
-
 // xskTxCounts are one sender's counters: written by its worker only,
 // read by show_bpf.
 type xskTxCounts struct {
 	frames, noRoute, tooBig, noFrame, cacheFull, resolves atomic.Uint64
 }
 
-func (c *xskTxCounts) addTo(v *XSKTxView) {
+func (c *xskTxCounts) addTo(v *ctl.XSKTxView) {
 	v.Frames += c.frames.Load()
 	v.FallbackNoRoute += c.noRoute.Load()
 	v.FallbackTooBig += c.tooBig.Load()

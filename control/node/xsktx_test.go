@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/dataplane/afxdp"
 )
@@ -82,7 +83,7 @@ func TestXSKSenderFallsBackAndBoundsItsCache(t *testing.T) {
 	if fb.closed != 1 {
 		t.Fatalf("fallback closed %d times", fb.closed)
 	}
-	var v XSKTxView
+	var v ctl.XSKTxView
 	s.counts.addTo(&v)
 	if v.FallbackNoRoute == 0 || v.FallbackCacheFull != 1 || v.Resolves == 0 {
 		t.Fatalf("view %+v", v)

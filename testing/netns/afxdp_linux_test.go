@@ -79,7 +79,7 @@ func afxdpTransit(t *testing.T, transmit string) {
 	t.Logf("iperf3 A→C through B: %.1f Mbit/s; B: %d frames redirected in XDP, %d received on its XSKs (%d left to the loop), its UDP sockets +%d packets",
 		bps/1e6, redirects, rx1-rx0, loop1, recvDelta)
 	for _, x := range s1.XSKs {
-		t.Logf("xsk %s queue %d: %+v", x.Interface, x.Queue, x.Statistics)
+		t.Logf("xsk %s queue %d: %+v", x.Interface, x.Queue, x.XSKStatistics)
 	}
 	if bps <= 0 {
 		t.Fatal("iperf3 carried nothing")
@@ -109,7 +109,7 @@ func afxdpTransit(t *testing.T, transmit string) {
 		for _, x := range s1.XSKs {
 			sent += x.Transmitted
 			if x.TxInvalidDescs != 0 || x.TxKickErrors != 0 {
-				t.Errorf("xsk %s/%d: %+v", x.Interface, x.Queue, x.Statistics)
+				t.Errorf("xsk %s/%d: %+v", x.Interface, x.Queue, x.XSKStatistics)
 			}
 		}
 		if sent < fwdDelta*9/10 {

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fips-go/fips/control/node"
+	"github.com/fips-go/fips/control/ctl"
 )
 
 // engineOf is n's show_status dataplane.engine.
-func engineOf(t *testing.T, n *Node) node.EngineView {
+func engineOf(t *testing.T, n *Node) ctl.EngineView {
 	t.Helper()
 	return dataplaneOf(t, n).Engine
 }

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/identity"
-	"github.com/fips-go/fips/control/node"
 )
 
 // bpfView is show_bpf (and show_status's dataplane) as the tests read it.
-type bpfView struct{ node.BPFView }
+type bpfView struct{ ctl.BPFView }
 
 func (v bpfView) packets(verdict, reason string) uint64 {
 	var n uint64
