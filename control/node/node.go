@@ -25,6 +25,7 @@ import (
 	"github.com/fips-go/fips/control/tree"
 	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane"
+	"github.com/fips-go/fips/dataplane/xdp"
 )
 
 // State is the node lifecycle state as show_status reports it.
@@ -182,7 +183,7 @@ type Node struct {
 	seeded seededNames
 	// xdp is the XDP program once attached (nil in userspace); dataplane
 	// says which mode runs and why (set by Run before the loop starts).
-	xdp       atomic.Pointer[xdpPlane]
+	xdp       atomic.Pointer[xdp.Plane]
 	dataplane ctl.DataplaneView
 
 	// eng is the dataplane engine (nil: dataplane.engine off); fwdWant

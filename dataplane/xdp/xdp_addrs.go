@@ -1,4 +1,4 @@
-package node
+package xdp
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // the host, so those are listed from netlink and followed: a goroutine
 // rewrites the set on each address change until stopWatch. Failures after
 // the start are counted in the plane's map errors.
-func (p *xdpPlane) watchLocalAddrs(bound []netip.Addr) error {
+func (p *Plane) watchLocalAddrs(bound []netip.Addr) error {
 	if !slices.ContainsFunc(bound, netip.Addr.IsUnspecified) {
 		return p.obj.SetLocalAddrs(bound)
 	}
@@ -59,7 +59,7 @@ func (p *xdpPlane) watchLocalAddrs(bound []netip.Addr) error {
 }
 
 // stopWatch ends the address watch, if one runs, and waits for it.
-func (p *xdpPlane) stopWatch() {
+func (p *Plane) stopWatch() {
 	if p.stopAddrs == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package node
+package xdp
 
 import (
 	"net/netip"
@@ -49,7 +49,7 @@ func TestWatchLocalAddrs(t *testing.T) {
 		}
 	}
 
-	p := &xdpPlane{obj: obj}
+	p := &Plane{obj: obj}
 	must(p.watchLocalAddrs([]netip.Addr{netip.IPv6Unspecified()}))
 	waitFor(1)                                // 10.7.0.1 (lo is down: no addresses)
 	a2, _ := netlink.ParseAddr("10.8.0.1/24") // another subnet: deleting a primary deletes its secondaries
@@ -68,7 +68,7 @@ func TestWatchLocalAddrs(t *testing.T) {
 		t.Errorf("map errors %d: %s", p.mapErrors, p.lastErr)
 	}
 
-	q := &xdpPlane{obj: obj}
+	q := &Plane{obj: obj}
 	must(q.watchLocalAddrs([]netip.Addr{netip.MustParseAddr("192.0.2.5")}))
 	waitFor(1)
 	q.stopWatch() // nothing to stop

@@ -1,4 +1,4 @@
-package node
+package xdp
 
 import (
 	"errors"
@@ -31,6 +31,10 @@ type xskPlane struct {
 	bufs  *transport.BufferPool
 	// ports maps a bound UDP port to its transport.
 	ports map[uint16]transport.ID
+	// transports are the node's by ID; eng and loop are the workers'.
+	transports map[transport.ID]transport.Transport
+	eng        *dataplane.Engine
+	loop       dataplane.Loop
 	// transmit: the workers send through the sockets' TX rings
 	// (dataplane.afxdp_transmit: xsk); ecn is the codepoint their frames
 	// carry (ECT(0) where the tc programs mark the socket path's).
@@ -70,12 +74,13 @@ func rxQueues(name string) int {
 
 // startAFXDP opens a socket per RX queue of every XDP interface and binds
 // it into the program's maps. All or nothing.
-func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
-	if n.eng == nil {
+func (p *Plane) startAFXDP(o dataplane.Options, env Env) (*xskPlane, error) {
+	if env.Engine == nil {
 		return nil, errors.New("dataplane.afxdp needs the dataplane engine (dataplane.engine is false)")
 	}
 	x := &xskPlane{stop: make(chan struct{}), bufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
-		ports: map[uint16]transport.ID{}, transmit: n.opts.Dataplane.XSKTransmit}
+		ports: map[uint16]transport.ID{}, transmit: o.XSKTransmit,
+		transports: map[transport.ID]transport.Transport{}, eng: env.Engine, loop: env.Loop}
 	if p.tc != nil {
 		x.ecn = 2
 	}
@@ -83,8 +88,9 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 	if x.transmit {
 		txFrames = xskTxFrames
 	}
-	for _, id := range n.order {
-		t := n.transports[id]
+	for _, t := range env.Transports {
+		id := t.ID()
+		x.transports[id] = t
 		if t.Type() != "udp" || t.State() != transport.StateUp {
 			continue
 		}
@@ -104,7 +110,7 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 	if nsock > 0 && nsock <= bpf.MaxSlots {
 		u, err := afxdp.NewUMEM(nsock*(xskRxFrames+txFrames), xskFrameSize)
 		if err != nil {
-			n.log.Warn("dataplane: no shared AF_XDP UMEM, one per socket", "error", err)
+			p.log.Warn("dataplane: no shared AF_XDP UMEM, one per socket", "error", err)
 		} else {
 			x.umem = u
 		}
@@ -113,25 +119,25 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 	for _, ifi := range p.ifaces {
 		for q := range rxQueues(ifi.Name) {
 			if slot >= bpf.MaxSlots {
-				n.stopXSK(p, x)
+				p.stopXSK(x)
 				return nil, fmt.Errorf("more than %d RX queues", bpf.MaxSlots)
 			}
 			o := afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true, Frames: xskRxFrames, FrameSize: xskFrameSize,
 				TxFrames: txFrames, UMEM: x.umem}
 			s, err := afxdp.Open(o)
 			if err != nil && x.umem != nil {
-				n.log.Warn("dataplane: AF_XDP socket cannot share the UMEM, opening its own", "interface", ifi.Name, "queue", q, "error", err)
+				p.log.Warn("dataplane: AF_XDP socket cannot share the UMEM, opening its own", "interface", ifi.Name, "queue", q, "error", err)
 				o.UMEM = nil
 				s, err = afxdp.Open(o)
 			}
 			if err != nil {
-				n.stopXSK(p, x)
+				p.stopXSK(x)
 				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
 			}
 			xs := &xskSock{s: s, name: ifi.Name, ifindex: ifi.Index, queue: q, slot: slot}
 			x.socks = append(x.socks, xs)
 			if err := p.obj.BindXSK(ifi.Index, q, slot, s.FD()); err != nil {
-				n.stopXSK(p, x)
+				p.stopXSK(x)
 				return nil, fmt.Errorf("interface %s queue %d: %w", ifi.Name, q, err)
 			}
 			slot++
@@ -139,7 +145,7 @@ func (n *Node) startAFXDP(p *xdpPlane) (*xskPlane, error) {
 	}
 	for i, xs := range x.socks {
 		x.wg.Add(1)
-		go n.xskRead(x, xs, i)
+		go x.read(xs, i)
 	}
 	return x, nil
 }
@@ -155,13 +161,13 @@ const (
 // xskSenders gives worker k a sender per UDP transport that transmits
 // through the TX rings: on each interface, through socket k of that
 // interface's (its own TX queue on it).
-func (n *Node) xskSenders(x *xskPlane, w *dataplane.Worker, k int) {
+func (x *xskPlane) senders(w *dataplane.Worker, k int) {
 	byIf := map[int][]*xskSock{}
 	for _, xs := range x.socks {
 		byIf[xs.ifindex] = append(byIf[xs.ifindex], xs)
 	}
 	for port, id := range x.ports {
-		ws, ok := n.transports[id].(transport.WorkerSenders)
+		ws, ok := x.transports[id].(transport.WorkerSenders)
 		if !ok {
 			continue
 		}
@@ -172,7 +178,7 @@ func (n *Node) xskSenders(x *xskPlane, w *dataplane.Worker, k int) {
 		c := &xskTxCounts{}
 		s := &xskSender{fallback: fb, port: port, ecn: x.ecn, queues: map[int]*afxdp.TxQueue{}, resolve: resolveL2,
 			dests: map[netip.AddrPort]*xskDest{}, counts: c}
-		if ap, err := netip.ParseAddrPort(n.transports[id].LocalAddr()); err == nil {
+		if ap, err := netip.ParseAddrPort(x.transports[id].LocalAddr()); err == nil {
 			s.bind = ap.Addr().Unmap()
 		}
 		for ifindex, socks := range byIf {
@@ -206,13 +212,13 @@ func (x *xskPlane) txView() ctl.XSKTxView {
 // xskRead is one socket's worker: each redirected frame's datagram is
 // offered to the engine worker as a UDP reader would, the batch's sends
 // flushed after every ring drain.
-func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
+func (x *xskPlane) read(xs *xskSock, k int) {
 	defer x.wg.Done()
-	w := n.eng.NewReaderWorker()
+	w := x.eng.NewReaderWorker()
 	defer w.Close()
-	deliver := inbox{n}.Packet
+	deliver := x.loop.Packet
 	if x.transmit {
-		n.xskSenders(x, w, k)
+		x.senders(w, k)
 	}
 	for {
 		_, err := xs.s.Receive(func(f []byte) {
@@ -250,7 +256,7 @@ func (n *Node) xskRead(x *xskPlane, xs *xskSock, k int) {
 }
 
 // stopXSK ends the readers, unbinds the sockets and frees them.
-func (n *Node) stopXSK(p *xdpPlane, x *xskPlane) {
+func (p *Plane) stopXSK(x *xskPlane) {
 	close(x.stop)
 	for _, xs := range x.socks {
 		xs.s.Close()
@@ -258,15 +264,15 @@ func (n *Node) stopXSK(p *xdpPlane, x *xskPlane) {
 	x.wg.Wait()
 	for _, xs := range x.socks {
 		if err := p.obj.UnbindXSK(xs.ifindex, xs.queue, xs.slot); err != nil {
-			n.log.Warn("dataplane: unbinding AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
+			p.log.Warn("dataplane: unbinding AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
 		}
 		if err := xs.s.Release(); err != nil {
-			n.log.Warn("dataplane: closing AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
+			p.log.Warn("dataplane: closing AF_XDP socket", "interface", xs.name, "queue", xs.queue, "error", err)
 		}
 	}
 	if x.umem != nil {
 		if err := x.umem.Close(); err != nil {
-			n.log.Warn("dataplane: unmapping the AF_XDP UMEM", "error", err)
+			p.log.Warn("dataplane: unmapping the AF_XDP UMEM", "error", err)
 		}
 	}
 }

@@ -1,8 +1,9 @@
-package node
+package xdp
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -12,42 +13,25 @@ import (
 	"github.com/fips-go/fips/bpf"
 	"github.com/fips-go/fips/control/ctl"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/dataplane"
 )
 
-// DataplaneOptions are dataplane.* from fips.yaml plus the handshake limit
-// the XDP program enforces per source.
-type DataplaneOptions struct {
-	// Mode is auto, xdp or userspace; "" is userspace (a Node built
-	// without the daemon's config loads no BPF).
-	Mode string
-	// Interfaces to attach to; empty: those carrying the UDP transports'
-	// bound addresses (every up non-loopback interface with an address
-	// for an unspecified one).
-	Interfaces []string
-	// HandshakeBurst and HandshakeRate are node.rate_limit.handshake_*:
-	// the per-source token bucket for msg1/msg2 in XDP.
-	HandshakeBurst uint32
-	HandshakeRate  float64
-	// NoEngine keeps established traffic on the event loop
-	// (dataplane.engine: false): no dataplane workers.
-	NoEngine bool
-	// NoECN leaves the tc programs out (dataplane.ecn: false); otherwise
-	// they are attached wherever the XDP program is.
-	NoECN bool
-	// AFXDP redirects established frames of known links into AF_XDP
-	// sockets read by dataplane workers (dataplane.afxdp), in xdp mode.
-	AFXDP bool
-	// XDPAttach is dataplane.xdp_attach: "" or "auto" (native, else
-	// generic), "native" or "generic".
-	XDPAttach string
-	// XSKTransmit sends what the AF_XDP workers forward or seal through
-	// the sockets' TX rings (dataplane.afxdp_transmit: xsk) instead of
-	// the UDP sockets.
-	XSKTransmit bool
+// Env is what the plane needs from the node.
+type Env struct {
+	Log *slog.Logger
+	// Transports are the node's transports in order: the XDP program is
+	// configured for the UDP ones that are up.
+	Transports []transport.Transport
+	// Engine runs the AF_XDP sockets' workers (nil: no engine, and no
+	// AF_XDP).
+	Engine *dataplane.Engine
+	// Loop takes what the AF_XDP workers leave to it.
+	Loop dataplane.Loop
 }
 
-// xdpPlane is the loaded program and the receiver indices written to it.
-type xdpPlane struct {
+// Plane is the loaded program and the receiver indices written to it.
+type Plane struct {
+	log *slog.Logger
 	obj *bpf.Objects
 	tc  *bpf.TCObjects // nil: not attached
 	xsk *xskPlane      // nil: no AF_XDP sockets
@@ -75,11 +59,11 @@ type xdpKey struct {
 	idx uint32
 }
 
-// startDataplane runs once the transports are up: it loads and attaches
-// the XDP program as dataplane.mode says, or explains why not. In xdp
-// mode a failure is returned and the node does not start.
-func (n *Node) startDataplane() error {
-	o := n.opts.Dataplane
+// Start runs once the transports are up: it loads and attaches the XDP
+// program as dataplane.mode says, or explains why not (the view says
+// which; the plane is nil without XDP). In xdp mode a failure is
+// returned and the node does not start.
+func Start(o dataplane.Options, env Env) (ctl.DataplaneView, *Plane, error) {
 	v := ctl.DataplaneView{Mode: ctl.DataplaneUserspace, Configured: o.Mode, Interfaces: []ctl.XDPInterface{},
 		TC:    ctl.TCView{Reason: "no XDP: tc programs run alongside it", Interfaces: []ctl.TCInterface{}},
 		AFXDP: ctl.AFXDPView{Reason: "no XDP: AF_XDP needs it"}}
@@ -88,19 +72,17 @@ func (n *Node) startDataplane() error {
 	}
 	if v.Configured == ctl.DataplaneUserspace {
 		v.Reason = "dataplane.mode is userspace: no BPF loaded"
-		n.dataplane = v
-		n.log.Info("dataplane: userspace", "reason", v.Reason)
-		return nil
+		env.Log.Info("dataplane: userspace", "reason", v.Reason)
+		return v, nil, nil
 	}
-	p, ifs, err := n.loadXDP(o)
+	p, ifs, err := loadXDP(o, env)
 	if err != nil {
 		if v.Configured == ctl.DataplaneXDP {
-			return fmt.Errorf("dataplane.mode is xdp, but %w", err)
+			return v, nil, fmt.Errorf("dataplane.mode is xdp, but %w", err)
 		}
 		v.Reason = "dataplane.mode is auto, XDP unavailable (" + err.Error() + "): running in userspace"
-		n.dataplane = v
-		n.log.Warn("dataplane: userspace", "reason", v.Reason)
-		return nil
+		env.Log.Warn("dataplane: userspace", "reason", v.Reason)
+		return v, nil, nil
 	}
 	v.Mode, v.Interfaces = ctl.DataplaneXDP, ifs
 	modes := make([]string, len(ifs))
@@ -108,13 +90,13 @@ func (n *Node) startDataplane() error {
 		modes[i] = a.Name + ":" + a.AttachMode
 	}
 	v.Reason = "dataplane.mode is " + v.Configured + ": " + bpf.ProgramName + " attached to " + strings.Join(modes, ", ")
-	v.TC = n.startTC(o, p)
+	v.TC = p.startTC(o)
 	v.AFXDP = ctl.AFXDPView{Reason: "dataplane.afxdp is false: established frames pass to the UDP sockets"}
 	if o.AFXDP {
-		x, err := n.startAFXDP(p)
+		x, err := p.startAFXDP(o, env)
 		if err != nil {
 			v.AFXDP.Reason = "AF_XDP unavailable (" + err.Error() + "): established frames pass to the UDP sockets"
-			n.log.Warn("dataplane: no AF_XDP", "reason", v.AFXDP.Reason)
+			env.Log.Warn("dataplane: no AF_XDP", "reason", v.AFXDP.Reason)
 		} else {
 			p.xsk = x
 			v.AFXDP = ctl.AFXDPView{Enabled: true, Sockets: len(x.socks), Reason: fmt.Sprintf("%d AF_XDP sockets (one per RX queue) receive established frames of known links", len(x.socks))}
@@ -125,23 +107,20 @@ func (n *Node) startDataplane() error {
 			if x.transmit {
 				v.AFXDP.Reason += "; forwards leave through their TX rings"
 			}
-			n.log.Info("dataplane: AF_XDP", "reason", v.AFXDP.Reason)
+			env.Log.Info("dataplane: AF_XDP", "reason", v.AFXDP.Reason)
 		}
 	}
-	n.dataplane = v
-	n.xdp.Store(p)
-	n.log.Info("dataplane: xdp", "reason", v.Reason, "program_id", ifs[0].ProgramID)
-	return nil
+	env.Log.Info("dataplane: xdp", "reason", v.Reason, "program_id", ifs[0].ProgramID)
+	return v, p, nil
 }
 
 // loadXDP loads the program, attaches it to every interface (native, else
 // generic) and writes the config map. All or nothing: a failure leaves
 // nothing loaded.
-func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []ctl.XDPInterface, error) {
+func loadXDP(o dataplane.Options, env Env) (*Plane, []ctl.XDPInterface, error) {
 	var ports []uint16
 	var bound []netip.Addr
-	for _, id := range n.order {
-		t := n.transports[id]
+	for _, t := range env.Transports {
 		if t.Type() != "udp" || t.State() != transport.StateUp {
 			continue
 		}
@@ -172,9 +151,9 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []ctl.XDPInterface, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot load %s: %w", bpf.ProgramName, err)
 	}
-	fail := func(err error) (*xdpPlane, []ctl.XDPInterface, error) {
+	fail := func(err error) (*Plane, []ctl.XDPInterface, error) {
 		if cerr := obj.Close(); cerr != nil {
-			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
+			env.Log.Warn("dataplane: unloading XDP program", "error", cerr)
 		}
 		return nil, nil, err
 	}
@@ -196,16 +175,16 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []ctl.XDPInterface, error
 	case "generic":
 		mode = bpf.AttachGeneric
 	}
-	p := &xdpPlane{obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}
+	p := &Plane{log: env.Log, obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}
 	// Before attaching: the program must never judge another host's
 	// FIPS traffic that this host routes.
 	if err := p.watchLocalAddrs(bound); err != nil {
 		return fail(fmt.Errorf("cannot give %s the node's addresses: %w", bpf.ProgramName, err))
 	}
-	fail = func(err error) (*xdpPlane, []ctl.XDPInterface, error) {
+	fail = func(err error) (*Plane, []ctl.XDPInterface, error) {
 		p.stopWatch()
 		if cerr := obj.Close(); cerr != nil {
-			n.log.Warn("dataplane: unloading XDP program", "error", cerr)
+			env.Log.Warn("dataplane: unloading XDP program", "error", cerr)
 		}
 		return nil, nil, err
 	}
@@ -223,11 +202,11 @@ func (n *Node) loadXDP(o DataplaneOptions) (*xdpPlane, []ctl.XDPInterface, error
 // startTC attaches the ECN programs to the XDP program's interfaces,
 // unless dataplane.ecn is false. A failure is logged and shown, never
 // fatal: ECN marking is an optimisation, the dataplane works without it.
-func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) ctl.TCView {
+func (p *Plane) startTC(o dataplane.Options) ctl.TCView {
 	v := ctl.TCView{Interfaces: []ctl.TCInterface{}}
 	if o.NoECN {
 		v.Reason = "dataplane.ecn is false"
-		n.log.Info("dataplane: tc ECN programs not loaded", "reason", v.Reason)
+		p.log.Info("dataplane: tc ECN programs not loaded", "reason", v.Reason)
 		return v
 	}
 	tc, err := bpf.LoadTC()
@@ -247,12 +226,12 @@ func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) ctl.TCView {
 	if err != nil {
 		if tc != nil {
 			if cerr := tc.Close(); cerr != nil {
-				n.log.Warn("dataplane: unloading tc programs", "error", cerr)
+				p.log.Warn("dataplane: unloading tc programs", "error", cerr)
 			}
 		}
 		v.Interfaces = []ctl.TCInterface{}
 		v.Reason = "tc programs unavailable (" + err.Error() + "): outgoing FIPS UDP is not ECN-marked"
-		n.log.Warn("dataplane: no tc ECN programs", "reason", v.Reason)
+		p.log.Warn("dataplane: no tc ECN programs", "reason", v.Reason)
 		return v
 	}
 	ids := tc.Attachments()
@@ -270,7 +249,7 @@ func (n *Node) startTC(o DataplaneOptions, p *xdpPlane) ctl.TCView {
 	}
 	v.Attached = true
 	v.Reason = bpf.TCEgressName + " and " + bpf.TCIngressName + " attached to " + strings.Join(names, ", ")
-	n.log.Info("dataplane: tc ECN programs", "reason", v.Reason)
+	p.log.Info("dataplane: tc ECN programs", "reason", v.Reason)
 	return v
 }
 
@@ -318,13 +297,9 @@ func xdpInterfaces(names []string, bound []netip.Addr) ([]net.Interface, error) 
 	return out, nil
 }
 
-// IndexAdded implements peer.IndexObserver: established frames with idx
-// pass XDP from now on.
-func (n *Node) IndexAdded(t transport.ID, idx uint32) {
-	p := n.xdp.Load()
-	if p == nil {
-		return
-	}
+// IndexAdded is peer.IndexObserver's (the loop only): established
+// frames with idx pass XDP from now on.
+func (p *Plane) IndexAdded(t transport.ID, idx uint32) {
 	k := xdpKey{t, idx}
 	if _, ok := p.keys[k]; ok {
 		return
@@ -336,12 +311,9 @@ func (n *Node) IndexAdded(t transport.ID, idx uint32) {
 	}
 }
 
-// IndexRemoved implements peer.IndexObserver: idx is dropped in XDP again.
-func (n *Node) IndexRemoved(t transport.ID, idx uint32) {
-	p := n.xdp.Load()
-	if p == nil {
-		return
-	}
+// IndexRemoved is peer.IndexObserver's (the loop only): idx is dropped
+// in XDP again.
+func (p *Plane) IndexRemoved(t transport.ID, idx uint32) {
 	k := xdpKey{t, idx}
 	if _, ok := p.keys[k]; !ok {
 		return
@@ -353,7 +325,7 @@ func (n *Node) IndexRemoved(t transport.ID, idx uint32) {
 	}
 }
 
-func (p *xdpPlane) note(err error) {
+func (p *Plane) note(err error) {
 	if err == nil {
 		return
 	}
@@ -363,46 +335,38 @@ func (p *xdpPlane) note(err error) {
 	p.mu.Unlock()
 }
 
-// stopDataplane detaches and unloads the program.
-func (n *Node) stopDataplane() {
-	p := n.xdp.Swap(nil)
-	if p == nil {
-		return
-	}
+// Stop ends the AF_XDP readers, detaches and unloads the programs.
+func (p *Plane) Stop() {
 	if p.xsk != nil {
-		n.stopXSK(p, p.xsk)
+		p.stopXSK(p.xsk)
 	}
 	if p.tc != nil {
 		if err := p.tc.Close(); err != nil {
-			n.log.Warn("dataplane: detaching tc programs", "error", err)
+			p.log.Warn("dataplane: detaching tc programs", "error", err)
 		}
 	}
 	p.stopWatch()
 	if err := p.obj.Close(); err != nil {
-		n.log.Warn("dataplane: detaching XDP program", "error", err)
+		p.log.Warn("dataplane: detaching XDP program", "error", err)
 		return
 	}
-	n.log.Info("dataplane: XDP program detached")
+	p.log.Info("dataplane: XDP program detached")
 }
 
-// BPF reads the XDP program's counters and maps now; it is safe from any
-// goroutine (the maps are the kernel's).
-func (n *Node) BPF() (ctl.BPFView, error) {
-	v := ctl.BPFView{DataplaneView: n.LiveSnapshot().Dataplane, Counters: []ctl.XDPCounter{}, TCCounters: []ctl.TCCounter{}, XSKs: []ctl.XSKView{}}
-	p := n.xdp.Load()
-	if p == nil {
-		return v, nil
-	}
+// Fill reads the programs' counters, the maps' occupancy and the AF_XDP
+// sockets into v (show_bpf) now; it is safe from any goroutine (the maps
+// are the kernel's).
+func (p *Plane) Fill(v *ctl.BPFView) error {
 	stats, err := p.obj.Stats()
 	if err != nil {
-		return v, fmt.Errorf("show_bpf: %w", err)
+		return err
 	}
 	occ, err := p.obj.Occupancy()
 	if err != nil {
-		return v, fmt.Errorf("show_bpf: %w", err)
+		return err
 	}
 	if v.ProgramID, err = p.obj.ProgramID(); err != nil {
-		return v, fmt.Errorf("show_bpf: %w", err)
+		return err
 	}
 	for _, vd := range bpf.Verdicts() {
 		for _, r := range bpf.Reasons() {
@@ -418,7 +382,7 @@ func (n *Node) BPF() (ctl.BPFView, error) {
 	if p.tc != nil {
 		ts, err := p.tc.Stats()
 		if err != nil {
-			return v, fmt.Errorf("show_bpf: %w", err)
+			return err
 		}
 		for _, d := range bpf.TCDirs() {
 			for _, r := range bpf.TCReasons() {
@@ -434,5 +398,5 @@ func (n *Node) BPF() (ctl.BPFView, error) {
 		LocalAddrs: occ.LocalAddrs, LocalAddrsMax: occ.LocalAddrsMax, LocalAddrsRefused: occ.LocalAddrsRefused,
 		MapErrors: p.mapErrors, LastError: p.lastErr}
 	p.mu.Unlock()
-	return v, nil
+	return nil
 }
