@@ -125,11 +125,11 @@ type Node struct {
 
 	transports map[transport.ID]transport.Transport
 	order      []transport.ID
-	// batchers are the transports whose sends the loop queues and
-	// flushes once per burst; dirty marks those with something queued
-	// (loop only).
-	batchers map[transport.ID]transport.Batcher
-	dirty    []transport.Batcher
+	// queues are the loop's own send queues on the transports that give
+	// it one (transport.WorkerSenders), flushed once per burst; dirty
+	// lists those with something queued (loop only).
+	queues map[transport.ID]transport.Sender
+	dirty  []transport.Sender
 
 	rx       chan rxItem
 	requests chan request
@@ -260,12 +260,6 @@ func New(o Options) (*Node, error) {
 		}
 		n.transports[t.ID()] = t
 		n.order = append(n.order, t.ID())
-		if b, ok := t.(transport.Batcher); ok {
-			if n.batchers == nil {
-				n.batchers = map[transport.ID]transport.Batcher{}
-			}
-			n.batchers[t.ID()] = b
-		}
 	}
 	core, err := NewCore(time.Now(), CoreOptions{Identity: o.Identity, Peer: o.Peer, ACL: o.ACL, Log: o.Log,
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU, OnForward: n.forwarded,
@@ -357,6 +351,7 @@ func (n *Node) Run(ctx context.Context) error {
 			continue
 		}
 		up++
+		n.addQueue(t)
 		n.log.Info("transport up", "transport", describe(t), "local_addr", t.LocalAddr(), "mtu", t.MTU())
 	}
 	if up > 0 {
@@ -639,13 +634,48 @@ func describe(t transport.Transport) string {
 
 // --- peer.Env ---
 
-// Send implements peer.Env.
+// addQueue gives the loop a send queue of its own on t, if t has them:
+// what the loop sends in a burst leaves in one batch (UDP: one sendmmsg,
+// runs as GSO messages).
+func (n *Node) addQueue(t transport.Transport) {
+	ws, ok := t.(transport.WorkerSenders)
+	if !ok {
+		return
+	}
+	s, err := ws.NewSender()
+	if err != nil {
+		n.log.Warn("transport gives the loop no send queue: sending one packet per call", "transport", describe(t), "error", err)
+		return
+	}
+	if n.queues == nil {
+		n.queues = map[transport.ID]transport.Sender{}
+	}
+	n.queues[t.ID()] = s
+}
+
+// removeQueue flushes and drops the loop's send queue on id.
+func (n *Node) removeQueue(id transport.ID) {
+	q := n.queues[id]
+	if q == nil {
+		return
+	}
+	delete(n.queues, id)
+	if i := slices.Index(n.dirty, q); i >= 0 {
+		n.dirty = slices.Delete(n.dirty, i, i+1)
+	}
+	q.Close()
+}
+
+// Send implements peer.Env: through the loop's send queue on the
+// transport when it has one (sent at the burst's flush), else at once.
 func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
-	if b := n.batchers[id]; b != nil {
-		if !slices.Contains(n.dirty, b) {
-			n.dirty = append(n.dirty, b)
+	if q := n.SendQueue(id); q != nil {
+		b, err := q.Reserve(to, len(pkt))
+		if err != nil {
+			return err
 		}
-		return b.Queue(to, pkt)
+		copy(b, pkt)
+		return nil
 	}
 	t := n.transports[id]
 	if t == nil {
@@ -658,14 +688,14 @@ func (n *Node) Send(id transport.ID, to transport.Addr, pkt []byte) error {
 // transport are sealed into its send queue, flushed at the end of the
 // burst.
 func (n *Node) SendQueue(id transport.ID) transport.Reserver {
-	b := n.batchers[id]
-	if b == nil {
+	q := n.queues[id]
+	if q == nil {
 		return nil
 	}
-	if !slices.Contains(n.dirty, b) {
-		n.dirty = append(n.dirty, b)
+	if !slices.Contains(n.dirty, q) {
+		n.dirty = append(n.dirty, q)
 	}
-	return b
+	return q
 }
 
 // LinkMTU implements peer.Env.

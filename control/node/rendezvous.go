@@ -542,12 +542,7 @@ func (n *Node) adoptTraversal(now time.Time, est rendezvous.Established) {
 	}
 	n.transports[id] = t
 	n.order = append(n.order, id)
-	if b, ok := t.(transport.Batcher); ok {
-		if n.batchers == nil {
-			n.batchers = map[transport.ID]transport.Batcher{}
-		}
-		n.batchers[id] = b
-	}
+	n.addQueue(t)
 	rs.bootstrap[id] = bootstrapTransport{peer: na, npub: est.Peer.Npub(), adopted: now}
 	lc.Info("Adopted NAT traversal socket", "peer_npub", est.Peer.Npub(), "transport_id", uint32(id),
 		"local_addr", t.LocalAddr(), "remote", est.Remote.String(), "initiator", est.Initiator)
@@ -565,18 +560,11 @@ func (n *Node) removeBootstrap(id transport.ID, why string) {
 	if t == nil {
 		return
 	}
-	tb := n.batchers[id]
+	n.removeQueue(id)
 	delete(n.transports, id)
-	delete(n.batchers, id)
 	for i, o := range n.order {
 		if o == id {
 			n.order = append(n.order[:i], n.order[i+1:]...)
-			break
-		}
-	}
-	for i, b := range n.dirty {
-		if tb != nil && b == tb {
-			n.dirty = append(n.dirty[:i], n.dirty[i+1:]...)
 			break
 		}
 	}

@@ -153,17 +153,6 @@ type Transport interface {
 	Close() error
 }
 
-// Batcher is a transport whose sends can be queued and flushed together
-// (UDP: one sendmmsg per batch, runs as GSO messages). Queue checks and
-// copies pkt like Send but may defer the send to the next Flush; the
-// caller (the node's loop) flushes at the end of every burst of work.
-// Queue and Flush belong to one goroutine.
-type Batcher interface {
-	Queue(to Addr, pkt []byte) error
-	Reserver
-	Flush()
-}
-
 // Reserver hands out room in a send queue: Reserve queues an n-byte
 // packet to `to` and returns its bytes, which the caller fills (sealing
 // in place) before its next call on the queue.

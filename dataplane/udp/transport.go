@@ -137,10 +137,6 @@ type Transport struct {
 	adopted    *net.UDPConn
 	wasAdopted bool // made by Adopt: its start line is upstream's for that
 
-	// The batched send path (Queue, Reserve, Flush): one goroutine, the
-	// node's loop. out is nil until Start.
-	out *sender
-
 	// dp is the dataplane the reader runs (nil: every datagram goes to
 	// Deliver); bc is the batched socket workers' senders write to.
 	dp transport.DataPath
@@ -164,8 +160,6 @@ const (
 	RecvBatch = 32
 	SendBatch = 32
 )
-
-var _ transport.Batcher = (*Transport)(nil)
 
 var _ transport.Transport = (*Transport)(nil)
 
@@ -346,7 +340,6 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		return err
 	}
 	bc.SetGSORefused(gsoRefused)
-	t.out = &sender{t: t, q: NewSendQueue(bc, SendBatch, min(t.opts.MTU, MaxMessage))}
 	t.log.Debug("UDP batching", "gso", bc.GSO(), "gro", bc.GRO(), "recv_batch", RecvBatch, "send_batch", SendBatch)
 	t.conn = conn
 	t.local = conn.LocalAddr().String()
@@ -504,8 +497,8 @@ func (t *Transport) NewSender() (transport.Sender, error) {
 	return &sender{t: t, q: NewWriterQueue(bc.NewWriter(SendBatch), SendBatch, min(t.opts.MTU, MaxMessage))}, nil
 }
 
-// sender is one worker's send queue (transport.Sender), or the node
-// loop's (Transport.out).
+// sender is one goroutine's send queue (transport.Sender): a worker's,
+// or the node loop's.
 type sender struct {
 	t     *Transport
 	q     *SendQueue
@@ -611,56 +604,6 @@ func (t *Transport) destination(to transport.Addr, pkt []byte) (netip.AddrPort, 
 		dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
 	}
 	return dst, nil
-}
-
-// Reserve queues an n-byte datagram for to and returns its bytes, to be
-// filled before the next call (see transport.Batcher). Before Start or
-// after Close it fails as Send would.
-func (t *Transport) Reserve(to transport.Addr, n int) ([]byte, error) {
-	if t.send.Load() == nil || t.out == nil {
-		if t.closed.Load() {
-			return nil, fmt.Errorf("udp: send: %w", transport.ErrClosed)
-		}
-		return nil, fmt.Errorf("udp: send: %w", transport.ErrNotStarted)
-	}
-	return t.out.Reserve(to, n)
-}
-
-// Queue is Send deferred to the next Flush: datagrams queued in one burst
-// of work leave in one sendmmsg, a run to one address of one size as one
-// GSO message. Queue and Flush belong to one goroutine; Send may run
-// beside them. A full queue is flushed at once.
-func (t *Transport) Queue(to transport.Addr, pkt []byte) error {
-	if t.send.Load() == nil || t.out == nil {
-		return t.Send(to, pkt) // not started or closed: Send says which
-	}
-	dst, err := t.destination(to, pkt)
-	if err != nil {
-		return err
-	}
-	s := t.out
-	full, err := s.q.Add(dst, pkt)
-	if errors.Is(err, ErrQueueFull) {
-		s.Flush()
-		full, err = s.q.Add(dst, pkt)
-	}
-	if err != nil {
-		t.stats.SendErrors.Add(1)
-		return fmt.Errorf("udp: queue to %s: %w", to, err)
-	}
-	s.bytes += uint64(len(pkt))
-	if full {
-		s.Flush()
-	}
-	return nil
-}
-
-// Flush sends what Queue and Reserve gathered (see sender.Flush).
-func (t *Transport) Flush() {
-	if t.out == nil {
-		return
-	}
-	t.out.Flush()
 }
 
 // ResolveAddr turns "host:port" into an address. Numeric addresses are
