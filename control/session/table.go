@@ -136,7 +136,7 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 		clamp:    make(map[identity.NodeAddr]clampEntry),
 		coordsTx: make(map[identity.NodeAddr]time.Time),
 	}
-	t.limiter = setupLimiter{cfg: &t.cfg, links: make(map[identity.NodeAddr]*linkBuckets)}
+	t.limiter = newSetupLimiter(t.cfg)
 	return t
 }
 
