@@ -18,7 +18,7 @@ import (
 )
 
 // Rate is a bucket's shape: at most Burst tokens, one more every period.
-// The zero Rate admits nothing.
+// A period of zero (the zero Rate) limits nothing.
 type Rate struct {
 	every     time.Duration // the price of one token
 	tolerance time.Duration // the debt at which a token may still be taken: (burst-1)·every
@@ -33,26 +33,25 @@ func PerSecond(burst, rate float64) Rate {
 		const unit = time.Millisecond
 		return Rate{every: unit, tolerance: scale(burst-1, unit), still: true}
 	}
-	every := time.Duration(math.Round(float64(time.Second) / rate))
-	return Every(burst, max(every, 1))
+	return Every(burst, time.Duration(math.Round(float64(time.Second)/rate)))
 }
 
 // Every is a bucket of burst tokens refilled one per period: Every(1, d)
-// admits one event per d.
+// admits one event per d. A period not above zero limits nothing.
 func Every(burst float64, period time.Duration) Rate {
-	if period <= 0 {
-		period = 1
-	}
+	period = max(period, 0)
 	return Rate{every: period, tolerance: scale(burst-1, period)}
 }
 
 func scale(f float64, d time.Duration) time.Duration {
 	v := f * float64(d)
 	switch {
+	case f < 0 || math.IsNaN(f):
+		return -1 // below one token: nothing is ever admitted
 	case v >= math.MaxInt64:
 		return math.MaxInt64
-	case v < 0:
-		return -1 // below one token: nothing is ever admitted
+	case math.IsNaN(v): // an infinite burst of a zero period
+		return 0
 	}
 	return time.Duration(math.Round(v))
 }
@@ -90,7 +89,7 @@ func (b *Bucket) Take(now time.Time, r Rate) bool {
 // Ready reports whether Take would succeed at now, taking nothing.
 func (b *Bucket) Ready(now time.Time, r Rate) bool {
 	b.refill(now, r)
-	return b.debt <= r.tolerance && r.every > 0
+	return b.debt <= r.tolerance
 }
 
 // Full reports whether the bucket has refilled completely by now, so that

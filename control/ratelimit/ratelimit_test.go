@@ -37,9 +37,12 @@ func TestBucketTable(t *testing.T) {
 		{"NaN rate never refills", PerSecond(1, math.NaN()), []step{{0, true, false}, {1e9, false, false}}},
 		{"infinite rate never refills", PerSecond(1, math.Inf(1)), []step{{0, true, false}, {1e9, false, false}}},
 		{"burst below one admits nothing", PerSecond(0.5, 10), []step{{0, false, false}, {1e6, false, false}}},
-		{"zero rate admits nothing", Rate{}, []step{{0, false, false}}},
+		{"burst below one, no period, admits nothing", Every(0.5, 0), []step{{0, false, false}}},
+		{"zero Rate limits nothing", Rate{}, []step{{0, true, false}, {0, true, false}}},
+		{"zero period limits nothing", Every(1, 0), []step{{0, true, false}, {0, true, false}}},
 		{"huge burst", PerSecond(1e300, 1), []step{{0, true, false}, {0, true, false}}},
-		{"sub-nanosecond period", PerSecond(1, 1e12), []step{{0, true, false}, {0, false, false}, {1, true, false}}},
+		{"sub-nanosecond period limits nothing", PerSecond(1, 1e12), []step{{0, true, false}, {0, true, false}}},
+		{"nanosecond period", PerSecond(1, 1e9), []step{{0, true, false}, {0, false, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b Bucket
