@@ -5,8 +5,8 @@
 // safe for concurrent use.
 //
 // A bucket is kept as the time it owes rather than a float count of
-// tokens: a token costs Every, the bucket holds Burst of them, and
-// elapsed time pays the debt back, in whole nanoseconds. One event per
+// tokens: a token costs its Rate's period, the bucket holds its burst of
+// them, and elapsed time pays the debt back, in whole nanoseconds. One event per
 // interval is the bucket of burst 1 refilled every interval, exactly: a
 // refusal never moves the next admission. A clock that goes back refills
 // nothing and is otherwise ignored, so it neither mints tokens nor panics.
@@ -25,11 +25,15 @@ type Rate struct {
 	still     bool          // never refills
 }
 
-// PerSecond is a bucket of burst tokens refilled at rate tokens a second.
-// A rate that is not positive and finite never refills (the burst is all
-// there is); the refill period is rounded to the nanosecond.
+// PerSecond is a bucket of burst tokens refilled at rate tokens a second,
+// the refill period rounded to the nanosecond (so a rate above 2e9 limits
+// nothing). An infinite rate refills a token a nanosecond; one not above
+// zero never refills (the burst is all there is).
 func PerSecond(burst, rate float64) Rate {
-	if !(rate > 0) || math.IsInf(rate, 0) {
+	if math.IsInf(rate, 1) {
+		return Every(burst, 1)
+	}
+	if !(rate > 0) {
 		const unit = time.Millisecond
 		return Rate{every: unit, tolerance: scale(burst-1, unit), still: true}
 	}
