@@ -3,6 +3,8 @@ package ipv6
 import (
 	"net/netip"
 	"time"
+
+	"github.com/fips-go/fips/control/ratelimit"
 )
 
 // Rate limiter defaults, as upstream's IcmpRateLimiter.
@@ -23,14 +25,7 @@ const (
 // the single-threaded node loop). The zero value is not usable; use
 // NewRateLimiter.
 type RateLimiter struct {
-	last     map[netip.Addr]time.Time
-	interval time.Duration
-	maxAge   time.Duration
-	capacity int
-
-	refused uint64
-	evicted uint64
-	expired uint64
+	k *ratelimit.Keyed[netip.Addr]
 }
 
 // NewRateLimiter returns a limiter with the given minimum interval per
@@ -44,54 +39,27 @@ func NewRateLimiter(interval time.Duration, capacity int) *RateLimiter {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &RateLimiter{
-		last:     make(map[netip.Addr]time.Time),
-		interval: interval,
-		maxAge:   max(DefaultMaxAge, interval),
-		capacity: capacity,
-	}
+	return &RateLimiter{k: ratelimit.NewKeyed[netip.Addr](ratelimit.KeyedConfig{
+		Rates:        []ratelimit.Rate{ratelimit.Every(1, interval)},
+		Max:          capacity,
+		WhenFull:     ratelimit.EvictLRU,
+		Forget:       ratelimit.Idle,
+		IdleAfter:    max(DefaultMaxAge, interval),
+		SweepOnAdmit: true,
+	})}
 }
 
 // Allow reports whether an error may be sent to src at time now, and if so
 // records the send. A send is refused when the previous permitted send to
 // src was less than the interval before now. On each permitted send,
 // entries older than the maximum age are dropped; if the table is still
-// full, the entry with the oldest send time is evicted to make room.
+// full, the entry least recently permitted a send is evicted to make room.
 func (r *RateLimiter) Allow(src netip.Addr, now time.Time) bool {
-	if t, ok := r.last[src]; ok && now.Sub(t) < r.interval {
-		r.refused++
-		return false
-	}
-	r.last[src] = now
-	for a, t := range r.last {
-		if now.Sub(t) >= r.maxAge {
-			delete(r.last, a)
-			r.expired++
-		}
-	}
-	for len(r.last) > r.capacity {
-		var oldest netip.Addr
-		var ot time.Time
-		first := true
-		for a, t := range r.last {
-			if a == src {
-				continue
-			}
-			if first || t.Before(ot) {
-				oldest, ot, first = a, t, false
-			}
-		}
-		if first {
-			break
-		}
-		delete(r.last, oldest)
-		r.evicted++
-	}
-	return true
+	return r.k.Take(now, src) == ratelimit.Admitted
 }
 
 // Len returns the number of tracked source addresses.
-func (r *RateLimiter) Len() int { return len(r.last) }
+func (r *RateLimiter) Len() int { return r.k.Len() }
 
 // RateLimiterStats are the limiter's cumulative counters.
 type RateLimiterStats struct {
@@ -103,5 +71,5 @@ type RateLimiterStats struct {
 
 // Stats returns the limiter's counters.
 func (r *RateLimiter) Stats() RateLimiterStats {
-	return RateLimiterStats{Refused: r.refused, Evicted: r.evicted, Expired: r.expired, Tracked: len(r.last)}
+	return RateLimiterStats{Refused: r.k.Limited, Evicted: r.k.Evicted, Expired: r.k.Expired, Tracked: r.k.Len()}
 }

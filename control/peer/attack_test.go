@@ -413,8 +413,8 @@ func TestStrangerFloodFromOneSourceLocksOutNobody(t *testing.T) {
 	for i := range 20 {
 		c.m.HandlePacket(n.now, 1, simAddr(40+i), junkMsg1(n, ep))
 	}
-	if s := c.m.Stats(); s.Msg1SourcesEvicted != 12 || len(c.m.sources.idx) != 8 {
-		t.Errorf("sources evicted %d (want 12), held %d (want 8)", s.Msg1SourcesEvicted, len(c.m.sources.idx))
+	if s := c.m.Stats(); s.Msg1SourcesEvicted != 12 || c.m.sources.Len() != 8 {
+		t.Errorf("sources evicted %d (want 12), held %d (want 8)", s.Msg1SourcesEvicted, c.m.sources.Len())
 	}
 }
 

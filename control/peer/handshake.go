@@ -10,6 +10,7 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -36,7 +37,7 @@ type leg struct {
 	// observer of our msg1 has; each costs a DH (ee). Flooding from its
 	// own address drains msg2Other and leaves the genuine responder's
 	// budget alone.
-	msg2Own, msg2Other tokenBucket
+	msg2Own, msg2Other ratelimit.Bucket
 	discovered         bool // Candidate.Discovered
 }
 
@@ -149,8 +150,7 @@ func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, a
 	}
 	m.nextLID++
 	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(), hs: hs,
-		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now,
-		msg2Own: newTokenBucket(legMsg2Burst, legMsg2Rate), msg2Other: newTokenBucket(legMsg2Burst, legMsg2Rate)}
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), rekeyOf: rekeyOf, linkID: m.nextLID, lastSent: now}
 	noiseMsg, err := hs.WriteMessage1(l.pkt[8:8])
 	if err != nil {
 		return nil, fmt.Errorf("write msg1: %w", err)
@@ -339,8 +339,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	if from == l.addr {
 		budget = &l.msg2Own
 	}
-	if !budget.take(now) {
-		m.stats.Msg2LegLimited++
+	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.Msg2LegLimited) {
 		return
 	}
 	epoch, err := l.hs.ReadMessage2(msg.Noise)
@@ -448,7 +447,6 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 		PublicKey: pk, NodeAddr: pk.NodeAddr(), LinkID: linkID,
 		Transport: t, Addr: addr, Direction: dir, Epoch: epoch,
 		Since: now, lastHB: now,
-		msg1Bucket: newTokenBucket(m.cfg.PeerMsg1Burst, m.cfg.PeerMsg1Rate),
 	}
 	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
 		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}

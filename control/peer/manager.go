@@ -12,6 +12,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -205,8 +206,9 @@ type Manager struct {
 	static  map[identity.NodeAddr]*staticState
 	nextLID uint64
 
-	sources               sourceBuckets
-	stranger, established tokenBucket
+	rates                 rates
+	sources               *ratelimit.Keyed[sourceKey]
+	stranger, established ratelimit.Bucket
 	stats                 Stats
 
 	// published is the link table for workers; pubDirty says it is out
@@ -273,9 +275,8 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 		unprovenByHash: map[[32]byte]*unproven{},
 		usedMsg1:       map[[32]byte]struct{}{},
 		static:         map[identity.NodeAddr]*staticState{},
-		sources:        newSourceBuckets(cfg.StrangerSources, cfg.HandshakeBurst, cfg.HandshakeRate),
-		stranger:       newTokenBucket(cfg.StrangerBurst, cfg.StrangerRate),
-		established:    newTokenBucket(cfg.EstablishedBurst, cfg.EstablishedRate),
+		rates:          newRates(cfg),
+		sources:        newSourceBuckets(cfg.StrangerSources, ratelimit.PerSecond(cfg.HandshakeBurst, cfg.HandshakeRate)),
 	}
 	if _, err := io.ReadFull(rnd, m.epoch[:]); err != nil {
 		return nil, fmt.Errorf("draw epoch: %w", err)

@@ -6,6 +6,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 )
 
@@ -42,7 +43,7 @@ type Peer struct {
 	rekey          *leg // our rekey handshake in flight
 	dampenUntil    time.Time
 
-	msg1Bucket tokenBucket // msg1 from this peer's address (rekeys, restarts)
+	msg1Bucket ratelimit.Bucket // msg1 from this peer's address (rekeys, restarts)
 	// stats holds the loop-only counters (Rekeys, Roams); Stats() adds
 	// the hot ones.
 	stats PeerStats

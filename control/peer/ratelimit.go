@@ -1,40 +1,25 @@
 package peer
 
 import (
-	"container/list"
 	"time"
 
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 )
 
-// tokenBucket is a classic token bucket refilled continuously from the
-// caller's clock.
-type tokenBucket struct {
-	burst, rate float64
-	tokens      float64
-	last        time.Time
+// rates are the shapes of the manager's msg1 and msg2 buckets, from its
+// configuration.
+type rates struct {
+	peerMsg1, stranger, established, legMsg2 ratelimit.Rate
 }
 
-func newTokenBucket(burst, rate float64) tokenBucket {
-	return tokenBucket{burst: burst, rate: rate, tokens: burst}
-}
-
-// take consumes one token if available.
-func (b *tokenBucket) take(now time.Time) bool {
-	if !b.last.IsZero() {
-		if dt := now.Sub(b.last).Seconds(); dt > 0 {
-			b.tokens += dt * b.rate
-			if b.tokens > b.burst {
-				b.tokens = b.burst
-			}
-		}
+func newRates(cfg Config) rates {
+	return rates{
+		peerMsg1:    ratelimit.PerSecond(cfg.PeerMsg1Burst, cfg.PeerMsg1Rate),
+		stranger:    ratelimit.PerSecond(cfg.StrangerBurst, cfg.StrangerRate),
+		established: ratelimit.PerSecond(cfg.EstablishedBurst, cfg.EstablishedRate),
+		legMsg2:     ratelimit.PerSecond(legMsg2Burst, legMsg2Rate),
 	}
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true
-	}
-	return false
 }
 
 // sourceKey names a msg1 source for its bucket, per transport: an IPv4
@@ -57,43 +42,13 @@ func sourceOf(t transport.ID, a transport.Addr) sourceKey {
 	return k
 }
 
-type sourceBucket struct {
-	key sourceKey
-	b   tokenBucket
-}
-
-// sourceBuckets are the strangers' msg1 buckets, one per source, in a
-// least-recently-used table of bounded size: a source that floods drains
-// only its own bucket. A source evicted to make room starts again with a
-// full bucket, so the global bucket behind them bounds the total work.
-type sourceBuckets struct {
-	max         int
-	burst, rate float64
-	lru         *list.List // of *sourceBucket, most recent first
-	idx         map[sourceKey]*list.Element
-}
-
-func newSourceBuckets(max int, burst, rate float64) sourceBuckets {
-	return sourceBuckets{max: max, burst: burst, rate: rate, lru: list.New(), idx: map[sourceKey]*list.Element{}}
-}
-
-// take draws one token from k's bucket; evicted reports whether another
-// source's bucket was dropped to make room.
-func (s *sourceBuckets) take(now time.Time, k sourceKey) (ok, evicted bool) {
-	el := s.idx[k]
-	if el != nil {
-		s.lru.MoveToFront(el)
-	} else {
-		if s.max > 0 && s.lru.Len() >= s.max {
-			old := s.lru.Back()
-			s.lru.Remove(old)
-			delete(s.idx, old.Value.(*sourceBucket).key)
-			evicted = true
-		}
-		el = s.lru.PushFront(&sourceBucket{key: k, b: newTokenBucket(s.burst, s.rate)})
-		s.idx[k] = el
-	}
-	return el.Value.(*sourceBucket).b.take(now), evicted
+// newSourceBuckets makes the strangers' msg1 buckets, one per source, in
+// a least-recently-used table of bounded size (max; 0 is unbounded): a
+// source that floods drains only its own bucket. A source evicted to make
+// room starts again with a full bucket, so the global bucket behind them
+// bounds the total work.
+func newSourceBuckets(max int, r ratelimit.Rate) *ratelimit.Keyed[sourceKey] {
+	return ratelimit.NewKeyed[sourceKey](ratelimit.KeyedConfig{Rates: []ratelimit.Rate{r}, Max: max, WhenFull: ratelimit.EvictLRU, TouchOnRefusal: true})
 }
 
 // admitMsg1 draws the tokens a msg1 needs before any cryptography. From
@@ -105,27 +60,15 @@ func (s *sourceBuckets) take(now time.Time, k sourceKey) (ok, evicted bool) {
 // the shared bucket's rate.
 func (m *Manager) admitMsg1(now time.Time, t transport.ID, from transport.Addr, known *Peer) bool {
 	if known != nil {
-		if !known.msg1Bucket.take(now) {
-			m.stats.Msg1PeerBucketLimited++
-			return false
-		}
-		if !m.established.take(now) {
-			m.stats.Msg1EstablishedLimited++
-			return false
-		}
-		return true
+		return known.msg1Bucket.TakeCounted(now, m.rates.peerMsg1, &m.stats.Msg1PeerBucketLimited) &&
+			m.established.TakeCounted(now, m.rates.established, &m.stats.Msg1EstablishedLimited)
 	}
-	ok, evicted := m.sources.take(now, sourceOf(t, from))
-	if evicted {
-		m.stats.Msg1SourcesEvicted++
-	}
-	if !ok {
+	evicted := m.sources.Evicted
+	v := m.sources.Take(now, sourceOf(t, from))
+	m.stats.Msg1SourcesEvicted += m.sources.Evicted - evicted
+	if v != ratelimit.Admitted {
 		m.stats.Msg1SourceLimited++
 		return false
 	}
-	if !m.stranger.take(now) {
-		m.stats.Msg1StrangerLimited++
-		return false
-	}
-	return true
+	return m.stranger.TakeCounted(now, m.rates.stranger, &m.stats.Msg1StrangerLimited)
 }

@@ -24,7 +24,7 @@ func TestMsg1FloodFromOneSlash64(t *testing.T) {
 	ep := pt.SerializeCompressed()
 	prefix := netip.MustParseAddr("2001:db8:27:9::").As16()
 	const flood = 1000
-	before, buckets := b.m.Stats(), len(b.m.sources.idx)
+	before, buckets := b.m.Stats(), b.m.sources.Len()
 	for i := range flood {
 		ip := prefix
 		binary.BigEndian.PutUint64(ip[8:], uint64(i)*0x9e3779b97f4a7c15+1)
@@ -35,13 +35,13 @@ func TestMsg1FloodFromOneSlash64(t *testing.T) {
 	dh := s.Msg1DecryptFailed - before.Msg1DecryptFailed
 	limited := s.Msg1SourceLimited - before.Msg1SourceLimited
 	t.Logf("%d msg1s from %d addresses in one /64: %d DHs, %d refused by the /64's bucket, %d by the shared one, %d source buckets added",
-		flood, flood, dh, limited, s.Msg1StrangerLimited, len(b.m.sources.idx)-buckets)
+		flood, flood, dh, limited, s.Msg1StrangerLimited, b.m.sources.Len()-buckets)
 	burst := int(DefaultConfig().HandshakeBurst)
 	if dh != uint64(burst) || limited != uint64(flood-burst) || s.Msg1StrangerLimited != 0 {
 		t.Errorf("DHs %d (want %d), refused by the source bucket %d (want %d), by the shared one %d (want 0)",
 			dh, burst, limited, flood-burst, s.Msg1StrangerLimited)
 	}
-	if got := len(b.m.sources.idx) - buckets; got != 1 {
+	if got := b.m.sources.Len() - buckets; got != 1 {
 		t.Errorf("%d source buckets for one /64", got)
 	}
 	// Another /64 next door, and IPv4, are other sources.

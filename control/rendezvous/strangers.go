@@ -1,6 +1,11 @@
 package rendezvous
 
-import "sync"
+import (
+	"sync"
+	"time"
+
+	"github.com/fips-go/fips/control/ratelimit"
+)
 
 // A stranger is a sender of a traversal offer that is neither one of the
 // node's configured peers, nor an open-discovery peer it has linked to,
@@ -32,38 +37,40 @@ const (
 // hold every slot a configured peer's offer needs. Safe for concurrent
 // use.
 type StrangerGate struct {
-	mu       sync.Mutex
-	tokens   float64
-	lastMs   uint64
-	authors  map[string]uint64 // author → when its last offer was admitted
-	active   int
-	maxAct   int
-	observed bool
+	mu      sync.Mutex
+	offers  ratelimit.Bucket         // shared by every stranger
+	authors *ratelimit.Keyed[string] // one offer per author per interval
+	active  int
+	maxAct  int
 	// RefusedRate, RefusedAuthor and RefusedSlots count offers refused
 	// by the shared rate, the per-author interval (or a full author
 	// table) and the concurrency share.
 	RefusedRate, RefusedAuthor, RefusedSlots uint64
 }
 
+var strangerOffers = ratelimit.Every(StrangerOfferBurst, StrangerOfferEveryMs*time.Millisecond)
+
 // NewStrangerGate makes a gate letting strangers hold at most half of
 // maxIncoming concurrent offers (at least one).
 func NewStrangerGate(maxIncoming int) *StrangerGate {
-	return &StrangerGate{authors: map[string]uint64{}, maxAct: max(maxIncoming/2, 1)}
+	return &StrangerGate{
+		authors: ratelimit.NewKeyed[string](ratelimit.KeyedConfig{
+			Rates:    []ratelimit.Rate{ratelimit.Every(1, StrangerAuthorIntervalMs*time.Millisecond)},
+			Max:      strangerAuthorsMax,
+			WhenFull: ratelimit.Refuse, // after forgetting the authors past their interval
+			Forget:   ratelimit.Refilled,
+		}),
+		maxAct: max(maxIncoming/2, 1),
+	}
 }
 
-// Acquire admits one offer from author at nowMs; on true the caller must
-// Release when its answer and punch are over.
+// Acquire admits one offer from author at nowMs (Unix milliseconds); on
+// true the caller must Release when its answer and punch are over.
 func (g *StrangerGate) Acquire(author string, nowMs uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.observed {
-		g.tokens, g.lastMs, g.observed = StrangerOfferBurst, nowMs, true
-	}
-	if nowMs > g.lastMs {
-		g.tokens = min(g.tokens+float64(nowMs-g.lastMs)/StrangerOfferEveryMs, StrangerOfferBurst)
-		g.lastMs = nowMs
-	}
-	if last, ok := g.authors[author]; ok && nowMs < last+StrangerAuthorIntervalMs {
+	now := time.UnixMilli(int64(nowMs))
+	if !g.authors.Ready(now, author) {
 		g.RefusedAuthor++
 		return false
 	}
@@ -71,23 +78,15 @@ func (g *StrangerGate) Acquire(author string, nowMs uint64) bool {
 		g.RefusedSlots++
 		return false
 	}
-	if g.tokens < 1 {
+	if !g.offers.Ready(now, strangerOffers) {
 		g.RefusedRate++
 		return false
 	}
-	if len(g.authors) >= strangerAuthorsMax {
-		for a, last := range g.authors {
-			if nowMs >= last+StrangerAuthorIntervalMs {
-				delete(g.authors, a)
-			}
-		}
-		if len(g.authors) >= strangerAuthorsMax {
-			g.RefusedAuthor++
-			return false
-		}
+	if g.authors.Take(now, author) != ratelimit.Admitted {
+		g.RefusedAuthor++
+		return false
 	}
-	g.tokens--
-	g.authors[author] = nowMs
+	g.offers.Take(now, strangerOffers)
 	g.active++
 	return true
 }

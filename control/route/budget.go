@@ -1,6 +1,9 @@
 package route
 
-import "github.com/fips-go/fips/control/identity"
+import (
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/ratelimit"
+)
 
 // Bounds on what one peer's lookup messages may cost this node. Ours:
 // upstream has neither.
@@ -99,47 +102,28 @@ func (r *Router) makeRecentRoom(from identity.NodeAddr) bool {
 	return true
 }
 
-// proofBucket is one peer's budget of signatures and signature checks.
-type proofBucket struct {
-	tokens float64
-	last   int64 // Unix ms
-}
-
-func (b *proofBucket) refill(now int64) {
-	if now > b.last {
-		b.tokens = min(proofBurst, b.tokens+float64(now-b.last)*proofRate/1000)
-		b.last = now
-	}
+// newProofBuckets makes the per-peer budgets of signatures and signature
+// checks, at most maxProofBuckets of them: a new peer finding the table
+// full is refused (ProofBucketsFull) unless a budget that has refilled can
+// be forgotten (a new one starts full).
+func newProofBuckets() *ratelimit.Keyed[identity.NodeAddr] {
+	return ratelimit.NewKeyed[identity.NodeAddr](ratelimit.KeyedConfig{
+		Rates:    []ratelimit.Rate{ratelimit.PerSecond(proofBurst, proofRate)},
+		Max:      maxProofBuckets,
+		WhenFull: ratelimit.Refuse,
+		Forget:   ratelimit.Refilled,
+	})
 }
 
 // takeProof draws one unit of proof work from from's budget.
 func (r *Router) takeProof(from identity.NodeAddr, now int64) bool {
-	b := r.proofs[from]
-	if b == nil {
-		if len(r.proofs) >= maxProofBuckets {
-			r.sweepProofs(now)
-		}
-		if len(r.proofs) >= maxProofBuckets {
-			r.stats.Limits.ProofBucketsFull++
-			return false
-		}
-		b = &proofBucket{tokens: proofBurst, last: now}
-		r.proofs[from] = b
-	}
-	b.refill(now)
-	if b.tokens < 1 {
+	switch r.proofs.Take(msTime(now), from) {
+	case ratelimit.NoRoom:
+		r.stats.Limits.ProofBucketsFull++
+		return false
+	case ratelimit.Limited:
 		r.stats.Limits.ProofsRateLimited++
 		return false
 	}
-	b.tokens--
 	return true
-}
-
-// sweepProofs forgets budgets that have refilled: a new one starts full.
-func (r *Router) sweepProofs(now int64) {
-	for a, b := range r.proofs {
-		if b.refill(now); b.tokens >= proofBurst {
-			delete(r.proofs, a)
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -178,7 +179,7 @@ func (r *Router) SendDatagramPathMTU(now time.Time, dest identity.NodeAddr, fsp 
 // ErrorInterval, checked before the reverse hop is looked up; no reverse
 // route means no signal (no cascades).
 func (r *Router) sendRoutingError(now int64, dest, toward identity.NodeAddr) {
-	if !r.errLimiter.allow(dest, now) {
+	if r.errLimiter.Take(msTime(now), dest) != ratelimit.Admitted {
 		r.stats.Limits.ErrorRateLimited++
 		return
 	}
@@ -197,7 +198,7 @@ func (r *Router) sendRoutingError(now int64, dest, toward identity.NodeAddr) {
 // sendMtuExceeded reports the bottleneck MTU to toward, under the same
 // per-destination limit.
 func (r *Router) sendMtuExceeded(now int64, dest, toward identity.NodeAddr, mtu uint16) {
-	if !r.errLimiter.allow(dest, now) {
+	if r.errLimiter.Take(msTime(now), dest) != ratelimit.Admitted {
 		r.stats.Limits.ErrorRateLimited++
 		return
 	}

@@ -359,8 +359,8 @@ func TestForwardingErrorSignalRateLimit(t *testing.T) {
 	}
 	// Limiter entries age out on Tick.
 	f.r.Tick(t0.Add(10200 * time.Millisecond))
-	if len(f.r.errLimiter.last) != 0 {
-		t.Fatalf("limiter entries left: %d", len(f.r.errLimiter.last))
+	if f.r.errLimiter.Len() != 0 {
+		t.Fatalf("limiter entries left: %d", f.r.errLimiter.Len())
 	}
 }
 

@@ -1,46 +1,33 @@
 package route
 
-import "github.com/fips-go/fips/control/identity"
+import (
+	"time"
 
-// addrLimiter is upstream's PerAddrRateLimiter: one event per address per
-// interval, entries dropped once older than maxAge. It is bounded: a new
-// address is refused (and counted) when max addresses are tracked after
-// dropping the stale ones. Whether a stale entry is still stored never
-// changes a decision (maxAge ≥ interval), so stale entries are swept only
-// by Tick and when the table is full rather than on every event.
-type addrLimiter struct {
-	interval, maxAge int64 // ms
-	max              int
-	last             map[identity.NodeAddr]int64
-	full             uint64 // refusals for want of room
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/ratelimit"
+)
+
+// newAddrLimiter is upstream's PerAddrRateLimiter: one event per address
+// per interval, entries dropped once maxAge after their last event. It is
+// bounded: a new address is refused (and counted in NoRoom) when max
+// addresses are tracked after dropping the stale ones. Whether a stale
+// entry is still stored never changes a decision (maxAge ≥ interval), so
+// stale entries are swept only by Tick and when the table is full rather
+// than on every event. Its clock is the router's millisecond one (msTime).
+func newAddrLimiter(interval, maxAge time.Duration, max int) *ratelimit.Keyed[identity.NodeAddr] {
+	return ratelimit.NewKeyed[identity.NodeAddr](ratelimit.KeyedConfig{
+		Rates:     []ratelimit.Rate{ratelimit.Every(1, interval)},
+		Max:       max,
+		WhenFull:  ratelimit.Refuse,
+		Forget:    ratelimit.Idle,
+		IdleAfter: maxAge,
+	})
 }
 
-func newAddrLimiter(interval, maxAge int64, max int) *addrLimiter {
-	return &addrLimiter{interval: interval, maxAge: maxAge, max: max, last: map[identity.NodeAddr]int64{}}
-}
+// msTime is a time of the router's millisecond clock (ms) as the limiters
+// take it: their decisions see only whole milliseconds, as before.
+func msTime(n int64) time.Time { return time.UnixMilli(n) }
 
-// allow reports whether an event for a may happen at now, and records it.
-func (l *addrLimiter) allow(a identity.NodeAddr, now int64) bool {
-	t, ok := l.last[a]
-	if ok && satSub(now, t) < l.interval {
-		return false
-	}
-	if !ok && len(l.last) >= l.max {
-		l.sweep(now)
-		if len(l.last) >= l.max {
-			l.full++
-			return false
-		}
-	}
-	l.last[a] = now
-	return true
-}
-
-// sweep drops entries at least maxAge old.
-func (l *addrLimiter) sweep(now int64) {
-	for a, t := range l.last {
-		if satSub(now, t) >= l.maxAge {
-			delete(l.last, a)
-		}
-	}
-}
+// msDuration is d in whole milliseconds, as the limiters' intervals were
+// kept.
+func msDuration(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }

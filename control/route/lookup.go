@@ -11,6 +11,7 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -399,7 +400,7 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	case req.TTL == 0:
 		L.ReqTTLExhausted++
 		return fmt.Errorf("%w: lookup request %d", ErrTTLExhausted, req.RequestID)
-	case !r.fwdLimiter.allow(req.Target, n):
+	case r.fwdLimiter.Take(msTime(n), req.Target) != ratelimit.Admitted:
 		L.ReqForwardRateLimited++
 		return fmt.Errorf("%w: lookup forward for %s", ErrRateLimited, req.Target.Short())
 	}

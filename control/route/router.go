@@ -8,6 +8,7 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
+	"github.com/fips-go/fips/control/ratelimit"
 )
 
 // Router is one node's routing and lookup state. Not safe for concurrent
@@ -29,16 +30,16 @@ type Router struct {
 	rnd   io.Reader
 
 	cache      *CoordCache
-	errLimiter *addrLimiter
+	errLimiter *ratelimit.Keyed[identity.NodeAddr]
 
 	// Lookups.
 	recent      map[uint64]*recentRequest
 	recentOrder []uint64                          // request ids in arrival order
 	recentBy    map[identity.NodeAddr]*peerRecent // the ids each peer sent, for the fair share
-	proofs      map[identity.NodeAddr]*proofBucket
+	proofs      *ratelimit.Keyed[identity.NodeAddr]
 	pending     map[identity.NodeAddr]*pendingLookup
 	backoff     map[identity.NodeAddr]*backoffEntry
-	fwdLimiter  *addrLimiter
+	fwdLimiter  *ratelimit.Keyed[identity.NodeAddr]
 	onLookup    func(now time.Time, ev LookupEvent)
 
 	stats Stats
@@ -60,13 +61,13 @@ func New(self *identity.Identity, cfg Config, topo Topology, filters Filters, li
 		id: self, self: self.NodeAddr(), cfg: cfg, topo: topo, flt: filters, links: links, ids: ids, log: log, rnd: rnd,
 		fwdLog:     fwdLog,
 		cache:      NewCoordCache(cfg.CoordCacheSize, cfg.CoordCacheTTL),
-		errLimiter: newAddrLimiter(cfg.ErrorInterval.Milliseconds(), errAge.Milliseconds(), cfg.MaxErrorLimiterEntries),
+		errLimiter: newAddrLimiter(msDuration(cfg.ErrorInterval), msDuration(errAge), cfg.MaxErrorLimiterEntries),
 		recent:     map[uint64]*recentRequest{},
 		recentBy:   map[identity.NodeAddr]*peerRecent{},
-		proofs:     map[identity.NodeAddr]*proofBucket{},
+		proofs:     newProofBuckets(),
 		pending:    map[identity.NodeAddr]*pendingLookup{},
 		backoff:    map[identity.NodeAddr]*backoffEntry{},
-		fwdLimiter: newAddrLimiter(cfg.LookupForwardInterval.Milliseconds(), fwdAge.Milliseconds(), cfg.MaxForwardLimiterEntries),
+		fwdLimiter: newAddrLimiter(msDuration(cfg.LookupForwardInterval), msDuration(fwdAge), cfg.MaxForwardLimiterEntries),
 	}
 }
 
@@ -95,11 +96,11 @@ func (r *Router) Tick(now time.Time) {
 	n := ms(now)
 	r.pollPending(now)
 	r.purgeRecent(n)
-	r.errLimiter.sweep(n)
-	r.fwdLimiter.sweep(n)
+	r.errLimiter.Sweep(msTime(n))
+	r.fwdLimiter.Sweep(msTime(n))
 	r.cache.purgeExpired(n)
 	r.pruneBackoff(n)
-	r.sweepProofs(n)
+	r.proofs.Sweep(msTime(n))
 }
 
 // Stats returns the counters.
@@ -108,8 +109,8 @@ func (r *Router) Stats() Stats {
 	s.Limits.CacheEvictedLRU = r.cache.evictedLRU
 	s.Limits.CacheEvictedExpired = r.cache.evictedExpired
 	s.Limits.CachePurgedExpired = r.cache.purged
-	s.Limits.ErrorLimiterFull = r.errLimiter.full
-	s.Limits.ForwardLimiterFull = r.fwdLimiter.full
+	s.Limits.ErrorLimiterFull = r.errLimiter.NoRoom
+	s.Limits.ForwardLimiterFull = r.fwdLimiter.NoRoom
 	return s
 }
 

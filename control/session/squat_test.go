@@ -251,16 +251,16 @@ func TestCoordsResponseLimiterForgetsGoneSessions(t *testing.T) {
 	}
 	a.tbl.HandleFSP(m.now, rep, rep, false, buf)
 	m.run()
-	if len(a.tbl.coordsTx) != 1 {
-		t.Fatalf("%d limiter entries", len(a.tbl.coordsTx))
+	if a.tbl.coordsTx.Len() != 1 {
+		t.Fatalf("%d limiter entries", a.tbl.coordsTx.Len())
 	}
 	m.advance(DefaultConfig().IdleTimeout + time.Second)
 	a.tbl.Tick(m.now)
 	if a.tbl.Len() != 0 {
 		t.Fatal("session not purged")
 	}
-	if len(a.tbl.coordsTx) != 0 {
-		t.Fatalf("%d limiter entries left for sessions gone", len(a.tbl.coordsTx))
+	if a.tbl.coordsTx.Len() != 0 {
+		t.Fatalf("%d limiter entries left for sessions gone", a.tbl.coordsTx.Len())
 	}
 }
 

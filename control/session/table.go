@@ -15,6 +15,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -106,7 +107,7 @@ type Table struct {
 	sessions map[identity.NodeAddr]*entry
 	pending  map[identity.NodeAddr][]pendingPkt
 	clamp    map[identity.NodeAddr]clampEntry
-	coordsTx map[identity.NodeAddr]time.Time
+	coordsTx *ratelimit.Keyed[identity.NodeAddr] // one CoordsRequired answer per destination per CoordsResponseInterval
 	limiter  setupLimiter
 	// responders are the answered handshakes in the order answered, for
 	// MaxPendingResponders; entries no longer awaiting msg3 are skipped.
@@ -134,9 +135,12 @@ func New(id *identity.Identity, epoch noise.Epoch, cfg Config, env Env, up Upper
 		sessions: make(map[identity.NodeAddr]*entry),
 		pending:  make(map[identity.NodeAddr][]pendingPkt),
 		clamp:    make(map[identity.NodeAddr]clampEntry),
-		coordsTx: make(map[identity.NodeAddr]time.Time),
 	}
-	t.limiter = setupLimiter{cfg: &t.cfg, links: make(map[identity.NodeAddr]*linkBuckets)}
+	t.limiter = newSetupLimiter(t.cfg)
+	t.coordsTx = ratelimit.NewKeyed[identity.NodeAddr](ratelimit.KeyedConfig{
+		Rates:  []ratelimit.Rate{ratelimit.Every(1, t.cfg.CoordsResponseInterval)},
+		Forget: ratelimit.Refilled,
+	})
 	return t
 }
 
@@ -1005,11 +1009,7 @@ func (t *Table) signalVerdict(src, dest identity.NodeAddr) verdict {
 }
 
 func (t *Table) coordsResponseAllowed(now time.Time, dest identity.NodeAddr) bool {
-	if last, ok := t.coordsTx[dest]; ok && now.Sub(last) < t.cfg.CoordsResponseInterval {
-		return false
-	}
-	t.coordsTx[dest] = now
-	return true
+	return t.coordsTx.Take(now, dest) == ratelimit.Admitted
 }
 
 func (t *Table) handleSignal(now time.Time, src, fromPeer identity.NodeAddr, fsp []byte) {
@@ -1215,11 +1215,7 @@ func (t *Table) Tick(now time.Time) {
 	// An answer limit past its interval decides nothing: forgotten, so
 	// the table holds at most the destinations answered in the last
 	// CoordsResponseInterval.
-	for a, last := range t.coordsTx {
-		if now.Sub(last) >= t.cfg.CoordsResponseInterval {
-			delete(t.coordsTx, a)
-		}
-	}
+	t.coordsTx.Sweep(now)
 	t.expireClamps(now)
 	// Only the sessions with a timer that may be due are visited, in
 	// address order; the rest (established, quiet, not rekeying) cost one

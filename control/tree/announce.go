@@ -35,7 +35,7 @@ func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte)
 		t.log.Debug("TreeAnnounce node_addr mismatch", "from", from.Short(), "declared", node.Short())
 		return &RejectError{Reason: ReasonAddrMismatch, Peer: from}
 	}
-	if !ps.checks.take(now) {
+	if !ps.checks.Take(now, checkBudget) {
 		ps.deferred = append(ps.deferred[:0], msg...)
 		t.stats.VerifyDeferred++
 		t.log.Debug("TreeAnnounce over the peer's signature-check budget, deferred to the tick", "from", from.Short(),

@@ -1,6 +1,10 @@
 package tree
 
-import "time"
+import (
+	"time"
+
+	"github.com/fips-go/fips/control/ratelimit"
+)
 
 // Each TreeAnnounce costs a Schnorr signature check, about a hundred
 // times what its sender spent on it, and a genuine peer sends at most one
@@ -14,42 +18,16 @@ const (
 	checkRate  = 8 // per second
 )
 
-// checkBudget is one peer's token bucket of signature checks; the zero
-// value is full.
-type checkBudget struct {
-	spent float64 // tokens used, 0..checkBurst
-	last  time.Time
-}
-
-func (b *checkBudget) refill(now time.Time) {
-	if !b.last.IsZero() && now.After(b.last) {
-		b.spent = max(0, b.spent-now.Sub(b.last).Seconds()*checkRate)
-	}
-	if b.last.IsZero() || now.After(b.last) {
-		b.last = now
-	}
-}
-
-func (b *checkBudget) take(now time.Time) bool {
-	b.refill(now)
-	if b.spent+1 > checkBurst {
-		return false
-	}
-	b.spent++
-	return true
-}
-
-func (b *checkBudget) available(now time.Time) bool {
-	b.refill(now)
-	return b.spent+1 <= checkBurst
-}
+// checkBudget is each peer's token bucket of signature checks (a
+// peerState's checks, full as the zero value).
+var checkBudget = ratelimit.PerSecond(checkBurst, checkRate)
 
 // handleDeferred handles each peer's deferred announce once its budget
 // allows.
 func (t *Tree) handleDeferred(now time.Time) {
 	for _, a := range t.order {
 		ps := t.peers[a]
-		if ps == nil || len(ps.deferred) == 0 || !ps.checks.available(now) {
+		if ps == nil || len(ps.deferred) == 0 || !ps.checks.Ready(now, checkBudget) {
 			continue
 		}
 		msg := ps.deferred

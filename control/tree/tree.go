@@ -9,6 +9,7 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -52,7 +53,7 @@ type peerState struct {
 
 	// Signature-check budget (budget.go) and the newest announce left
 	// unchecked for want of it.
-	checks   checkBudget
+	checks   ratelimit.Bucket
 	deferred []byte
 }
 
