@@ -106,7 +106,7 @@ type Config struct {
 	// UpcallBufs holds the copies upcalls carry.
 	UpcallBufs *transport.BufferPool
 	// Transports are the node's transports by ID: a worker sends on
-	// those that give it a sender of its own (transport.WorkerSenders).
+	// those that give it a sender of its own (transport.Batched).
 	Transports map[transport.ID]transport.Transport
 	// SessionTTL is the TTL of the datagrams workers originate
 	// (node.session.ttl).
@@ -421,7 +421,7 @@ func (w *Worker) sender(id transport.ID) *senderSlot {
 		}
 	}
 	slot := senderSlot{id: id}
-	if ws, ok := w.e.cfg.Transports[id].(transport.WorkerSenders); ok {
+	if ws, ok := w.e.cfg.Transports[id].(transport.Batched); ok {
 		if s, err := ws.NewSender(); err == nil {
 			slot.s = s
 		}

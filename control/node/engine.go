@@ -82,7 +82,7 @@ func (n *Node) startEngine() {
 		return
 	}
 	for _, id := range n.order {
-		if a, ok := n.transports[id].(transport.DataAttacher); ok {
+		if a, ok := n.transports[id].(transport.Batched); ok {
 			a.AttachDataPath(n.eng)
 		}
 	}

@@ -126,7 +126,7 @@ type Node struct {
 	transports map[transport.ID]transport.Transport
 	order      []transport.ID
 	// queues are the loop's own send queues on the transports that give
-	// it one (transport.WorkerSenders), flushed once per burst; dirty
+	// it one (transport.Batched), flushed once per burst; dirty
 	// lists those with something queued (loop only).
 	queues map[transport.ID]transport.Sender
 	dirty  []transport.Sender
@@ -638,7 +638,7 @@ func describe(t transport.Transport) string {
 // what the loop sends in a burst leaves in one batch (UDP: one sendmmsg,
 // runs as GSO messages).
 func (n *Node) addQueue(t transport.Transport) {
-	ws, ok := t.(transport.WorkerSenders)
+	ws, ok := t.(transport.Batched)
 	if !ok {
 		return
 	}

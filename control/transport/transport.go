@@ -356,19 +356,17 @@ func Offer(w DataWorker, bufs *BufferPool, deliver Deliver, p Packet) Offered {
 	return Delivered
 }
 
-// DataAttacher is a transport whose readers run a DataPath. The node
-// attaches it before Start.
-type DataAttacher interface {
+// Batched is a transport the dataplane runs on: its readers are
+// dataplane workers (AttachDataPath, before Start), and each worker, and
+// the node's loop, gets a send queue of its own on its socket
+// (NewSender, once started), flushed once per batch. The UDP transport
+// is one; TCP is not.
+type Batched interface {
 	AttachDataPath(DataPath)
-}
-
-// WorkerSenders is a transport that gives each dataplane worker a send
-// queue of its own on its socket.
-type WorkerSenders interface {
 	NewSender() (Sender, error)
 }
 
-// Sender is one worker's send queue on a transport. Not safe for
+// Sender is one goroutine's send queue on a transport. Not safe for
 // concurrent use.
 type Sender interface {
 	Reserver

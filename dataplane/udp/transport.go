@@ -144,11 +144,10 @@ type Transport struct {
 }
 
 var (
-	_ transport.DataAttacher  = (*Transport)(nil)
-	_ transport.WorkerSenders = (*Transport)(nil)
+	_ transport.Batched = (*Transport)(nil)
 )
 
-// AttachDataPath implements transport.DataAttacher; call it before Start.
+// AttachDataPath implements transport.Batched; call it before Start.
 func (t *Transport) AttachDataPath(dp transport.DataPath) {
 	t.mu.Lock()
 	t.dp = dp
@@ -487,7 +486,7 @@ func (t *Transport) readLoop(conn *Conn, deliver transport.Deliver, dp transport
 	}
 }
 
-// NewSender implements transport.WorkerSenders: a send queue with its
+// NewSender implements transport.Batched: a send queue with its
 // own sendmmsg state on the transport's socket, for one worker.
 func (t *Transport) NewSender() (transport.Sender, error) {
 	bc := t.bc.Load()

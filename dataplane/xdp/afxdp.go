@@ -167,7 +167,7 @@ func (x *xskPlane) senders(w *dataplane.Worker, k int) {
 		byIf[xs.ifindex] = append(byIf[xs.ifindex], xs)
 	}
 	for port, id := range x.ports {
-		ws, ok := x.transports[id].(transport.WorkerSenders)
+		ws, ok := x.transports[id].(transport.Batched)
 		if !ok {
 			continue
 		}

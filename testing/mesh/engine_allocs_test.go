@@ -11,13 +11,17 @@ import (
 )
 
 // workerTransport is a transport that gives workers a send queue: only
-// NewSender is implemented (the worker calls nothing else).
+// transport.Batched is implemented (the worker calls nothing else).
 type workerTransport struct {
 	transport.Transport
 	s *captureSender
 }
 
 func (w workerTransport) NewSender() (transport.Sender, error) { return w.s, nil }
+
+// AttachDataPath completes transport.Batched: the test drives the worker
+// itself.
+func (w workerTransport) AttachDataPath(transport.DataPath) {}
 
 // captureSender is a one-slot send queue: Reserve hands out its one
 // buffer, Flush counts what was queued.
