@@ -126,9 +126,11 @@ type Engine struct {
 	// workers counts live workers (for tests and show_status).
 	workers atomic.Int64
 	// aqms are the live workers' CoDel states; aqmEnded what ended
-	// workers' dropped.
-	aqms     sync.Map
-	aqmEnded atomic.Uint64
+	// workers' dropped. aqmMu guards both: taken when a worker starts or
+	// ends and when show_status reads, never per packet.
+	aqmMu    sync.Mutex
+	aqms     map[*CoDel]struct{}
+	aqmEnded uint64
 	// local is the published table of sessions the workers deliver and
 	// originate for; tun the IPv6 adapter's device they write (nil:
 	// none); ipv6 what they counted doing so.
@@ -188,18 +190,24 @@ func (e *Engine) NewWorker() transport.DataWorker { return e.NewReaderWorker() }
 func (e *Engine) NewReaderWorker() *Worker {
 	e.workers.Add(1)
 	w := &Worker{e: e, aqm: NewCoDel()}
-	e.aqms.Store(w.aqm, struct{}{})
+	e.aqmMu.Lock()
+	if e.aqms == nil {
+		e.aqms = map[*CoDel]struct{}{}
+	}
+	e.aqms[w.aqm] = struct{}{}
+	e.aqmMu.Unlock()
 	return w
 }
 
 // AQMDrops is what the workers' CoDel dropped, live workers and ended
 // ones alike.
 func (e *Engine) AQMDrops() uint64 {
-	n := e.aqmEnded.Load()
-	e.aqms.Range(func(k, _ any) bool {
-		n += k.(*CoDel).Drops.Load()
-		return true
-	})
+	e.aqmMu.Lock()
+	defer e.aqmMu.Unlock()
+	n := e.aqmEnded
+	for q := range e.aqms {
+		n += q.Drops.Load()
+	}
 	return n
 }
 
@@ -504,7 +512,9 @@ func (w *Worker) Close() {
 			s.Close()
 		}
 	}
-	w.e.aqms.Delete(w.aqm)
-	w.e.aqmEnded.Add(w.aqm.Drops.Load())
+	w.e.aqmMu.Lock()
+	delete(w.e.aqms, w.aqm)
+	w.e.aqmEnded += w.aqm.Drops.Load()
+	w.e.aqmMu.Unlock()
 	w.e.workers.Add(-1)
 }
