@@ -21,9 +21,17 @@ import (
 // hold half as many.
 const TUNWriteBatch = 64
 
-// TUNOpener opens an adapter: the OS's (dataplane/tun on Linux,
-// fallback/tun elsewhere), an embedder's own, or a test's.
-type TUNOpener func(tun.Config) (*tun.Device, error)
+// TUNOpener opens an adapter in place of the OS's (dataplane/tun on
+// Linux, fallback/tun elsewhere): an embedder's own, or a test's.
+type TUNOpener interface {
+	OpenTUN(tun.Config) (*tun.Device, error)
+}
+
+// TUNOpenerFunc is a function as a TUNOpener.
+type TUNOpenerFunc func(tun.Config) (*tun.Device, error)
+
+// OpenTUN implements TUNOpener.
+func (f TUNOpenerFunc) OpenTUN(c tun.Config) (*tun.Device, error) { return f(c) }
 
 // TUNConfig is what the adapter is opened with.
 type TUNConfig struct {
@@ -45,11 +53,11 @@ type TUN struct {
 
 // OpenTUN opens and configures the adapter.
 func OpenTUN(c TUNConfig) (*TUN, error) {
-	open := c.Open
-	if open == nil {
-		open = openTUN
+	var open TUNOpener = TUNOpenerFunc(openTUN)
+	if c.Open != nil {
+		open = c.Open
 	}
-	dev, err := open(tun.Config{Name: c.Name, MTU: c.MTU, Addr: c.Addr, Log: c.Log})
+	dev, err := open.OpenTUN(tun.Config{Name: c.Name, MTU: c.MTU, Addr: c.Addr, Log: c.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ type TUNOptions struct {
 	MTU     int    // 1280
 	// Open, when set, replaces the OS's adapter (dataplane/tun or
 	// fallback/tun): an embedder's own device, or a test's.
-	Open dataplane.TUNOpener
+	Open dataplane.TUNOpenerFunc
 }
 
 // Node is a running node.
@@ -795,8 +795,11 @@ func (n *Node) startTUN() {
 	if mtu <= 0 {
 		mtu = 1280
 	}
-	dev, err := dataplane.OpenTUN(dataplane.TUNConfig{Name: name, MTU: mtu, Addr: n.id.IPv6(),
-		Log: logging.WithTarget(n.log, "fips::upper::tun"), Open: n.opts.TUN.Open})
+	cfg := dataplane.TUNConfig{Name: name, MTU: mtu, Addr: n.id.IPv6(), Log: logging.WithTarget(n.log, "fips::upper::tun")}
+	if n.opts.TUN.Open != nil {
+		cfg.Open = n.opts.TUN.Open
+	}
+	dev, err := dataplane.OpenTUN(cfg)
 	if err == nil {
 		err = n.runTUN(dev)
 		if err != nil {

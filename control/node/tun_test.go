@@ -69,9 +69,9 @@ func TestTUNPacketsReachTheLoopAndTheDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := &scriptedTUN{reads: make(chan []byte), closed: make(chan struct{})}
-	td, err := dataplane.OpenTUN(dataplane.TUNConfig{MTU: 1280, Open: func(tun.Config) (*tun.Device, error) {
+	td, err := dataplane.OpenTUN(dataplane.TUNConfig{MTU: 1280, Open: dataplane.TUNOpenerFunc(func(tun.Config) (*tun.Device, error) {
 		return tun.NewDevice(dev, "fake0", 7, nil), nil
-	}})
+	})})
 	if err != nil {
 		t.Fatal(err)
 	}
