@@ -21,10 +21,16 @@ import (
 type ID uint32
 
 // Addr is a remote transport address. It is comparable and allocation-free
-// so it can key maps on the per-packet path. IP transports use AddrPort.
+// so it can key maps on the per-packet path. IP transports use IP; the
+// Ethernet transport uses MAC (and leaves IP unset).
 type Addr struct {
 	IP netip.AddrPort
+	// MAC is a link-layer address; the zero MAC means none.
+	MAC MAC
 }
+
+// AddrFromMAC wraps a link-layer address.
+func AddrFromMAC(m MAC) Addr { return Addr{MAC: m} }
 
 // AddrFromIP wraps an IP address and port. A zone is kept on a
 // link-local address only, as its interface index (an interface name is
@@ -40,11 +46,17 @@ func AddrFromIP(ap netip.AddrPort) Addr {
 
 // String renders the address as operators write it ("192.0.2.1:2121",
 // "[fe80::1%3]:2121" for a link-local address reached on interface 3, as
-// upstream prints it).
-func (a Addr) String() string { return a.IP.String() }
+// upstream prints it; "aa:bb:cc:dd:ee:ff" for a MAC, as upstream renders
+// a 6-byte address).
+func (a Addr) String() string {
+	if !a.IP.IsValid() && !a.MAC.IsZero() {
+		return a.MAC.String()
+	}
+	return a.IP.String()
+}
 
 // IsValid reports whether the address is set.
-func (a Addr) IsValid() bool { return a.IP.IsValid() }
+func (a Addr) IsValid() bool { return a.IP.IsValid() || !a.MAC.IsZero() }
 
 // Packet is one received FMP packet. Data is owned by the receiver until
 // it calls Buf.Release (when Buf is set), after which Data must not be
@@ -202,6 +214,14 @@ type Stats struct {
 	// InvalidClosed (fips-go) counts inbound connections closed for an
 	// invalid frame before any link authenticated on them.
 	InvalidClosed uint64 `json:"invalid_closed"`
+	// BeaconsSent and BeaconsRecv are upstream's Ethernet beacon
+	// counters; NeighboursRefused (fips-go), beacons from new addresses
+	// dropped because the neighbour buffer was full. Ethernet only:
+	// omitted when 0, so other transports' stats do not grow them (and
+	// the metrics endpoint does not export them yet).
+	BeaconsSent       uint64 `json:"beacons_sent,omitempty"`
+	BeaconsRecv       uint64 `json:"beacons_recv,omitempty"`
+	NeighboursRefused uint64 `json:"neighbours_refused,omitempty"`
 }
 
 // MTUError reports a send larger than the transport allows.
@@ -279,6 +299,16 @@ func CheckDestination(ap netip.AddrPort) error {
 		return fmt.Errorf("%w: %s is a multicast address", ErrInvalidAddress, a)
 	}
 	return nil
+}
+
+// CheckAddr is CheckDestination for an IP address; a MAC address is
+// refused when it is all zeros, as upstream refuses it (broadcast and
+// multicast MACs are sent to, as upstream does).
+func CheckAddr(a Addr) error {
+	if !a.IP.IsValid() && !a.MAC.IsZero() {
+		return nil
+	}
+	return CheckDestination(a.IP)
 }
 
 // ListenNetwork picks the socket family for a bind address on proto
@@ -374,4 +404,33 @@ type Sender interface {
 	Flush()
 	// Close flushes and releases the queue.
 	Close()
+}
+
+// CheckStart is the check every transport's Start makes first: kind
+// ("udp", "ethernet") names it in the error; deliver must be set, the
+// transport not closed, and its state configured or failed (a failed
+// Start may be retried).
+func CheckStart(kind string, deliver Deliver, closed bool, state State) error {
+	switch {
+	case deliver == nil:
+		return fmt.Errorf("%s: nil deliver", kind)
+	case closed:
+		return fmt.Errorf("%s: start: %w", kind, ErrClosed)
+	case state != StateConfigured && state != StateFailed:
+		return fmt.Errorf("%s: start: already %s", kind, state)
+	}
+	return nil
+}
+
+// CountBatch counts one flushed send batch: queued packets of bytes in
+// all, of which the kernel took sent. The bytes of a batch that went out
+// only in part are counted in proportion; the rest are send errors.
+func (c *Counters) CountBatch(queued, sent int, bytes uint64) {
+	c.PacketsSent.Add(uint64(sent))
+	if sent == queued {
+		c.BytesSent.Add(bytes)
+		return
+	}
+	c.BytesSent.Add(bytes * uint64(sent) / uint64(max(queued, 1)))
+	c.SendErrors.Add(uint64(max(queued-sent, 0)))
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/dataplane/internal/mmsg"
 )
 
 // oobSize holds a UDP_GRO, an SO_RXQ_OVFL, an SCM_TIMESTAMPNS and an
@@ -75,15 +76,9 @@ type batchState struct {
 // call runs one recvmmsg or sendmmsg on s's first k messages; false
 // asks the runtime to wait until the socket is ready.
 func (s *batchState) call(trap uintptr, fd uintptr) bool {
-	r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(s.k), 0, 0, 0)
-	if e == unix.EAGAIN {
-		return false
-	}
-	s.n, s.errno = int(r), e
-	if e != 0 {
-		s.n = 0
-	}
-	return true
+	var done bool
+	s.n, s.errno, done = mmsg.Call(trap, fd, s.hdrs, s.k)
+	return done
 }
 
 func newBatchState(n int) batchState {

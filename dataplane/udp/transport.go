@@ -170,14 +170,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	}
 	bind := netip.MustParseAddrPort(opts.effectiveBind())
 	bind = netip.AddrPortFrom(bind.Addr().Unmap(), bind.Port())
-	if log == nil {
-		log = slog.Default()
-	}
-	log = logging.WithTarget(log, "fips::transport::udp")
-	log = log.With("transport", "udp", "transport_id", uint32(id))
-	if name != "" {
-		log = log.With("name", name)
-	}
+	log = transport.Logger(log, "udp", id, name)
 	return &Transport{
 		id:    id,
 		name:  name,
@@ -254,16 +247,10 @@ func (t *Transport) Stats() transport.Stats { return t.stats.Snapshot() }
 // Start binds the socket and starts the receive goroutine, which runs
 // until ctx ends or Close is called. A failed Start may be retried.
 func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error {
-	if deliver == nil {
-		return errors.New("udp: nil deliver")
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed.Load() {
-		return fmt.Errorf("udp: start: %w", transport.ErrClosed)
-	}
-	if t.state != transport.StateConfigured && t.state != transport.StateFailed {
-		return fmt.Errorf("udp: start: already %s", t.state)
+	if err := transport.CheckStart("udp", deliver, t.closed.Load(), t.state); err != nil {
+		return err
 	}
 	t.state = transport.StateStarting
 	if t.opts.OutboundOnly && t.opts.BindAddr != "" && t.opts.BindAddr != outboundOnlyBind {
@@ -543,13 +530,7 @@ func (s *sender) Flush() {
 	queued, bytes := q.Datagrams, s.bytes
 	s.bytes = 0
 	sent, err := q.Flush()
-	t.stats.PacketsSent.Add(uint64(sent))
-	if sent == queued {
-		t.stats.BytesSent.Add(bytes)
-	} else {
-		t.stats.BytesSent.Add(bytes * uint64(sent) / uint64(queued))
-		t.stats.SendErrors.Add(uint64(queued - sent))
-	}
+	t.stats.CountBatch(queued, sent, bytes)
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		t.log.Debug("UDP batch send", "queued", queued, "sent", sent, "err", err)
 	}

@@ -35,7 +35,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
 )
@@ -254,14 +253,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	log = logging.WithTarget(log, "fips::transport::tcp")
-	log = log.With("transport", "tcp", "transport_id", uint32(id))
-	if name != "" {
-		log = log.With("name", name)
-	}
+	log = transport.Logger(log, "tcp", id, name)
 	t := &Transport{
 		id:                id,
 		name:              name,
