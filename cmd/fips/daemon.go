@@ -29,6 +29,7 @@ import (
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
+	"github.com/fips-go/fips/dataplane/ethernet"
 	"github.com/fips-go/fips/dataplane/udp"
 	"github.com/fips-go/fips/fallback/tcp"
 )
@@ -90,12 +91,12 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 	}
 	logIdentitySource(log, source, keyPath)
 
-	transports, ids, err := buildTransports(cfg, log)
+	transports, ids, err := buildTransports(cfg, id.PublicKey(), log)
 	if err != nil {
 		return err
 	}
 	if len(transports) == 0 {
-		return errors.New("no operational transports: configure transports.udp or transports.tcp")
+		return errors.New("no operational transports: configure transports.udp, transports.tcp or (on Linux) transports.ethernet")
 	}
 	warnUnbuilt(cfg, log)
 	statics := staticPeers(cfg)
@@ -421,8 +422,9 @@ func sessionConfig(cfg *config.Config) session.Config {
 }
 
 // buildTransports makes the configured transports; ids maps
-// "udp/<name>" and "tcp/<name>" ("" for the unnamed instance) to their ids.
-func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transport, map[string]transport.ID, error) {
+// "udp/<name>", "tcp/<name>" and "ethernet/<name>" ("" for the unnamed
+// instance) to their ids. key is what Ethernet beacons announce.
+func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logger) ([]transport.Transport, map[string]transport.ID, error) {
 	var out []transport.Transport
 	ids := map[string]transport.ID{}
 	next := transport.ID(1)
@@ -458,10 +460,35 @@ func buildTransports(cfg *config.Config, log *slog.Logger) ([]transport.Transpor
 		ids["tcp/"+inst.Name] = next
 		next++
 	}
+	for _, inst := range cfg.Transports.Ethernet.List() {
+		if !ethernet.Supported {
+			break // unimplementedTransports names them
+		}
+		t, err := ethernet.New(next, inst.Name, ethernetOptions(*inst.Config, key), log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("transports.ethernet%s: %w", instSuffix(inst.Name), err)
+		}
+		out = append(out, t)
+		ids["ethernet/"+inst.Name] = next
+		next++
+	}
 	for _, u := range unimplementedTransports(cfg) {
 		log.Warn("transport type not supported by this build yet; skipping", "type", u.typ, "instances", u.n)
 	}
 	return out, ids, nil
+}
+
+// ethernetOptions maps transports.ethernet.* (already range-checked)
+// onto the transport's options.
+func ethernetOptions(c config.EthernetConfig, key identity.PublicKey) ethernet.Options {
+	o := ethernet.Options{Interface: c.Interface, EtherType: c.Ethertype,
+		RecvBufSize: int(min(c.RecvBufSize, math.MaxInt32)), SendBufSize: int(min(c.SendBufSize, math.MaxInt32)),
+		Listen: c.Listen, Announce: c.Announce, AutoConnect: c.AutoConnect, AcceptConnections: c.AcceptConnections,
+		BeaconInterval: time.Duration(c.EffectiveBeaconIntervalSecs()) * time.Second, Key: &key}
+	if c.MTU != nil {
+		o.MTU = int(*c.MTU)
+	}
+	return o
 }
 
 type unimplemented struct {
@@ -473,7 +500,11 @@ type unimplemented struct {
 // does not run yet, in a fixed order.
 func unimplementedTransports(cfg *config.Config) []unimplemented {
 	var out []unimplemented
-	for _, u := range []unimplemented{{"ethernet", cfg.Transports.Ethernet.Len()}, {"tor", cfg.Transports.Tor.Len()},
+	eth := 0
+	if !ethernet.Supported {
+		eth = cfg.Transports.Ethernet.Len()
+	}
+	for _, u := range []unimplemented{{"ethernet", eth}, {"tor", cfg.Transports.Tor.Len()},
 		{"nym", cfg.Transports.Nym.Len()}, {"ble", cfg.Transports.BLE.Len()}} {
 		if u.n > 0 {
 			out = append(out, u)
@@ -485,7 +516,7 @@ func unimplementedTransports(cfg *config.Config) []unimplemented {
 // onlyUnimplemented is the one-line refusal for a configuration whose
 // every transport is of a type fips-go does not run yet; nil otherwise.
 func onlyUnimplemented(cfg *config.Config) error {
-	if cfg.Transports.UDP.Len() > 0 || cfg.Transports.TCP.Len() > 0 {
+	if cfg.Transports.UDP.Len() > 0 || cfg.Transports.TCP.Len() > 0 || (ethernet.Supported && cfg.Transports.Ethernet.Len() > 0) {
 		return nil
 	}
 	us := unimplementedTransports(cfg)
@@ -500,7 +531,7 @@ func onlyUnimplemented(cfg *config.Config) error {
 	if len(names) > 1 {
 		verb = "are"
 	}
-	return fmt.Errorf("no operational transports: %s %s not implemented in fips-go yet (udp and tcp are)",
+	return fmt.Errorf("no operational transports: %s %s not implemented in fips-go yet (udp and tcp are, and ethernet on Linux)",
 		strings.Join(names, ", "), verb)
 }
 

@@ -233,7 +233,7 @@ func (n *Node) apiConnect(ctx context.Context, raw json.RawMessage) (any, error)
 	if err != nil {
 		return nil, ctl.Errorf("invalid npub '%s': %v", npub, err)
 	}
-	t, err := n.transportFor(tsel)
+	t, err := n.transportForAddr(tsel, address)
 	if err != nil {
 		return nil, ctl.Errorf("%v", err)
 	}
@@ -245,7 +245,7 @@ func (n *Node) apiConnect(ctx context.Context, raw json.RawMessage) (any, error)
 		return nil, ctl.Errorf("cannot resolve %s: %v", address, err)
 	}
 	// fips-go: upstream answers ok for a destination no packet can reach.
-	if err := transport.CheckDestination(addr.IP); err != nil {
+	if err := transport.CheckAddr(addr); err != nil {
 		return nil, ctl.Errorf("invalid address %s: %v", address, err)
 	}
 	v, err := n.Do(ctx, func(now time.Time) any {
@@ -359,11 +359,38 @@ type connectionlessStats struct {
 	ConnectFailures uint64 `json:"connect_failures"`
 }
 
+// ethernetStats are upstream's Ethernet counters (frames_too_short and
+// frames_too_long, which upstream never counts, are 0 here too; what
+// fips-go drops for framing is dropped_invalid) and fips-go's.
+type ethernetStats struct {
+	FramesSent        uint64 `json:"frames_sent"`
+	FramesRecv        uint64 `json:"frames_recv"`
+	BytesSent         uint64 `json:"bytes_sent"`
+	BytesRecv         uint64 `json:"bytes_recv"`
+	SendErrors        uint64 `json:"send_errors"`
+	RecvErrors        uint64 `json:"recv_errors"`
+	BeaconsSent       uint64 `json:"beacons_sent"`
+	BeaconsRecv       uint64 `json:"beacons_recv"`
+	FramesTooShort    uint64 `json:"frames_too_short"`
+	FramesTooLong     uint64 `json:"frames_too_long"`
+	MTUExceeded       uint64 `json:"mtu_exceeded"`
+	DroppedQueue      uint64 `json:"dropped_queue_full"`
+	DroppedInvalid    uint64 `json:"dropped_invalid"`
+	NeighboursRefused uint64 `json:"neighbours_refused"`
+}
+
 // transportStats is show_transports' stats object for a transport type:
-// TCP's has upstream's connection counters and pool gauges too.
+// TCP's has upstream's connection counters and pool gauges too, and
+// Ethernet's upstream's frame and beacon counters.
 func transportStats(typ string, st transport.Stats) any {
-	if typ == "tcp" {
+	switch typ {
+	case "tcp":
 		return st
+	case "ethernet":
+		return ethernetStats{FramesSent: st.PacketsSent, FramesRecv: st.PacketsRecv, BytesSent: st.BytesSent,
+			BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, BeaconsSent: st.BeaconsSent,
+			BeaconsRecv: st.BeaconsRecv, MTUExceeded: st.MTUExceeded, DroppedQueue: st.DroppedQueue,
+			DroppedInvalid: st.DroppedInvalid, NeighboursRefused: st.NeighboursRefused}
 	}
 	return connectionlessStats{PacketsSent: st.PacketsSent, PacketsRecv: st.PacketsRecv, BytesSent: st.BytesSent,
 		BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, MTUExceeded: st.MTUExceeded,

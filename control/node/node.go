@@ -178,6 +178,8 @@ type Node struct {
 	// npubs by address (display names); fixed after New.
 	aliases     map[identity.NodeAddr]string
 	staticNpubs map[identity.NodeAddr]string
+	// neighbours is pollDiscovery's scratch buffer (loop goroutine only).
+	neighbours []transport.Neighbour
 	// seeded are the nodes a probe named by their short npub, at most
 	// as many as the identity cache holds keys.
 	seeded seededNames
@@ -456,6 +458,7 @@ func (n *Node) loop(ctx context.Context) {
 		case now := <-tick.C:
 			n.sampleKernelDrops()
 			n.core.Tick(now)
+			n.pollDiscovery(now)
 			n.publishRoutes(now, true)
 			n.publishLocal(true)
 			n.recordHistory(now)

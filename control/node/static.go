@@ -20,18 +20,38 @@ const resolveTimeout = 5 * time.Second
 // transportFor picks the transport a peer address names: "udp" is the
 // first UDP instance, "udp/<name>" a named one.
 func (n *Node) transportFor(sel string) (transport.Transport, error) {
+	return n.transportForAddr(sel, "")
+}
+
+// onInterface is a transport bound to one network interface (Ethernet).
+type onInterface interface{ Interface() string }
+
+// transportForAddr is transportFor knowing the address: an unqualified
+// "ethernet" picks the instance on the interface the address names
+// ("eth0/aa:bb:cc:dd:ee:ff"), as upstream resolves it.
+func (n *Node) transportForAddr(sel, addr string) (transport.Transport, error) {
 	typ, name, qualified := strings.Cut(sel, "/")
+	iface, _, byIface := strings.Cut(addr, "/")
+	byIface = byIface && !qualified && typ == "ethernet"
 	for _, id := range n.order {
 		t := n.transports[id]
 		if t.Type() != typ || n.isBootstrap(id) {
 			continue
 		}
+		if byIface {
+			if oi, ok := t.(onInterface); !ok || oi.Interface() != iface {
+				continue
+			}
+		}
 		if !qualified || t.Name() == name {
 			return t, nil
 		}
 	}
-	if qualified {
+	switch {
+	case qualified:
 		return nil, fmt.Errorf("no %s transport instance named %q", typ, name)
+	case byIface:
+		return nil, fmt.Errorf("no operational Ethernet transport for interface '%s'", iface)
 	}
 	return nil, fmt.Errorf("no %s transport configured", typ)
 }
@@ -44,7 +64,7 @@ func (n *Node) targets(addrs []PeerAddress) []peer.StaticAddress {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Priority < sorted[j].Priority })
 	var out []peer.StaticAddress
 	for _, a := range sorted {
-		t, err := n.transportFor(a.Transport)
+		t, err := n.transportForAddr(a.Transport, a.Addr)
 		if err != nil {
 			n.log.Warn("skipping peer address", "addr", a.Addr, "transport", a.Transport, "error", err)
 			continue
@@ -119,7 +139,7 @@ func (n *Node) resolveTargets(ctx context.Context, ts map[transport.ID]transport
 		a, err := n.resolveAddr(rctx, t, tg.Addr)
 		cancel()
 		if err == nil {
-			err = transport.CheckDestination(a.IP)
+			err = transport.CheckAddr(a)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("resolve %s: %w", tg.Addr, err))

@@ -109,7 +109,7 @@ func (m *Manager) discoveredRoom(addr transport.Addr) bool {
 			continue
 		}
 		all++
-		if l.addr.IP.Addr() == addr.IP.Addr() {
+		if l.addr.IP.Addr() == addr.IP.Addr() && l.addr.MAC == addr.MAC {
 			host++
 		}
 	}

@@ -27,13 +27,18 @@ func newRates(cfg Config) rates {
 // freely, and one IPv6 host is usually given a whole /64 to pick
 // addresses from: keyed by exact address, a /64 got 2⁶⁴ buckets, each
 // with a full burst. The TCP transport's per-source share and the XDP
-// bucket group sources the same way.
+// bucket group sources the same way. On a link-layer transport
+// (Ethernet) the source is its MAC.
 type sourceKey struct {
-	t  transport.ID
-	ip [16]byte
+	t   transport.ID
+	ip  [16]byte
+	mac transport.MAC
 }
 
 func sourceOf(t transport.ID, a transport.Addr) sourceKey {
+	if !a.IP.IsValid() {
+		return sourceKey{t: t, mac: a.MAC}
+	}
 	ip := a.IP.Addr().Unmap()
 	k := sourceKey{t: t, ip: ip.As16()}
 	if ip.Is6() {

@@ -25,7 +25,7 @@ import (
 // naming them.
 var upstreamConfigs = map[string]string{
 	"packaging_common_fips.yaml":                          "",
-	"packaging_openwrt-ipk_files_etc_fips_fips.yaml":      "", // ethernet skipped; udp and tcp run
+	"packaging_openwrt-ipk_files_etc_fips_fips.yaml":      "", // its ethernet interfaces do not exist here (warned, as upstream); udp and tcp run
 	"examples_wireguard-sidecar-macos_fips.yaml":          "", // hostname peers that do not resolve here
 	"examples_k8s-sidecar_entrypoint.yaml":                "",
 	"examples_sidecar-nostr-relay_entrypoint.yaml":        "",
