@@ -1,0 +1,108 @@
+//go:build linux
+
+package netns
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var macForm = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
+
+// TestEthernetBeaconDiscovery: two nodes on one link with only Ethernet
+// transports (AF_PACKET on the veth ends, EtherType 0x2121) and no peers
+// configured find each other by beacons, link, and ping6 each other by
+// .fips name.
+func TestEthernetBeaconDiscovery(t *testing.T) {
+	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b := m.AddNode("a"), m.AddNode("b")
+	l := m.Link(a, b)
+	for _, e := range []struct {
+		n     *Node
+		iface string
+	}{{a, l.IfA}, {b, l.IfB}} {
+		cfg := fmt.Sprintf(`node:
+  identity: { nsec: %q }
+  control: { socket_path: %q }
+  log_level: debug
+transports:
+  ethernet:
+    interface: %s
+    announce: true
+    auto_connect: true
+    accept_connections: true
+tun: { enabled: true, name: fips0, mtu: 1280 }
+dns: { enabled: true, bind_addr: "::1", port: 5354 }
+peers: []
+`, e.n.ID.Secret().Hex(), e.n.Socket, e.iface)
+		if err := os.WriteFile(e.n.Config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.n.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var pa, pb struct {
+			Peers []struct {
+				Npub string `json:"npub"`
+			} `json:"peers"`
+		}
+		if a.Call("show_peers", nil, &pa) == nil && b.Call("show_peers", nil, &pb) == nil &&
+			len(pa.Peers) == 1 && pa.Peers[0].Npub == b.Npub() && len(pb.Peers) == 1 && pb.Peers[0].Npub == a.Npub() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no link by Ethernet beacons after 60 s\nA:\n%s\nB:\n%s", tail(a.Logs(), 40), tail(b.Logs(), 40))
+		}
+	}
+	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
+	if err != nil || !strings.Contains(string(out), "3 received") {
+		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
+	}
+	heard := uint64(0)
+	for _, n := range []*Node{a, b} {
+		if !strings.Contains(n.Logs(), "Ethernet transport started") {
+			t.Errorf("%s: no Ethernet transport started line:\n%s", n.Name, tail(n.Logs(), 30))
+		}
+		// The link is over Ethernet, to the other end's MAC (upstream's
+		// rendering), and the beacons were counted.
+		var ps struct {
+			Peers []struct {
+				TransportAddr string `json:"transport_addr"`
+				TransportType string `json:"transport_type"`
+			} `json:"peers"`
+		}
+		var ts struct {
+			Transports []struct {
+				Type  string `json:"type"`
+				Stats struct {
+					FramesSent  uint64 `json:"frames_sent"`
+					BeaconsSent uint64 `json:"beacons_sent"`
+					BeaconsRecv uint64 `json:"beacons_recv"`
+				} `json:"stats"`
+			} `json:"transports"`
+		}
+		if err := n.Call("show_peers", nil, &ps); err != nil || len(ps.Peers) != 1 {
+			t.Fatalf("%s show_peers: %v %+v", n.Name, err, ps)
+		}
+		if p := ps.Peers[0]; p.TransportType != "ethernet" || !macForm.MatchString(p.TransportAddr) {
+			t.Errorf("%s: peer over %q at %q, want ethernet at a MAC", n.Name, p.TransportType, p.TransportAddr)
+		}
+		if err := n.Call("show_transports", nil, &ts); err != nil || len(ts.Transports) != 1 {
+			t.Fatalf("%s show_transports: %v %+v", n.Name, err, ts)
+		}
+		tr := ts.Transports[0]
+		if tr.Type != "ethernet" || tr.Stats.BeaconsSent == 0 || tr.Stats.FramesSent == 0 {
+			t.Errorf("%s: transport %+v", n.Name, tr)
+		}
+		heard += tr.Stats.BeaconsRecv // the first to start misses the other's first beacon
+	}
+	if heard == 0 {
+		t.Error("no beacon received: the link was not made by discovery")
+	}
+}
