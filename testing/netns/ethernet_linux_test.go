@@ -106,3 +106,70 @@ peers: []
 		t.Error("no beacon received: the link was not made by discovery")
 	}
 }
+
+// TestEthernetStaticAndConnect: with beacons off, a configured peer
+// address in upstream's syntax (transport ethernet, addr iface/mac)
+// links a to b, and the connect command with the same syntax links c to
+// b; b accepts both.
+func TestEthernetStaticAndConnect(t *testing.T) {
+	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	ab, cb := m.Link(a, b), m.Link(c, b)
+	const macAB, macCB = "02:00:5e:00:00:0b", "02:00:5e:00:00:0c" // b's ends
+	for _, e := range [][3]string{{"b", ab.IfB, macAB}, {"b", cb.IfB, macCB}} {
+		if out, err := m.Exec(e[0], "ip", "link", "set", "dev", e[1], "address", e[2]); err != nil {
+			t.Fatalf("set MAC: %v\n%s", err, out)
+		}
+	}
+	conf := func(n *Node, transports, peers string) {
+		cfg := fmt.Sprintf(`node:
+  identity: { nsec: %q }
+  control: { socket_path: %q }
+  log_level: debug
+transports:
+%stun: { enabled: false }
+dns: { enabled: false }
+peers:%s
+`, n.ID.Secret().Hex(), n.Socket, transports, peers)
+		if err := os.WriteFile(n.Config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf(b, fmt.Sprintf("  ethernet:\n    ab: { interface: %s, accept_connections: true }\n    cb: { interface: %s, accept_connections: true }\n", ab.IfB, cb.IfB), " []")
+	conf(a, fmt.Sprintf("  ethernet: { interface: %s }\n", ab.IfA), fmt.Sprintf(`
+  - npub: %s
+    addresses:
+      - { transport: ethernet, addr: "%s/%s" }`, b.Npub(), ab.IfA, macAB))
+	conf(c, fmt.Sprintf("  ethernet:\n    lan: { interface: %s }\n", cb.IfA), " []")
+	connect := map[string]string{"npub": b.Npub(), "address": cb.IfA + "/" + macCB, "transport": "ethernet"}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := c.Call("connect", connect, nil)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) { // the control socket comes up with the daemon
+			t.Fatalf("connect over ethernet: %v\n%s", err, tail(c.Logs(), 30))
+		}
+	}
+	// An interface no instance runs on is refused, with upstream's words.
+	bad := map[string]string{"npub": b.Npub(), "address": "nosuch0/" + macCB, "transport": "ethernet"}
+	if err := c.Call("connect", bad, nil); err == nil || !strings.Contains(err.Error(), "no operational Ethernet transport for interface 'nosuch0'") {
+		t.Errorf("connect on a missing interface: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var pb struct {
+			Peers []struct {
+				Npub string `json:"npub"`
+			} `json:"peers"`
+		}
+		if b.Call("show_peers", nil, &pb) == nil && len(pb.Peers) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b has not both peers after 30 s: %+v\nA:\n%s\nC:\n%s", pb, tail(a.Logs(), 30), tail(c.Logs(), 30))
+		}
+	}
+}
