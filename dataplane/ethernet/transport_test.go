@@ -346,3 +346,46 @@ func TestReceiveAllocs(t *testing.T) {
 		t.Fatalf("receive allocates %v times per frame", a)
 	}
 }
+
+// FuzzHandle: any received frame is counted once and either delivered
+// (a data frame whose packet it carries), learned (a listened beacon with
+// a valid key) or dropped as invalid; nothing panics.
+func FuzzHandle(f *testing.F) {
+	k := [32]byte{}
+	copy(k[:], fill(32, 0x84))
+	for _, s := range [][]byte{{0x00, 0x04, 0x00, 1, 2, 3, 4}, append([]byte{0x00, 0x04, 0x00, 1, 2, 3, 4}, make([]byte, 39)...),
+		{0x00, 0x00, 0x00}, {0x00, 0xff, 0xff}, append([]byte{0x01, 0x01}, k[:]...), {0x01, 0x02}, {0x02}, {}} {
+		f.Add(s)
+	}
+	o := Defaults()
+	o.Interface = "veth0"
+	tr, err := New(1, "", o, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	tr.mtu.Store(1497)
+	tr.bufs = transport.NewBufferPool(1497 + RecvHeadroom)
+	buf := make([]byte, 1497+HeaderSize+RecvHeadroom+1)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		before := tr.Stats()
+		tr.Discover(time.Now(), nil)
+		delivered := 0
+		fr := frame{Buf: buf, MAC: transport.MAC{2, 0, 0, 0, 0, 9}}
+		fr.N = copy(buf, in)
+		fr.Trunc = len(in) > len(buf)
+		tr.handle(&fr, len(buf)-1, 0, nil, func(p transport.Packet) bool {
+			delivered++
+			if len(p.Data) > len(in) {
+				t.Fatalf("delivered %d bytes from a %d-byte frame", len(p.Data), len(in))
+			}
+			p.Buf.Release()
+			return true
+		})
+		after := tr.Stats()
+		learned := len(tr.Discover(time.Now(), nil))
+		invalid := int(after.DroppedInvalid - before.DroppedInvalid)
+		if after.PacketsRecv-before.PacketsRecv != 1 || delivered+learned+invalid != 1 {
+			t.Fatalf("frame %x: recv +%d, delivered %d, learned %d, invalid %d", in, after.PacketsRecv-before.PacketsRecv, delivered, learned, invalid)
+		}
+	})
+}
