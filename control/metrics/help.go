@@ -258,7 +258,7 @@ func counterHelp() map[string]string {
 		"transport.mtu_exceeded":            "Sends refused for exceeding the transport MTU.",
 		"transport.dropped_queue_full":      "Received packets the node refused (its loop had stopped; a full queue holds the reader back instead).",
 		"transport.dropped_invalid":         "Received packets dropped for framing errors, punch packets or oversize.",
-		"transport.kernel_drops":            "Packets the kernel dropped on the receive socket (SO_RXQ_OVFL).",
+		"transport.kernel_drops":            "Packets the kernel dropped on the receive socket (SO_RXQ_OVFL; PACKET_STATISTICS for Ethernet).",
 		"transport.connections_active":      "Open connections (connection-oriented transports).",
 		"transport.connections_refused":     "Inbound connections refused (over the cap, or accept off).",
 		"transport.connect_failures":        "Outbound connection attempts that failed.",

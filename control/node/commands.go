@@ -376,6 +376,7 @@ type ethernetStats struct {
 	MTUExceeded       uint64 `json:"mtu_exceeded"`
 	DroppedQueue      uint64 `json:"dropped_queue_full"`
 	DroppedInvalid    uint64 `json:"dropped_invalid"`
+	KernelDrops       uint64 `json:"kernel_drops"`
 	NeighboursRefused uint64 `json:"neighbours_refused"`
 }
 
@@ -390,7 +391,7 @@ func transportStats(typ string, st transport.Stats) any {
 		return ethernetStats{FramesSent: st.PacketsSent, FramesRecv: st.PacketsRecv, BytesSent: st.BytesSent,
 			BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, BeaconsSent: st.BeaconsSent,
 			BeaconsRecv: st.BeaconsRecv, MTUExceeded: st.MTUExceeded, DroppedQueue: st.DroppedQueue,
-			DroppedInvalid: st.DroppedInvalid, NeighboursRefused: st.NeighboursRefused}
+			DroppedInvalid: st.DroppedInvalid, KernelDrops: st.KernelDrops, NeighboursRefused: st.NeighboursRefused}
 	}
 	return connectionlessStats{PacketsSent: st.PacketsSent, PacketsRecv: st.PacketsRecv, BytesSent: st.BytesSent,
 		BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, MTUExceeded: st.MTUExceeded,

@@ -16,7 +16,9 @@
 // beacon_interval_secs when announce is on; when listen is on, received
 // ones fill a bounded neighbour buffer the node drains (Discover) and,
 // with auto_connect, dials. Frames too short, truncated, of an unknown
-// type or with a bad length or key are counted as DroppedInvalid.
+// type or with a bad length or key are counted as DroppedInvalid; frames
+// the kernel dropped for a full receive buffer (PACKET_STATISTICS) as
+// KernelDrops.
 //
 // Linux only; elsewhere New works (the configuration is valid on every
 // OS, as upstream's) but Start fails with a clear error.

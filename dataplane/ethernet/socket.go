@@ -22,6 +22,9 @@ type link interface {
 	newWriter(batch int) frameWriter
 	hwAddr() transport.MAC
 	ifMTU() int
+	// drops reads, and resets, how many frames the kernel dropped for a
+	// full receive buffer since the last call.
+	drops() (uint64, error)
 	close() error
 }
 

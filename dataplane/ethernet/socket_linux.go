@@ -94,6 +94,23 @@ func (s *packetSocket) hwAddr() transport.MAC { return s.mac }
 func (s *packetSocket) ifMTU() int            { return s.mtu }
 func (s *packetSocket) close() error          { return s.f.Close() }
 
+// drops reads PACKET_STATISTICS, which the kernel zeroes on each read.
+func (s *packetSocket) drops() (uint64, error) {
+	var n uint64
+	var serr error
+	if err := s.rc.Control(func(fd uintptr) {
+		st, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS)
+		if err != nil {
+			serr = err
+			return
+		}
+		n = uint64(st.Drops)
+	}); err != nil {
+		return 0, err
+	}
+	return n, serr
+}
+
 // batchState is one direction's preallocated recvmmsg/sendmmsg arguments.
 type batchState struct {
 	k, n  int

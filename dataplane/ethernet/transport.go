@@ -220,8 +220,15 @@ func (t *Transport) AutoConnect() bool { return t.opts.AutoConnect }
 // per-address state.
 func (t *Transport) CloseConnection(transport.Addr) {}
 
-// Stats implements transport.Transport.
+// Stats implements transport.Transport. KernelDrops are the frames the
+// kernel dropped for a full receive buffer (PACKET_STATISTICS, read and
+// added up here).
 func (t *Transport) Stats() transport.Stats {
+	if r := t.live.Load(); r != nil {
+		if d, err := r.l.drops(); err == nil {
+			t.stats.KernelDrops.Add(d)
+		}
+	}
 	s := t.stats.Snapshot()
 	s.BeaconsSent, s.BeaconsRecv = t.beaconsSent.Load(), t.beaconsRecv.Load()
 	t.nmu.Lock()

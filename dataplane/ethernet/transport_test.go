@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,8 +24,9 @@ type fakeLink struct {
 	once sync.Once
 	done chan struct{}
 
-	mu   sync.Mutex
-	sent []frame
+	mu      sync.Mutex
+	sent    []frame
+	dropped atomic.Uint64 // what drops reports (and resets)
 }
 
 func newFakeLink(mtu int) *fakeLink {
@@ -65,9 +67,10 @@ func (l *fakeLink) frames() []frame {
 	return append([]frame(nil), l.sent...)
 }
 
-func (l *fakeLink) hwAddr() transport.MAC { return l.mac }
-func (l *fakeLink) ifMTU() int            { return l.mtu }
-func (l *fakeLink) close() error          { l.once.Do(func() { close(l.done) }); return nil }
+func (l *fakeLink) drops() (uint64, error) { return l.dropped.Swap(0), nil }
+func (l *fakeLink) hwAddr() transport.MAC  { return l.mac }
+func (l *fakeLink) ifMTU() int             { return l.mtu }
+func (l *fakeLink) close() error           { l.once.Do(func() { close(l.done) }); return nil }
 
 func testKey(t *testing.T) identity.PublicKey { return testKeyN(t, 0x42) }
 
@@ -288,6 +291,13 @@ func TestListenOff(t *testing.T) {
 	}
 	if len(l.frames()) != 0 {
 		t.Fatal("announce off sent a beacon")
+	}
+	// Kernel drops are read (and reset) with each Stats and added up.
+	l.dropped.Store(3)
+	tr.Stats()
+	l.dropped.Store(2)
+	if st := tr.Stats(); st.KernelDrops != 5 {
+		t.Fatalf("kernel drops %d, want 5", st.KernelDrops)
 	}
 }
 
