@@ -274,5 +274,8 @@ func counterHelp() map[string]string {
 		"transport.unauthenticated_evicted": "Unauthenticated inbound connections closed to admit a new one when every slot was held (TCP).",
 		"transport.invalid_closed":          "Inbound connections closed for an invalid frame before any link authenticated on them (TCP).",
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",
+		"transport.beacons_sent":            "Neighbour beacons broadcast (Ethernet; absent while 0).",
+		"transport.beacons_recv":            "Neighbour beacons received (Ethernet; absent while 0).",
+		"transport.neighbours_refused":      "Beacons from new addresses dropped because the neighbour buffer was full (Ethernet; absent while 0).",
 	}
 }
