@@ -34,8 +34,10 @@ func plan(e *env) []row {
 	for _, sender := range []Impl{G, U} {
 		rows = append(rows, rekeyRow(sender))
 	}
-	for _, dialer := range []Impl{G, U} {
-		rows = append(rows, tcpRow(dialer))
+	for _, kind := range []string{"tcp", "ethernet"} {
+		for _, dialer := range []Impl{G, U} {
+			rows = append(rows, linkRow(kind, dialer))
+		}
 	}
 	for _, mode := range relayModes() {
 		rows = append(rows, relayRow(mode))
@@ -505,20 +507,23 @@ func rekeyRow(sender Impl) row {
 	}}
 }
 
-// tcpRow: a g–u link over transports.tcp, dialled by dialer's node only;
-// both ends must list the other with transport_type tcp, ping each other
-// by name, and carry iperf3 for 3 s.
-func tcpRow(dialer Impl) row {
-	return row{scenario: "tcp link", impls: fmt.Sprintf("%s dials %s", dialer, dialer.Other()), body: func(c *rowCtx) string {
-		m := c.mesh(netns.Options{IPv6: true, Transport: "tcp"})
+// linkRow: a g–u link over transports.<kind>, dialled by dialer's node
+// only; both ends must list the other with that transport_type, ping
+// each other by name, and carry iperf3 for 3 s. kind "tcp", or
+// "ethernet": AF_PACKET on the veth ends (EtherType 0x2121), the dialler
+// naming the other by upstream's iface/mac address — frames byte for
+// byte as upstream's.
+func linkRow(kind string, dialer Impl) row {
+	return row{scenario: kind + " link", impls: fmt.Sprintf("%s dials %s", dialer, dialer.Other()), body: func(c *rowCtx) string {
+		m := c.mesh(netns.Options{IPv6: true, Transport: kind})
 		d := c.node(m, "d"+dialer.String(), dialer, "")
 		a := c.node(m, "a"+dialer.Other().String(), dialer.Other(), "")
 		m.LinkOneWay(d, a)
 		m.Start()
 		m.WaitConverged(30 * time.Second)
 		for _, p := range [][2]*netns.Node{{d, a}, {a, d}} {
-			if tt := peers(p[0])[p[1].Npub()].TransportType; tt != "tcp" {
-				c.Fatalf("%s lists %s with transport_type %q, want tcp", p[0].Name, p[1].Name, tt)
+			if tt := peers(p[0])[p[1].Npub()].TransportType; tt != kind {
+				c.Fatalf("%s lists %s with transport_type %q, want %s", p[0].Name, p[1].Name, tt, kind)
 			}
 		}
 		first := netns.WaitReply(c, m, d, name(a), firstContact)

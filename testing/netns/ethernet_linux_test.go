@@ -173,3 +173,25 @@ peers:%s
 		}
 	}
 }
+
+// TestEthernetLine: the harness's Ethernet mesh (an instance per link
+// end, static peers iface/mac) runs a line a–b–c, b with two instances;
+// a reaches c by name through b.
+func TestEthernetLine(t *testing.T) {
+	m := New(t, Options{IPv6: true, Transport: "ethernet"})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	m.Link(a, b)
+	m.Link(b, c)
+	m.Start()
+	m.WaitConverged(30 * time.Second)
+	WaitReply(t, m, a, c.Npub()+".fips", 15*time.Second)
+	var ts struct {
+		Transports []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"transports"`
+	}
+	if err := b.Call("show_transports", nil, &ts); err != nil || len(ts.Transports) != 2 || ts.Transports[0].Type != "ethernet" {
+		t.Fatalf("b's transports: %v %+v", err, ts)
+	}
+}

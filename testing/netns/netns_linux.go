@@ -68,7 +68,9 @@ type Options struct {
 	// software under test): no fips binaries are built, Start refuses.
 	NoDaemons bool
 	// Transport is the transport every node binds on Port and names its
-	// static peers by: "udp" (the default) or "tcp".
+	// static peers by: "udp" (the default) or "tcp"; or "ethernet": an
+	// instance on each of the node's link ends (named l<index>, accepting
+	// connections), its static peers named iface/mac (LinkMAC).
 	Transport string
 	// KeepLogs, when set, is a directory Close copies every node's
 	// fips.yaml and logs into (one folder a node) before the run's
@@ -273,7 +275,8 @@ func (m *Mesh) link(a, b *Node, oneWay bool) *Link {
 		IfA: fmt.Sprintf("%sl%da", m.Prefix, k), IfB: fmt.Sprintf("%sl%db", m.Prefix, k),
 		AddrA: fmt.Sprintf("10.77.%d.1", k), AddrB: fmt.Sprintf("10.77.%d.2", k)}
 	steps := [][]string{
-		{"link", "add", l.IfA, "netns", a.NS, "type", "veth", "peer", "name", l.IfB, "netns", b.NS},
+		{"link", "add", l.IfA, "netns", a.NS, "address", LinkMAC(k, false), "type", "veth", "peer", "name", l.IfB,
+			"netns", b.NS, "address", LinkMAC(k, true)},
 		{"-n", a.NS, "addr", "add", l.AddrA + "/30", "dev", l.IfA},
 		{"-n", b.NS, "addr", "add", l.AddrB + "/30", "dev", l.IfB},
 		{"-n", a.NS, "link", "set", l.IfA, "up"},
@@ -301,6 +304,16 @@ func (m *Mesh) link(a, b *Node, oneWay bool) *Link {
 	return l
 }
 
+// LinkMAC is the MAC of link k's A end (or B end): 02:77:00:k:00:0a
+// (0b), so an Ethernet peer address is known before the link exists.
+func LinkMAC(k int, b bool) string {
+	end := 0xa
+	if b {
+		end = 0xb
+	}
+	return fmt.Sprintf("02:77:00:%02x:00:%02x", k, end)
+}
+
 // config is n's fips.yaml: the transport (UDP unless Options.Transport
 // says otherwise) on every address of the namespace, and each link's
 // other end as a static peer (but the dialled end of a one-way link).
@@ -310,16 +323,21 @@ func (n *Node) config() string {
 	if transport == "" {
 		transport = "udp"
 	}
-	var peers strings.Builder
+	var peers, eth strings.Builder
 	for _, l := range n.links {
-		other, addr := l.B, l.AddrB
+		other, addr, mine, theirs := l.B, l.AddrB, l.IfA, LinkMAC(l.Index, true)
 		if l.B == n {
-			if l.OneWay {
-				continue
-			}
-			other, addr = l.A, l.AddrA
+			other, addr, mine, theirs = l.A, l.AddrA, l.IfB, LinkMAC(l.Index, false)
 		}
-		fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: %s, addr: \"%s:%d\" }\n", other.ID.Npub(), transport, addr, port)
+		fmt.Fprintf(&eth, "    l%d: { interface: %s, accept_connections: true }\n", l.Index, mine)
+		if l.B == n && l.OneWay {
+			continue
+		}
+		target := fmt.Sprintf("%s:%d", addr, port)
+		if transport == "ethernet" {
+			target = mine + "/" + theirs
+		}
+		fmt.Fprintf(&peers, "  - npub: %q\n    addresses:\n      - { transport: %s, addr: \"%s\" }\n", other.ID.Npub(), transport, target)
 	}
 	level := ""
 	lv := n.m.opts.LogLevel
@@ -342,8 +360,12 @@ func (n *Node) config() string {
 		}
 		v6 = fmt.Sprintf("tun: { enabled: true, name: fips0, mtu: %d }\ndns: { enabled: true, bind_addr: \"::1\", port: 5354 }\n", mtu)
 	}
+	transports := fmt.Sprintf("  %s: { bind_addr: \"0.0.0.0:%d\" }\n", transport, port)
+	if transport == "ethernet" {
+		transports = "  ethernet:\n" + eth.String()
+	}
 	return fmt.Sprintf("node:\n  identity: { nsec: %q }\n  control: { socket_path: %q }\n%s"+
-		"transports:\n  %s: { bind_addr: \"0.0.0.0:%d\" }\n%s%s%s", n.ID.Secret().Hex(), n.Socket, level, transport, port, v6, p, n.m.opts.ExtraConfig+n.ExtraConfig)
+		"transports:\n%s%s%s%s", n.ID.Secret().Hex(), n.Socket, level, transports, v6, p, n.m.opts.ExtraConfig+n.ExtraConfig)
 }
 
 // Start writes every node's config and starts its daemon in its namespace.
