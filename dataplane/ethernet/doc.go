@@ -20,6 +20,10 @@
 // the kernel dropped for a full receive buffer (PACKET_STATISTICS) as
 // KernelDrops.
 //
+// When the interface goes down the reader waits for it to come back; one
+// deleted and created again under its name (a new index) gets a new
+// socket, which the senders and the beacon sender move to.
+//
 // Linux only; elsewhere New works (the configuration is valid on every
 // OS, as upstream's) but Start fails with a clear error.
 package ethernet

@@ -1,6 +1,14 @@
 package ethernet
 
-import "github.com/fips-go/fips/control/transport"
+import (
+	"errors"
+
+	"github.com/fips-go/fips/control/transport"
+)
+
+// errLinkDown wraps the read error a packet socket reports when its
+// interface goes down or away (ENETDOWN).
+var errLinkDown = errors.New("ethernet: interface down")
 
 // frame is one frame received or to send, its Ethernet header left to the
 // kernel (a SOCK_DGRAM packet socket): Buf starts with the FIPS frame
@@ -22,6 +30,10 @@ type link interface {
 	newWriter(batch int) frameWriter
 	hwAddr() transport.MAC
 	ifMTU() int
+	// index is the interface's index (a recreated interface has a new
+	// one) and up whether it was up, both when the link was opened.
+	index() int
+	up() bool
 	// drops reads, and resets, how many frames the kernel dropped for a
 	// full receive buffer since the last call.
 	drops() (uint64, error)

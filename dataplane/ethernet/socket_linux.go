@@ -36,6 +36,7 @@ type packetSocket struct {
 	proto   uint16 // network order
 	mac     transport.MAC
 	mtu     int
+	isUp    bool
 	r       batchState
 	readFn  func(fd uintptr) bool
 }
@@ -85,13 +86,16 @@ func openLink(iface string, ethertype uint16, rcvbuf, sndbuf int) (link, error) 
 		f.Close()
 		return nil, fmt.Errorf("ethernet: %w", err)
 	}
-	s := &packetSocket{f: f, rc: rc, ifindex: int32(ifi.Index), proto: proto, mac: mac, mtu: ifi.MTU, r: newBatchState(RecvBatch)}
+	s := &packetSocket{f: f, rc: rc, ifindex: int32(ifi.Index), proto: proto, mac: mac, mtu: ifi.MTU,
+		isUp: ifi.Flags&net.FlagUp != 0, r: newBatchState(RecvBatch)}
 	s.readFn = func(fd uintptr) bool { return s.r.call(unix.SYS_RECVMMSG, fd) }
 	return s, nil
 }
 
 func (s *packetSocket) hwAddr() transport.MAC { return s.mac }
 func (s *packetSocket) ifMTU() int            { return s.mtu }
+func (s *packetSocket) index() int            { return int(s.ifindex) }
+func (s *packetSocket) up() bool              { return s.isUp }
 func (s *packetSocket) close() error          { return s.f.Close() }
 
 // drops reads PACKET_STATISTICS, which the kernel zeroes on each read.
@@ -158,7 +162,11 @@ func (s *packetSocket) readBatch(fs []frame) (int, error) {
 		return 0, err
 	}
 	if b.errno != 0 {
-		return 0, &net.OpError{Op: "recvmmsg", Net: "packet", Err: b.errno}
+		err := &net.OpError{Op: "recvmmsg", Net: "packet", Err: b.errno}
+		if b.errno == unix.ENETDOWN {
+			return 0, fmt.Errorf("%w: %w", errLinkDown, err)
+		}
+		return 0, err
 	}
 	for i := range b.n {
 		h, f, sa := &b.hdrs[i], &fs[i], &b.names[i]

@@ -283,10 +283,11 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.mac.Store(&mac)
 	t.link = l
 	t.bufs = transport.NewBufferPool(mtu + RecvHeadroom)
+	ref := &linkRef{l}
 	t.smu.Lock()
-	t.send = t.newSender(l, SendBatch)
+	t.send = t.newSender(ref, SendBatch)
 	t.smu.Unlock()
-	t.live.Store(&linkRef{l})
+	t.live.Store(ref)
 	t.stop = make(chan struct{})
 	t.wg.Add(1)
 	go t.readLoop(l, deliver, t.dp)
@@ -295,7 +296,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 			t.log.Warn("Announce enabled but no local pubkey set; beacons disabled")
 		} else {
 			t.wg.Add(1)
-			go t.beaconLoop(l, *t.opts.Key, t.beaconEvery, t.stop)
+			go t.beaconLoop(*t.opts.Key, t.beaconEvery, t.stop)
 		}
 	}
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
@@ -332,6 +333,12 @@ func (t *Transport) readLoop(l link, deliver transport.Deliver, dp transport.Dat
 		if err != nil {
 			if t.isClosed(err) {
 				return
+			}
+			if errors.Is(err, errLinkDown) {
+				if l = t.relink(l); l == nil {
+					return
+				}
+				continue
 			}
 			t.stats.RecvErrors.Add(1)
 			t.log.Warn("Ethernet receive error", "error", err)
@@ -403,19 +410,79 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 	}
 }
 
+// relinkRetry is how often relink looks for an interface that went away.
+const relinkRetry = time.Second
+
+// relink follows the interface after old's socket reported it down. The
+// same interface (set down, not deleted) needs nothing: old's socket
+// resumes when it is up again, and relink returns old once it is (a
+// deleted interface goes down first: until it is up again it may yet
+// turn out deleted, and old would never resume). An interface
+// deleted and created again under its name (a veth recreated) has a new
+// index: relink opens a socket on it, every sender and the beacon
+// sender move to it, and old is closed; until it exists again relink
+// tries every relinkRetry. Upstream reopens its beacon socket alone,
+// after three ENXIO sends. The interface is looked up in the namespace
+// of the reader's thread: the process's, for the daemon. nil: the
+// transport was closed.
+func (t *Transport) relink(old link) link {
+	t.stats.RecvErrors.Add(1)
+	t.log.Warn("Ethernet interface down", "interface", t.opts.Interface)
+	for {
+		l, err := t.open(t.opts.Interface, t.opts.EtherType, t.opts.RecvBufSize, t.opts.SendBufSize)
+		if err == nil && l.index() == old.index() {
+			l.close()
+			if l.up() {
+				return old
+			}
+		} else if err == nil {
+			t.mu.Lock()
+			if t.closed.Load() {
+				t.mu.Unlock()
+				l.close()
+				return nil
+			}
+			mac := l.hwAddr()
+			t.link = l
+			t.mac.Store(&mac)
+			t.live.Store(&linkRef{l})
+			t.mu.Unlock()
+			old.close()
+			if mtu := l.ifMTU() - HeaderSize; mtu < t.MTU() {
+				t.log.Warn("recreated interface has a smaller MTU; packets over it are lost", "interface", t.opts.Interface, "mtu", t.MTU(), "if_mtu", l.ifMTU())
+			}
+			t.log.Info("Ethernet socket reopened on the recreated interface", "interface", t.opts.Interface, "mac", mac.String())
+			return l
+		}
+		select {
+		case <-t.stop:
+			return nil
+		case <-time.After(relinkRetry):
+		}
+	}
+}
+
 // beaconLoop broadcasts the beacon at once and then every interval until
-// stop closes.
-func (t *Transport) beaconLoop(l link, key identity.PublicKey, interval time.Duration, stop <-chan struct{}) {
+// stop closes, on the transport's current socket.
+func (t *Transport) beaconLoop(key identity.PublicKey, interval time.Duration, stop <-chan struct{}) {
 	defer t.wg.Done()
 	var buf [wire.EthernetBeaconSize]byte
 	if _, err := (wire.EthernetBeacon{XOnly: key[:]}).MarshalTo(buf[:]); err != nil {
 		t.log.Error("cannot build beacon", "error", err)
 		return
 	}
-	w := l.newWriter(1)
+	var ref *linkRef
+	var w frameWriter
 	fs := []frame{{Buf: buf[:], MAC: transport.BroadcastMAC}}
 	failing := 0
 	send := func() {
+		r := t.live.Load()
+		if r == nil {
+			return
+		}
+		if r != ref {
+			ref, w = r, r.l.newWriter(1)
+		}
 		if _, err := w.writeBatch(fs); err != nil {
 			if t.isClosed(err) {
 				return
@@ -452,13 +519,14 @@ func (t *Transport) NewSender() (transport.Sender, error) {
 	if r == nil {
 		return nil, fmt.Errorf("ethernet: sender: %w", transport.ErrNotStarted)
 	}
-	return t.newSender(r.l, SendBatch), nil
+	return t.newSender(r, SendBatch), nil
 }
 
 // sender is one goroutine's send queue: preallocated frames of MTU+3
 // bytes, flushed with one sendmmsg.
 type sender struct {
 	t     *Transport
+	ref   *linkRef // the link w writes to: relink replaces the transport's
 	w     frameWriter
 	slots [][]byte
 	fs    []frame
@@ -466,9 +534,9 @@ type sender struct {
 	bytes uint64
 }
 
-func (t *Transport) newSender(l link, batch int) *sender {
+func (t *Transport) newSender(r *linkRef, batch int) *sender {
 	size := int(t.mtu.Load()) + HeaderSize
-	s := &sender{t: t, w: l.newWriter(batch), slots: make([][]byte, batch), fs: make([]frame, batch)}
+	s := &sender{t: t, ref: r, w: r.l.newWriter(batch), slots: make([][]byte, batch), fs: make([]frame, batch)}
 	for i := range s.slots {
 		s.slots[i] = make([]byte, size)
 	}
@@ -513,6 +581,9 @@ func (s *sender) flush() error {
 	}
 	t, queued, bytes := s.t, s.n, s.bytes
 	s.n, s.bytes = 0, 0
+	if r := t.live.Load(); r != nil && r != s.ref { // the interface was recreated
+		s.ref, s.w = r, r.l.newWriter(len(s.fs))
+	}
 	sent, err := s.w.writeBatch(s.fs[:queued])
 	t.stats.CountBatch(queued, sent, bytes)
 	if err != nil && !t.isClosed(err) {

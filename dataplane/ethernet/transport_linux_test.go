@@ -5,11 +5,13 @@ package ethernet
 import (
 	"context"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
@@ -19,14 +21,21 @@ import (
 )
 
 // vethPair makes veth fipse0 <-> fipse1, up, in a fresh namespace the
-// test's thread is locked in.
-func vethPair(t *testing.T) {
+// test's thread is locked in, and returns the namespace.
+func vethPair(t *testing.T) netns.NsHandle {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (a network namespace and AF_PACKET)")
 	}
 	nsthread.Lock(t)
-	nsthread.New(t)
+	ns := nsthread.New(t)
+	addVeth(t)
+	return ns
+}
+
+// addVeth makes veth fipse0 <-> fipse1, up, in the thread's namespace.
+func addVeth(t *testing.T) {
+	t.Helper()
 	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "fipse0", MTU: 1500}, PeerName: "fipse1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +232,115 @@ func TestStartErrors(t *testing.T) {
 		t.Fatalf("start on a missing interface: %v (%s)", err, tr.State())
 	}
 	tr.Close()
+}
+
+// inNS opens links in ns whatever thread the caller runs on (relink runs
+// on the reader's), as the daemon's process-wide namespace does.
+func inNS(ns netns.NsHandle) func(string, uint16, int, int) (link, error) {
+	return func(iface string, et uint16, r, w int) (link, error) {
+		var l link
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			if err = netns.Set(ns); err == nil {
+				l, err = openLink(iface, et, r, w)
+			}
+		}()
+		<-done
+		return l, err
+	}
+}
+
+// TestRelinkOnRecreatedInterface: the veth is deleted and made again
+// under its names; both transports reopen their sockets on the new
+// interfaces (new MACs) and frames flow again, through a sender made
+// before.
+func TestRelinkOnRecreatedInterface(t *testing.T) {
+	ns := vethPair(t)
+	defer goleak.VerifyNone(t)
+	got := make(chan transport.Packet, 16)
+	start := func(iface string) *Transport {
+		o := Defaults()
+		o.Interface = iface
+		tr, err := New(1, "", o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.open = inNS(ns)
+		if err := tr.Start(context.Background(), func(p transport.Packet) bool { got <- p; return true }); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	a, b := start("fipse0"), start("fipse1")
+	defer a.Close()
+	defer b.Close()
+	s, err := a.NewSender()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	send := func(p byte) {
+		t.Helper()
+		buf, err := s.Reserve(transport.AddrFromMAC(b.LocalMAC()), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf[0] = p
+		s.Flush()
+	}
+	recv := func(want byte) {
+		t.Helper()
+		select {
+		case p := <-got:
+			if len(p.Data) != 1 || p.Data[0] != want {
+				t.Fatalf("got %x, want %02x", p.Data, want)
+			}
+			p.Buf.Release()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%02x not received", want)
+		}
+	}
+	send(1)
+	recv(1)
+	// Set down and up again: the same interface, the same sockets.
+	oldA, oldB := a.LocalMAC(), b.LocalMAC()
+	lb, err := netlink.LinkByName("fipse1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetDown(lb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ENETDOWN seen", func() bool { return b.Stats().RecvErrors == 1 })
+	if err := netlink.LinkSetUp(lb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "carrier", func() bool {
+		l, err := netlink.LinkByName("fipse0")
+		return err == nil && l.Attrs().OperState == netlink.OperUp
+	})
+	send(3)
+	recv(3)
+	if a.LocalMAC() != oldA || b.LocalMAC() != oldB {
+		t.Fatal("a link set down and up was reopened")
+	}
+	// Deleted and made again: new interfaces, new sockets.
+	l, err := netlink.LinkByName("fipse0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkDel(l); err != nil { // its peer goes with it
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a relink attempt or two finds nothing
+	addVeth(t)
+	waitFor(t, "relink", func() bool { return a.LocalMAC() != oldA && b.LocalMAC() != oldB })
+	send(2)
+	recv(2)
+	if a.State() != transport.StateUp || a.Stats().RecvErrors == 0 {
+		t.Fatalf("state %s, recv errors %d", a.State(), a.Stats().RecvErrors)
+	}
 }

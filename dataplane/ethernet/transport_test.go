@@ -70,6 +70,8 @@ func (l *fakeLink) frames() []frame {
 func (l *fakeLink) drops() (uint64, error) { return l.dropped.Swap(0), nil }
 func (l *fakeLink) hwAddr() transport.MAC  { return l.mac }
 func (l *fakeLink) ifMTU() int             { return l.mtu }
+func (l *fakeLink) index() int             { return 1 }
+func (l *fakeLink) up() bool               { return true }
 func (l *fakeLink) close() error           { l.once.Do(func() { close(l.done) }); return nil }
 
 func testKey(t *testing.T) identity.PublicKey { return testKeyN(t, 0x42) }
