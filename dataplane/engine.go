@@ -272,7 +272,7 @@ func (w *Worker) clock() time.Time {
 // AEAD's associated data, but the opened frame's flags carry it on to
 // MMP, the relayed frame and the delivered packet.
 func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64, ce bool) bool {
-	if len(b) < wire.FMPFrameMinSize || b[0] != wire.FMPVersion<<4|wire.FMPPhaseEstablished {
+	if len(b) < wire.FMPFrameMinSize || !wire.IsEstablishedFrame(b) {
 		return false
 	}
 	f, err := wire.ParseFMPFrame(b)
@@ -346,7 +346,7 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	fsp := msg[wire.SessionDatagramHeaderSize:]
 	// Handshake phases and packets carrying coordinates warm the
 	// coordinate cache: the loop's.
-	if fsp[0]&0x0f != wire.FSPPhaseEstablished || wire.FSPFlags(fsp[1]).CoordsPresent() || ttl <= 1 {
+	if wire.FSPPacketPhase(fsp) != wire.FSPPhaseEstablished || wire.FSPPacketFlags(fsp).CoordsPresent() || ttl <= 1 {
 		return false
 	}
 	r := e.fwd.Load().Lookup(dest)

@@ -167,7 +167,7 @@ func (w *Worker) SendTUN(pkt []byte) bool {
 	e := w.e
 	c := &e.ipv6
 	lt := e.local.Load()
-	if lt == nil || len(pkt) < wire.IPv6HeaderSize || pkt[0]>>4 != 6 {
+	if lt == nil || !wire.IsIPv6(pkt) {
 		return false
 	}
 	le := lt.byIPv6[wire.IPv6Dst(pkt)]

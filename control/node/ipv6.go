@@ -49,7 +49,7 @@ func (c *Core) IPv6Stats() ctl.IPv6Stats {
 func (c *Core) SendIPv6(now time.Time, pkt []byte) {
 	c.now = now
 	v := c.v6
-	if v == nil || len(pkt) < wire.IPv6HeaderSize || pkt[0]>>4 != 6 {
+	if v == nil || !wire.IsIPv6(pkt) {
 		if v != nil {
 			v.stats.Dropped++
 		}

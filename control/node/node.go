@@ -491,15 +491,15 @@ func (n *Node) receive(now time.Time, it rxItem) {
 		return
 	}
 	p := it.p
-	if p.Arrived != 0 && len(p.Data) > 0 && p.Data[0]&0x0f == wire.FMPPhaseEstablished &&
+	if p.Arrived != 0 && len(p.Data) > 0 && wire.PacketPhase(p.Data) == wire.FMPPhaseEstablished &&
 		n.aqm.Drop(now, now.Sub(time.Unix(0, p.Arrived))) {
 		p.Buf.Release()
 		return
 	}
-	if n.rdv != nil && len(p.Data) > 0 && p.Data[0]>>4 != wire.FMPVersion {
-		n.rdvProtocolMismatch(now, p.Transport, p.Data[0]>>4)
+	if n.rdv != nil && len(p.Data) > 0 && wire.PacketVersion(p.Data) != wire.FMPVersion {
+		n.rdvProtocolMismatch(now, p.Transport, wire.PacketVersion(p.Data))
 	}
-	if p.CE && len(p.Data) > 0 && p.Data[0] == wire.FMPVersion<<4|wire.FMPPhaseEstablished {
+	if p.CE && wire.IsEstablishedFrame(p.Data) {
 		n.outerCE.Add(1)
 	}
 	n.core.HandlePacketECN(now, p.Transport, p.From, p.Data, p.CE)

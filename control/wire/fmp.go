@@ -348,3 +348,17 @@ func (in FMPInner) MarshalTo(b []byte) (int, error) {
 	copy(b[4:n], in.Message)
 	return n, nil
 }
+
+// PacketVersion and PacketPhase are the version and phase nibbles of an
+// FMP packet's first byte; b holds at least one byte (checked by the
+// caller).
+func PacketVersion(b []byte) uint8 { return b[0] >> 4 }
+
+// PacketPhase: see PacketVersion.
+func PacketPhase(b []byte) uint8 { return b[0] & 0x0f }
+
+// IsEstablishedFrame reports whether b starts as an established frame of
+// this version does (its length not yet checked).
+func IsEstablishedFrame(b []byte) bool {
+	return len(b) > 0 && b[0] == FMPVersion<<4|FMPPhaseEstablished
+}

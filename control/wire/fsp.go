@@ -702,3 +702,11 @@ func fixedBody(b []byte, msg string, size int) error {
 	}
 	return nil
 }
+
+// FSPPacketPhase and FSPPacketFlags read an FSP packet's prefix without
+// parsing it; fsp holds at least FSPPrefixSize bytes (checked by the
+// caller).
+func FSPPacketPhase(fsp []byte) uint8 { return fsp[0] & 0x0f }
+
+// FSPPacketFlags: see FSPPacketPhase.
+func FSPPacketFlags(fsp []byte) FSPFlags { return FSPFlags(fsp[1]) }

@@ -32,6 +32,10 @@ const (
 	ipv6MaxPayload = 0xFFFF // payload_length is 16 bits; no jumbograms
 )
 
+// IsIPv6 reports whether pkt is long enough for an IPv6 header and says
+// version 6.
+func IsIPv6(pkt []byte) bool { return len(pkt) >= IPv6HeaderSize && pkt[0]>>4 == 6 }
+
 // IPv6Src and IPv6Dst are the addresses of an IPv6 packet of at least
 // IPv6HeaderSize bytes (checked by the caller).
 func IPv6Src(pkt []byte) netip.Addr { return netip.AddrFrom16([16]byte(pkt[8:24])) }

@@ -16,6 +16,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane"
 )
 
 // Defaults and limits (transports.ethernet.* in fips.yaml).
@@ -381,10 +382,10 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 			return
 		}
 		p := transport.Packet{Transport: t.id, From: transport.AddrFromMAC(f.MAC), Data: d.Packet, Arrived: arrived}
-		switch transport.Offer(w, t.bufs, deliver, p) {
-		case transport.Refused:
+		switch dataplane.Offer(w, t.bufs, deliver, p) {
+		case dataplane.Refused:
 			t.stats.DroppedQueue.Add(1)
-		case transport.TooLarge:
+		case dataplane.TooLarge:
 			t.stats.DroppedInvalid.Add(1)
 		}
 	case wire.EthernetFrameBeacon:

@@ -14,6 +14,7 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/dataplane"
 )
 
 // Defaults and limits (transports.udp.* in fips.yaml).
@@ -427,7 +428,7 @@ func (t *Transport) readLoop(conn *Conn, deliver transport.Deliver, dp transport
 		// has handled the packet, so steady-state receive does not
 		// allocate. The pool's buffers hold MTU+RecvHeadroom.
 		p := transport.Packet{Transport: t.id, From: transport.AddrFromIP(from), Data: b, Arrived: arrived, CE: ce}
-		if transport.Offer(w, t.bufs, deliver, p) == transport.Refused {
+		if dataplane.Offer(w, t.bufs, deliver, p) == dataplane.Refused {
 			t.stats.DroppedQueue.Add(1)
 		}
 	}

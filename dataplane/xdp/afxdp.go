@@ -237,13 +237,13 @@ func (x *xskPlane) read(xs *xskSock, k int) {
 			// on, as a UDP socket reports it (its scope id).
 			from := transport.AddrFromIP(netip.AddrPortFrom(transport.WithZoneIndex(d.Src.Addr(), uint32(xs.ifindex)), d.Src.Port()))
 			p := transport.Packet{Transport: id, From: from, Data: d.Payload, Arrived: time.Now().UnixNano(), CE: d.ECN == 3}
-			switch transport.Offer(w, x.bufs, deliver, p) {
-			case transport.Delivered:
+			switch dataplane.Offer(w, x.bufs, deliver, p) {
+			case dataplane.Delivered:
 				xs.toLoop.Add(1)
-			case transport.Refused:
+			case dataplane.Refused:
 				xs.toLoop.Add(1)
 				xs.refused.Add(1)
-			case transport.TooLarge:
+			case dataplane.TooLarge:
 				xs.toLoop.Add(1)
 				xs.invalid.Add(1)
 			}
