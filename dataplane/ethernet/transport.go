@@ -375,12 +375,13 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 	}
 	switch b[0] {
 	case wire.EthernetFrameData:
-		d, err := wire.ParseEthernetData(b)
-		if err != nil {
-			t.stats.DroppedInvalid.Add(1)
-			t.log.Debug("dropping invalid Ethernet data frame", "remote_mac", f.MAC.String(), "error", err)
+		// Checked first so that garbage costs no error value: the
+		// decoder's errors are built only for the debug line.
+		if len(b) < HeaderSize || HeaderSize+int(binary.LittleEndian.Uint16(b[1:])) > len(b) {
+			t.dropInvalid(f, b, "dropping invalid Ethernet data frame")
 			return
 		}
+		d, _ := wire.ParseEthernetData(b)
 		p := transport.Packet{Transport: t.id, From: transport.AddrFromMAC(f.MAC), Data: d.Packet, Arrived: arrived}
 		switch dataplane.Offer(w, t.bufs, deliver, p) {
 		case dataplane.Refused:
@@ -393,22 +394,42 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 		if !t.opts.Listen {
 			return
 		}
-		bc, err := wire.ParseEthernetBeacon(b)
-		if err == nil {
-			var key identity.PublicKey
-			if key, err = identity.ParsePublicKey(bc.XOnly); err == nil {
-				t.nmu.Lock()
-				t.neighbours.Add(time.Now(), transport.AddrFromMAC(f.MAC), key)
-				t.nmu.Unlock()
-				return
-			}
+		if len(b) < wire.EthernetBeaconSize || b[1] != wire.EthernetBeaconVersion {
+			t.dropInvalid(f, b, "dropping invalid Ethernet beacon")
+			return
 		}
-		t.stats.DroppedInvalid.Add(1)
-		t.log.Debug("dropping invalid Ethernet beacon", "remote_mac", f.MAC.String(), "error", err)
+		bc, _ := wire.ParseEthernetBeacon(b)
+		key, err := identity.ParsePublicKey(bc.XOnly) // not a curve point: an error (rare)
+		if err != nil {
+			t.dropInvalid(f, b, "dropping invalid Ethernet beacon")
+			return
+		}
+		t.nmu.Lock()
+		t.neighbours.Add(time.Now(), transport.AddrFromMAC(f.MAC), key)
+		t.nmu.Unlock()
 	default:
-		t.stats.DroppedInvalid.Add(1)
-		t.log.Debug("Unknown frame type, dropping", "remote_mac", f.MAC.String(), "frame_type", b[0])
+		t.dropInvalid(f, b, "Unknown frame type, dropping")
 	}
+}
+
+// dropInvalid counts a frame dropped for its framing and, when debug is
+// on, says why (the decoders' error, built only then).
+func (t *Transport) dropInvalid(f *frame, b []byte, msg string) {
+	t.stats.DroppedInvalid.Add(1)
+	if !t.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	var err error
+	switch b[0] {
+	case wire.EthernetFrameData:
+		_, err = wire.ParseEthernetData(b)
+	case wire.EthernetFrameBeacon:
+		var bc wire.EthernetBeacon
+		if bc, err = wire.ParseEthernetBeacon(b); err == nil {
+			_, err = identity.ParsePublicKey(bc.XOnly)
+		}
+	}
+	t.log.Debug(msg, "remote_mac", f.MAC.String(), "frame_type", b[0], "error", err)
 }
 
 // relinkRetry is how often relink looks for an interface that went away.

@@ -357,6 +357,13 @@ func TestReceiveAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { tr.handle(&f, 1600, 0, nil, deliver) }); a != 0 {
 		t.Fatalf("receive allocates %v times per frame", a)
 	}
+	// Garbage costs no allocation either (debug off).
+	for _, g := range [][]byte{{0x00, 0x09, 0x00, 1}, {0x01, 0x01, 0x00}, {0x07}} {
+		g := frame{Buf: append(g, make([]byte, 8)...), N: len(g), MAC: f.MAC}
+		if a := testing.AllocsPerRun(100, func() { tr.handle(&g, 1600, 0, nil, deliver) }); a != 0 {
+			t.Fatalf("garbage %x allocates %v times per frame", g.Buf[:g.N], a)
+		}
+	}
 }
 
 // FuzzHandle: any received frame is counted once and either delivered
