@@ -17,7 +17,7 @@ RACE_PKGS   ?= ./control/... ./fallback/... ./dataplane/...
 # Packages whose tests need root (network namespaces, BPF programs, TUN
 # devices, installing the .deb): without it they fail, never skip, so
 # `make test` does not start as another user.
-PRIV_PKGS   := bpf dataplane/afxdp dataplane/tun testing/bench testing/netns testing/packaging
+PRIV_PKGS   := bpf dataplane/afxdp dataplane/ethernet dataplane/tun dataplane/xdp testing/bench testing/netns testing/packaging
 
 # sudo replaces PATH with its secure_path, which lacks Go's usual home:
 # take go from there (the recipes and the tests that run go too).
