@@ -7,9 +7,21 @@ import (
 
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/transport"
 )
+
+// LAN dial rate (fips-go's; upstream dials every answer): handshakes to
+// peers found on the LAN that nobody configured start at most lanDialBurst
+// at once and lanDialRate a second after, however many fresh npubs the
+// LAN's hosts answer with. Configured peers found on the LAN are not paced.
+const (
+	lanDialBurst = 4
+	lanDialRate  = 1 // per second
+)
+
+var lanDialPace = ratelimit.PerSecond(lanDialBurst, lanDialRate)
 
 // LANOptions are node.rendezvous.lan.* (mDNS).
 type LANOptions struct {
@@ -92,6 +104,10 @@ func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
 		// (any LAN host can answer with fresh npubs); a configured one
 		// found on the LAN keeps its full claim on a slot.
 		_, configured := n.staticNpubs[na]
+		if !configured && !n.lanDials.TakeCounted(now, lanDialPace, &n.lanDialLimited) {
+			lc.Debug("Discovered peer not dialled", "error", "LAN dial rate exceeded") // counted: lan_rendezvous.dial_limited
+			return
+		}
 		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: to, Discovered: !configured}); errors.Is(err, peer.ErrDiscoveredLimit) {
 			lc.Debug("Discovered peer not dialled", "error", err) // counted: link_layer.discovered_limit
 		} else if err != nil {
