@@ -316,15 +316,13 @@ type RendezvousStats struct {
 	SignalsReceived      uint64 `json:"signals_received"`
 	SignalsInvalid       uint64 `json:"signals_invalid"`
 	SignalsDropped       uint64 `json:"signals_dropped"`
-	// SignalsDroppedStranger counts the strangers' signals among
-	// SignalsDropped (wanted peers' signals are queued apart).
-	SignalsDroppedStranger uint64 `json:"signals_dropped_stranger"`
-	OffersSent             uint64 `json:"offers_sent"`
-	OffersReceived         uint64 `json:"offers_received"`
-	OffersRejected         uint64 `json:"offers_rejected"`
-	OffersRefusedGlobal    uint64 `json:"offers_refused_global"`
-	OffersRefusedNpub      uint64 `json:"offers_refused_per_npub"`
-	OffersReplayed         uint64 `json:"offers_replayed"`
+	SignalsStrangerDrops uint64 `json:"signals_dropped_stranger"` // strangers' among signals_dropped
+	OffersSent           uint64 `json:"offers_sent"`
+	OffersReceived       uint64 `json:"offers_received"`
+	OffersRejected       uint64 `json:"offers_rejected"`
+	OffersRefusedGlobal  uint64 `json:"offers_refused_global"`
+	OffersRefusedNpub    uint64 `json:"offers_refused_per_npub"`
+	OffersReplayed       uint64 `json:"offers_replayed"`
 	// SeenSessionsEvicted counts session ids dropped, oldest first, from
 	// the full replay cache (seen_sessions_max).
 	SeenSessionsEvicted uint64 `json:"seen_sessions_evicted"`

@@ -20,13 +20,7 @@ func BenchmarkPoolAllocateUnderPressure(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var seq uint64
-			next := func() NodeAddr {
-				seq++
-				var n NodeAddr
-				binary.BigEndian.PutUint64(n[1:], seq)
-				return n
-			}
+			next := freshNodes()
 			for range p.Status().Total {
 				c.Advance(time.Millisecond)
 				if _, _, _, err := p.AllocateFor(netip.Addr{}, next(), mesh(1), "x.fips"); err != nil {
@@ -42,5 +36,16 @@ func BenchmarkPoolAllocateUnderPressure(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// freshNodes returns a source of distinct node addresses.
+func freshNodes() func() NodeAddr {
+	var seq uint64
+	return func() NodeAddr {
+		seq++
+		var n NodeAddr
+		binary.BigEndian.PutUint64(n[1:], seq)
+		return n
 	}
 }

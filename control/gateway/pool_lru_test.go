@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -38,13 +37,7 @@ func TestPoolReclaimUnderFloodMatchesScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 27))
 	clients := []netip.Addr{netip.MustParseAddr("192.168.1.10"), netip.MustParseAddr("192.168.1.11"),
 		netip.MustParseAddr("192.168.1.12"), netip.MustParseAddr("192.168.1.13"), {}}
-	var seq uint64
-	fresh := func() NodeAddr {
-		seq++
-		var n NodeAddr
-		binary.BigEndian.PutUint64(n[1:], seq)
-		return n
-	}
+	fresh := freshNodes()
 	var nodes []NodeAddr
 	for i := range p.Status().Total {
 		if i%3 == 0 {

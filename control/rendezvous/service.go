@@ -90,16 +90,16 @@ type Stats struct {
 	SignalsReceived      uint64 `json:"signals_received"`
 	SignalsInvalid       uint64 `json:"signals_invalid"`
 	SignalsDropped       uint64 `json:"signals_dropped"`
-	// SignalsDroppedStranger counts the strangers' signals among
+	// SignalsStrangerDrops counts the strangers' signals among
 	// SignalsDropped: past signalQueue queued. Wanted peers' signals have
 	// their own queue, which strangers cannot fill.
-	SignalsDroppedStranger uint64 `json:"signals_dropped_stranger"`
-	OffersSent             uint64 `json:"offers_sent"`
-	OffersReceived         uint64 `json:"offers_received"`
-	OffersRejected         uint64 `json:"offers_rejected"`
-	OffersRefusedGlobal    uint64 `json:"offers_refused_global"`
-	OffersRefusedNpub      uint64 `json:"offers_refused_per_npub"`
-	OffersReplayed         uint64 `json:"offers_replayed"`
+	SignalsStrangerDrops uint64 `json:"signals_dropped_stranger"`
+	OffersSent           uint64 `json:"offers_sent"`
+	OffersReceived       uint64 `json:"offers_received"`
+	OffersRejected       uint64 `json:"offers_rejected"`
+	OffersRefusedGlobal  uint64 `json:"offers_refused_global"`
+	OffersRefusedNpub    uint64 `json:"offers_refused_per_npub"`
+	OffersReplayed       uint64 `json:"offers_replayed"`
 	// SeenSessionsEvicted counts session ids dropped, oldest first, from
 	// the full replay cache (seen_sessions_max).
 	SeenSessionsEvicted uint64 `json:"seen_sessions_evicted"`
@@ -349,7 +349,7 @@ func (s *Service) Stats() Stats {
 		AdvertsRejected: c.advertsRejected.Load(), AdvertCacheEntries: entries, AdvertCacheEvicted: evicted,
 		EventsDropped: c.eventsDropped.Load(), SignalsReceived: c.signalsReceived.Load(),
 		SignalsInvalid: c.signalsInvalid.Load(), SignalsDropped: c.signalsDropped.Load(),
-		SignalsDroppedStranger: c.signalsDroppedStranger.Load(), OffersSent: c.offersSent.Load(),
+		SignalsStrangerDrops: c.signalsDroppedStranger.Load(), OffersSent: c.offersSent.Load(),
 		OffersReceived: c.offersReceived.Load(), OffersRejected: c.offersRejected.Load(),
 		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays, SeenSessionsEvicted: seenEvicted,
 		OffersElection: c.offersElection.Load(), AnswersSent: c.answersSent.Load(),

@@ -55,9 +55,9 @@ func TestSignalFloodKeepsConfiguredPeersSignal(t *testing.T) {
 	}
 	s.deliver(relayEvent{ev: answerWrap(t, peer, own, ourOffer), url: "wss://relay.test"})
 	st := s.Stats()
-	if st.SignalsReceived != flood+1 || st.SignalsDropped != flood-signalQueue || st.SignalsDroppedStranger != flood-signalQueue {
+	if st.SignalsReceived != flood+1 || st.SignalsDropped != flood-signalQueue || st.SignalsStrangerDrops != flood-signalQueue {
 		t.Fatalf("received %d, dropped %d (strangers' %d); want %d, %d (%d)", st.SignalsReceived, st.SignalsDropped,
-			st.SignalsDroppedStranger, flood+1, flood-signalQueue, flood-signalQueue)
+			st.SignalsStrangerDrops, flood+1, flood-signalQueue, flood-signalQueue)
 	}
 
 	s.Start(context.Background())
