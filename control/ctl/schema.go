@@ -371,6 +371,7 @@ type LANStats struct {
 	Dropped    uint64 `json:"dropped"`     // events the node had no room for
 	HostCapped uint64 `json:"host_capped"` // peers past maxPerHost from one host in one query
 	// DialLimited: discovered peers nobody configured that were not
-	// dialled, past the LAN dial rate (a burst of 4, then 1/s).
+	// dialled, past the LAN dial rate (node.rendezvous.lan.dial_burst,
+	// dial_rate).
 	DialLimited uint64 `json:"dial_limited"`
 }
