@@ -202,5 +202,5 @@ func lanOptions(cfg *config.Config, log *slog.Logger) node.LANOptions {
 	}
 	log.Info("LAN rendezvous configured: the node will announce itself on mDNS and dial the FIPS nodes it finds there",
 		"service_type", l.ServiceType, "scope", scope)
-	return node.LANOptions{Enabled: true, ServiceType: l.ServiceType, Scope: scope}
+	return node.LANOptions{Enabled: true, ServiceType: l.ServiceType, Scope: scope, DialBurst: int(l.DialBurst), DialRate: l.DialRate}
 }

@@ -394,12 +394,19 @@ type LANConfig struct {
 	ServiceType string `yaml:"service_type"`
 	// Scope is the optional LAN scope; nil when absent.
 	Scope *string `yaml:"scope"`
+	// DialBurst and DialRate (fips-go additions) pace handshakes to
+	// discovered peers nobody configured: at most DialBurst at once, then
+	// DialRate a second (upstream dials every answer).
+	DialBurst uint32  `yaml:"dial_burst"`
+	DialRate  float64 `yaml:"dial_rate"`
 }
 
 // DefaultMDNSServiceType is node.rendezvous.lan.service_type's default.
 const DefaultMDNSServiceType = "_fips._udp.local."
 
-func defaultLANConfig() LANConfig { return LANConfig{ServiceType: DefaultMDNSServiceType} }
+func defaultLANConfig() LANConfig {
+	return LANConfig{ServiceType: DefaultMDNSServiceType, DialBurst: 4, DialRate: 1.0}
+}
 
 func (c *LANConfig) applyDefaults() { *c = defaultLANConfig() }
 

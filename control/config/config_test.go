@@ -78,6 +78,8 @@ var upstreamDefaults = []struct {
 	{"node.rendezvous.lan.enabled", false},
 	{"node.rendezvous.lan.service_type", "_fips._udp.local."},
 	{"node.rendezvous.lan.scope", nil},
+	{"node.rendezvous.lan.dial_burst", uint32(4)},
+	{"node.rendezvous.lan.dial_rate", 1.0},
 	{"node.tree.announce_min_interval_ms", uint64(500)},
 	{"node.tree.parent_hysteresis", 0.2},
 	{"node.tree.hold_down_secs", uint64(30)},

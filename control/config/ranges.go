@@ -216,6 +216,8 @@ func (c *Config) checkRanges() []*Error {
 	r.uint("node.session.idle_timeout_secs", se.IdleTimeoutSecs, 1, yearSecs, s)
 	r.uint("node.session.coords_response_interval_ms", se.CoordsResponseIntervalMs, 0, hourSecs*1000, ms)
 	r.uint("node.session.max_sessions", uint64(se.MaxSessions), 16, 1<<20, "sessions")
+	r.uint("node.rendezvous.lan.dial_burst", uint64(n.Rendezvous.LAN.DialBurst), 1, 1024, "")
+	r.float("node.rendezvous.lan.dial_rate", n.Rendezvous.LAN.DialRate, 0, 1000, true)
 
 	r.uint("node.buffers.packet_channel", uint64(n.Buffers.PacketChannel), 1, MaxChannel, "packets")
 	r.uint("node.buffers.tun_channel", uint64(n.Buffers.TUNChannel), 1, MaxChannel, "packets")

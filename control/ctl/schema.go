@@ -370,4 +370,8 @@ type LANStats struct {
 	Ignored    uint64 `json:"ignored"`
 	Dropped    uint64 `json:"dropped"`     // events the node had no room for
 	HostCapped uint64 `json:"host_capped"` // peers past maxPerHost from one host in one query
+	// DialLimited: discovered peers nobody configured that were not
+	// dialled, past the LAN dial rate (node.rendezvous.lan.dial_burst,
+	// dial_rate).
+	DialLimited uint64 `json:"dial_limited"`
 }

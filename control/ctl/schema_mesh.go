@@ -316,6 +316,7 @@ type RendezvousStats struct {
 	SignalsReceived      uint64 `json:"signals_received"`
 	SignalsInvalid       uint64 `json:"signals_invalid"`
 	SignalsDropped       uint64 `json:"signals_dropped"`
+	SignalsStrangerDrops uint64 `json:"signals_dropped_stranger"` // strangers' among signals_dropped
 	OffersSent           uint64 `json:"offers_sent"`
 	OffersReceived       uint64 `json:"offers_received"`
 	OffersRejected       uint64 `json:"offers_rejected"`

@@ -99,6 +99,9 @@ type Mapping struct {
 	// Client is the LAN address whose query created the mapping (zero
 	// when unknown); it counts against that client's share.
 	Client netip.Addr
+	// poolIdx and clientIdx are the mapping's places in the pool's
+	// reclaim heaps (-1: not there).
+	poolIdx, clientIdx int
 }
 
 // EventKind says what a pool Event asks of NAT and the network setup.
@@ -164,8 +167,13 @@ type Pool struct {
 	maxPerClient  int
 	evicted       uint64
 	clientRefused uint64
-	now           func() time.Time
-	log           *slog.Logger
+	// lru holds the reclaimable mappings (no sessions, not Active) in
+	// reclaim order, clientLRU each client's: reclaiming for room is
+	// O(log n) however full the pool is.
+	lru       lruHeap
+	clientLRU map[netip.Addr]*lruHeap
+	now       func() time.Time
+	log       *slog.Logger
 }
 
 // PoolOptions configures NewPool.
@@ -198,6 +206,7 @@ func NewPool(o PoolOptions) (*Pool, error) {
 		mappings:     make(map[NodeAddr]*Mapping),
 		reverse:      make(map[netip.Addr]NodeAddr),
 		perClient:    make(map[netip.Addr]int),
+		clientLRU:    make(map[netip.Addr]*lruHeap),
 		maxPerClient: o.MaxPerClient,
 		ttl:          secs(o.TTLSecs),
 		grace:        secs(o.GraceSecs),
@@ -279,6 +288,7 @@ func (p *Pool) Allocate(node NodeAddr, mesh netip.Addr, dnsName string) (vip net
 	now := p.now()
 	if m, ok := p.mappings[node]; ok {
 		m.LastReferenced = now
+		p.reindex(m, false)
 		return m.VirtualIP, false, nil
 	}
 	if len(p.available) == 0 {
@@ -287,9 +297,11 @@ func (p *Pool) Allocate(node NodeAddr, mesh netip.Addr, dnsName string) (vip net
 	}
 	vip = p.available[0]
 	p.available = p.available[1:]
-	p.mappings[node] = &Mapping{NodeAddr: node, VirtualIP: vip, MeshAddr: mesh, DNSName: dnsName,
-		State: Allocated, Created: now, LastReferenced: now}
+	m := &Mapping{NodeAddr: node, VirtualIP: vip, MeshAddr: mesh, DNSName: dnsName,
+		State: Allocated, Created: now, LastReferenced: now, poolIdx: -1, clientIdx: -1}
+	p.mappings[node] = m
 	p.reverse[vip] = node
+	p.reindex(m, false)
 	p.log.Info("Allocated virtual IP", "virtual_ip", vip, "mesh_addr", mesh, "dns_name", dnsName)
 	return vip, true, nil
 }
@@ -307,6 +319,7 @@ const DefaultMaxPerClient = 256
 func (p *Pool) AllocateFor(client netip.Addr, node NodeAddr, mesh netip.Addr, dnsName string) (vip netip.Addr, isNew bool, removed []Event, err error) {
 	if m, ok := p.mappings[node]; ok {
 		m.LastReferenced = p.now()
+		p.reindex(m, false)
 		return m.VirtualIP, false, nil, nil
 	}
 	if client.IsValid() && p.perClient[client] >= p.maxPerClient {
@@ -324,23 +337,23 @@ func (p *Pool) AllocateFor(client netip.Addr, node NodeAddr, mesh netip.Addr, dn
 	}
 	vip, isNew, err = p.Allocate(node, mesh, dnsName)
 	if err == nil && client.IsValid() {
-		p.mappings[node].Client = client
+		m := p.mappings[node]
+		m.Client = client
 		p.perClient[client]++
+		p.reindex(m, false)
 	}
 	return vip, isNew, removed, err
 }
 
 // evictIdle frees the least recently referenced mapping without sessions
-// (of client only, when own), counted as Evicted.
+// that is not Active (of client only, when own), counted as Evicted: the
+// first in the reclaim heap, O(log n).
 func (p *Pool) evictIdle(client netip.Addr, own bool) (Event, bool) {
-	var lru *Mapping
-	for _, m := range p.mappings {
-		if m.Sessions > 0 || m.State == Active || (own && m.Client != client) {
-			continue
-		}
-		if lru == nil || m.LastReferenced.Before(lru.LastReferenced) ||
-			(m.LastReferenced.Equal(lru.LastReferenced) && m.VirtualIP.Less(lru.VirtualIP)) {
-			lru = m
+	lru := p.lru.oldest()
+	if own {
+		lru = nil
+		if h := p.clientLRU[client]; h != nil {
+			lru = h.oldest()
 		}
 	}
 	if lru == nil {
@@ -353,6 +366,7 @@ func (p *Pool) evictIdle(client netip.Addr, own bool) (Event, bool) {
 
 // free releases a mapping's address and returns its MappingRemoved.
 func (p *Pool) free(m *Mapping) Event {
+	p.reindex(m, true)
 	delete(p.mappings, m.NodeAddr)
 	delete(p.reverse, m.VirtualIP)
 	if m.Client.IsValid() {
@@ -376,6 +390,7 @@ func (p *Pool) Tick(now time.Time, ct Conntrack) []Event {
 		if err != nil {
 			n = 0
 		}
+		was, lastRef := reclaimable(m), m.LastReferenced
 		m.Sessions = n
 		if n > 0 {
 			m.LastReferenced = now
@@ -400,6 +415,9 @@ func (p *Pool) Tick(now time.Time, ct Conntrack) []Event {
 			} else if !m.DrainStart.IsZero() && now.Sub(m.DrainStart) > p.grace {
 				free = append(free, node)
 			}
+		}
+		if reclaimable(m) != was || !m.LastReferenced.Equal(lastRef) {
+			p.reindex(m, false)
 		}
 	}
 	var events []Event

@@ -139,6 +139,7 @@ func counterHelp() map[string]string {
 		"rendezvous.stranger_punch_targets_capped":  "Punch targets of strangers' offers not probed, past the first two.",
 		"rendezvous.punch_packets_foreign":          "Punch packets carrying the session hash from a source outside the punch targets, ignored.",
 		"rendezvous.signals_dropped":                "Relay signal events dropped because the signal dispatch queue was full.",
+		"rendezvous.signals_dropped_stranger":       "Strangers' traversal signals dropped because the strangers' signal queue was full (configured, proven and initiated-to peers' signals are queued apart).",
 		"rendezvous.offers_yielded_election":        "Offers left unanswered by the dual-initiator election (our own offer wins).",
 		"rendezvous.answers_sent":                   "Traversal answers sent.",
 		"rendezvous.answers_received":               "Traversal answers received.",

@@ -7,8 +7,19 @@ import (
 
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/transport"
+)
+
+// LAN dial rate defaults (node.rendezvous.lan.dial_burst and dial_rate,
+// fips-go's; upstream dials every answer): handshakes to peers found on
+// the LAN that nobody configured start at most lanDialBurst at once and
+// lanDialRate a second after, however many fresh npubs the LAN's hosts
+// answer with. Configured peers found on the LAN are not paced.
+const (
+	lanDialBurst = 4
+	lanDialRate  = 1 // per second
 )
 
 // LANOptions are node.rendezvous.lan.* (mDNS).
@@ -16,6 +27,22 @@ type LANOptions struct {
 	Enabled     bool
 	ServiceType string
 	Scope       string
+	// DialBurst and DialRate pace dials to discovered peers nobody
+	// configured (not above zero: lanDialBurst, lanDialRate).
+	DialBurst int
+	DialRate  float64
+}
+
+// lanDialPace is the dial rate o asks for.
+func (o LANOptions) lanDialPace() ratelimit.Rate {
+	burst, rate := float64(o.DialBurst), o.DialRate
+	if burst <= 0 {
+		burst = lanDialBurst
+	}
+	if !(rate > 0) {
+		rate = lanDialRate
+	}
+	return ratelimit.PerSecond(burst, rate)
 }
 
 // startLAN registers on mDNS with the lowest-id UDP transport's port and
@@ -92,6 +119,10 @@ func (n *Node) lanDiscovered(now time.Time, d lan.Discovered) {
 		// (any LAN host can answer with fresh npubs); a configured one
 		// found on the LAN keeps its full claim on a slot.
 		_, configured := n.staticNpubs[na]
+		if !configured && !n.lanDials.TakeCounted(now, n.opts.LAN.lanDialPace(), &n.lanDialLimited) {
+			lc.Debug("Discovered peer not dialled", "error", "LAN dial rate exceeded") // counted: lan_rendezvous.dial_limited
+			return
+		}
 		if err := n.peers.Dial(now, d.PublicKey, peer.Candidate{Transport: id, Addr: to, Discovered: !configured}); errors.Is(err, peer.ErrDiscoveredLimit) {
 			lc.Debug("Discovered peer not dialled", "error", err) // counted: link_layer.discovered_limit
 		} else if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/rendezvous/lan"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
@@ -208,6 +209,10 @@ type Node struct {
 	// lan is mDNS rendezvous once started (set on the loop's goroutine
 	// before the loop runs).
 	lan *lan.LAN
+	// lanDials paces handshakes to peers found on the LAN that nobody
+	// configured (loop-owned); lanDialLimited counts its refusals.
+	lanDials       ratelimit.Bucket
+	lanDialLimited uint64
 }
 
 type request struct {

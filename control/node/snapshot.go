@@ -203,6 +203,7 @@ func (n *Node) publish(now time.Time) {
 	s.Rendezvous = n.rdvView(now)
 	if n.lan != nil {
 		st := n.lan.Stats()
+		st.DialLimited = n.lanDialLimited
 		s.LAN = &st
 	}
 	n.snap.Store(s)

@@ -25,7 +25,8 @@ const (
 	inboxFetchTimeout  = 1500 * time.Millisecond
 	inboxSince         = 30 * 24 * time.Hour
 	eventQueue         = 256 // relay adverts awaiting dispatch
-	signalQueue        = 64  // relay signals awaiting dispatch, apart: an advert flood cannot crowd them out
+	signalQueue        = 64  // strangers' signals awaiting dispatch, apart: an advert flood cannot crowd them out
+	wantedSignalQueue  = 16  // wanted peers' signals awaiting dispatch: strangers' cannot crowd them out
 	establishedQueue   = 16  // responder results awaiting the node
 )
 
@@ -89,6 +90,10 @@ type Stats struct {
 	SignalsReceived      uint64 `json:"signals_received"`
 	SignalsInvalid       uint64 `json:"signals_invalid"`
 	SignalsDropped       uint64 `json:"signals_dropped"`
+	// SignalsStrangerDrops counts the strangers' signals among
+	// SignalsDropped: past signalQueue queued. Wanted peers' signals have
+	// their own queue, which strangers cannot fill.
+	SignalsStrangerDrops uint64 `json:"signals_dropped_stranger"`
 	OffersSent           uint64 `json:"offers_sent"`
 	OffersReceived       uint64 `json:"offers_received"`
 	OffersRejected       uint64 `json:"offers_rejected"`
@@ -128,6 +133,7 @@ type counters struct {
 	advertsPublished, advertPublishErrors, inboxPublished   atomic.Uint64
 	advertsReceived, advertsRejected, eventsDropped         atomic.Uint64
 	signalsReceived, signalsInvalid, signalsDropped         atomic.Uint64
+	signalsDroppedStranger                                  atomic.Uint64
 	offersSent, offersReceived, offersRejected              atomic.Uint64
 	offersElection                                          atomic.Uint64
 	answersSent, answersReceived, answersUnmatched          atomic.Uint64
@@ -171,11 +177,14 @@ type Service struct {
 	initiators Initiators
 	canAccept  atomic.Bool
 
-	events     chan relayEvent // adverts
-	signals    chan relayEvent
-	publishReq chan struct{}
-	est        chan Established
-	c          counters
+	events chan relayEvent // adverts
+	// Unwrapped signals awaiting dispatch, by sender: wantedSignals from
+	// configured, proven and initiated-to peers (dispatched first),
+	// signals from everyone else.
+	signals, wantedSignals chan signal
+	publishReq             chan struct{}
+	est                    chan Established
+	c                      counters
 
 	// mapTarget rewrites planned punch targets; nil in production. Tests
 	// on loopback set it, because a loopback reflexive address is never
@@ -217,21 +226,22 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, log: cfg.Log.With("component", "rendezvous"),
-		keys:         Keys{SecretHex: cfg.Identity.Secret().Hex(), PublicHex: cfg.Identity.PublicKey().Hex()},
-		npub:         cfg.Identity.Npub(),
-		ownAddr:      cfg.Identity.NodeAddr(),
-		advertRelays: norm(cfg.AdvertRelays),
-		dmRelays:     norm(cfg.DMRelays),
-		cache:        NewAdvertCache(cfg.AdvertCacheMax),
-		pending:      map[string]chan answerMsg{},
-		replay:       NewReplayCache(cfg.SeenSessionsMax, uint64(cfg.ReplayWindow.Milliseconds())),
-		admission:    NewAdmission(cfg.MaxIncomingOffers, cfg.MaxOffersPerNpub),
-		strangers:    NewStrangerGate(cfg.MaxIncomingOffers),
-		failures:     NewFailureState(cfg.Failure),
-		events:       make(chan relayEvent, eventQueue),
-		signals:      make(chan relayEvent, signalQueue),
-		publishReq:   make(chan struct{}, 1),
-		est:          make(chan Established, establishedQueue),
+		keys:          Keys{SecretHex: cfg.Identity.Secret().Hex(), PublicHex: cfg.Identity.PublicKey().Hex()},
+		npub:          cfg.Identity.Npub(),
+		ownAddr:       cfg.Identity.NodeAddr(),
+		advertRelays:  norm(cfg.AdvertRelays),
+		dmRelays:      norm(cfg.DMRelays),
+		cache:         NewAdvertCache(cfg.AdvertCacheMax),
+		pending:       map[string]chan answerMsg{},
+		replay:        NewReplayCache(cfg.SeenSessionsMax, uint64(cfg.ReplayWindow.Milliseconds())),
+		admission:     NewAdmission(cfg.MaxIncomingOffers, cfg.MaxOffersPerNpub),
+		strangers:     NewStrangerGate(cfg.MaxIncomingOffers),
+		failures:      NewFailureState(cfg.Failure),
+		events:        make(chan relayEvent, eventQueue),
+		signals:       make(chan signal, signalQueue),
+		wantedSignals: make(chan signal, wantedSignalQueue),
+		publishReq:    make(chan struct{}, 1),
+		est:           make(chan Established, establishedQueue),
 	}
 	s.mapTarget = cfg.TestMapTarget
 	s.localCandidates = LocalCandidates
@@ -338,7 +348,8 @@ func (s *Service) Stats() Stats {
 		InboxPublished: c.inboxPublished.Load(), AdvertsReceived: c.advertsReceived.Load(),
 		AdvertsRejected: c.advertsRejected.Load(), AdvertCacheEntries: entries, AdvertCacheEvicted: evicted,
 		EventsDropped: c.eventsDropped.Load(), SignalsReceived: c.signalsReceived.Load(),
-		SignalsInvalid: c.signalsInvalid.Load(), SignalsDropped: c.signalsDropped.Load(), OffersSent: c.offersSent.Load(),
+		SignalsInvalid: c.signalsInvalid.Load(), SignalsDropped: c.signalsDropped.Load(),
+		SignalsStrangerDrops: c.signalsDroppedStranger.Load(), OffersSent: c.offersSent.Load(),
 		OffersReceived: c.offersReceived.Load(), OffersRejected: c.offersRejected.Load(),
 		OffersRefusedGlobal: rg, OffersRefusedNpub: rn, OffersReplayed: replays, SeenSessionsEvicted: seenEvicted,
 		OffersElection: c.offersElection.Load(), AnswersSent: c.answersSent.Load(),
@@ -647,50 +658,88 @@ func (s *Service) inboxRelays(ctx context.Context, peerHex string) []string {
 
 // --- dispatch ---
 
+// dispatch handles queued events, wanted peers' signals first.
 func (s *Service) dispatch() {
 	for {
 		select {
+		case sg := <-s.wantedSignals:
+			s.handleSignal(sg)
+			continue
+		default:
+		}
+		select {
 		case <-s.ctx.Done():
 			return
-		case re := <-s.signals:
-			s.handleSignal(re.ev)
+		case sg := <-s.wantedSignals:
+			s.handleSignal(sg)
+		case sg := <-s.signals:
+			s.handleSignal(sg)
 		case re := <-s.events:
 			s.ingestAdvert(re.ev)
 		}
 	}
 }
 
-// deliver queues a relay event for dispatch, signals and adverts apart,
-// dropping (and counting) what does not fit.
+// signal is an unwrapped traversal signal and its authenticated sender.
+type signal struct {
+	u      Unwrapped
+	sender identity.PublicKey
+}
+
+// deliver queues a relay event for dispatch, adverts and signals apart,
+// dropping (and counting) what does not fit. A gift wrap hides its sender,
+// so a signal is unwrapped here, on its relay's reader, before it is
+// queued: a wanted peer's signal goes to its own queue, which strangers'
+// signals cannot fill, and a flood of gift wraps slows the relay that
+// carries it rather than pushing a wanted peer's signal out.
 func (s *Service) deliver(re relayEvent) {
-	q, dropped := s.events, &s.c.eventsDropped
 	switch re.ev.Kind {
 	case SignalKind:
-		q, dropped = s.signals, &s.c.signalsDropped
+		sg, ok := s.unwrap(re.ev)
+		if !ok {
+			return
+		}
+		q, stranger := s.signals, true
+		if s.wantedPeer(sg.sender) {
+			q, stranger = s.wantedSignals, false
+		}
+		select {
+		case q <- sg:
+		default:
+			s.c.signalsDropped.Add(1)
+			if stranger {
+				s.c.signalsDroppedStranger.Add(1)
+			}
+		}
 	case AdvertKind:
-	default:
-		return
-	}
-	select {
-	case q <- re:
-	default:
-		dropped.Add(1)
+		select {
+		case s.events <- re:
+		default:
+			s.c.eventsDropped.Add(1)
+		}
 	}
 }
 
-func (s *Service) handleSignal(ev *nostr.Event) {
+// unwrap opens a gift wrap addressed to us (counted as received, and as
+// invalid when it does not open).
+func (s *Service) unwrap(ev *nostr.Event) (signal, bool) {
 	s.c.signalsReceived.Add(1)
 	u, err := UnwrapSignal(s.keys, ev)
 	if err != nil {
 		s.c.signalsInvalid.Add(1)
 		s.log.Debug("dropping traversal signal", "id", ev.ID, "error", err)
-		return
+		return signal{}, false
 	}
 	senderPK, err := identity.ParsePublicKeyHex(u.SenderHex)
 	if err != nil {
 		s.c.signalsInvalid.Add(1)
-		return
+		return signal{}, false
 	}
+	return signal{u: u, sender: senderPK}, true
+}
+
+func (s *Service) handleSignal(sg signal) {
+	u, senderPK := sg.u, sg.sender
 	if a, err := DecodeAnswer(u.Content); err == nil {
 		if a.RecipientNpub != s.npub {
 			s.c.signalsInvalid.Add(1)

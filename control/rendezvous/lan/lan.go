@@ -69,6 +69,9 @@ type Stats struct {
 	Ignored    uint64 `json:"ignored"`
 	Dropped    uint64 `json:"dropped"`     // events the node had no room for
 	HostCapped uint64 `json:"host_capped"` // peers past maxPerHost from one host in one query
+	// DialLimited is filled in by the node: discovered peers nobody
+	// configured that it did not dial, past the LAN dial rate.
+	DialLimited uint64 `json:"dial_limited"`
 }
 
 // LAN is a running registration and browser.
