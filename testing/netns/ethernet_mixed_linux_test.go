@@ -85,11 +85,12 @@ func sentByType(t *testing.T, n *Node) map[string]uint64 {
 
 var received = regexp.MustCompile(` (\d+) received`)
 
-// pingCount pings addr count times from node (0.2 s apart) and returns
-// how many replies came.
-func pingCount(t *testing.T, m *Mesh, from *Node, addr string, count int) int {
+// pingCount pings addr count times from node (0.2 s apart, with ping's
+// extra options) and returns how many replies came.
+func pingCount(t *testing.T, m *Mesh, from *Node, addr string, count int, extra ...string) int {
 	t.Helper()
-	out, _ := m.Exec(from.Name, "ping", "-6", "-c", strconv.Itoa(count), "-i", "0.2", "-W", "2", addr)
+	args := append([]string{"ping", "-6", "-c", strconv.Itoa(count), "-i", "0.2", "-W", "2"}, extra...)
+	out, _ := m.Exec(from.Name, append(args, addr)...)
 	r := received.FindSubmatch(out)
 	if r == nil {
 		t.Fatalf("ping from %s to %s: no summary\n%s", from.Name, addr, out)
