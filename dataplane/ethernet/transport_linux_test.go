@@ -112,10 +112,15 @@ func TestVethFramesAndBeacons(t *testing.T) {
 	}
 
 	// Each hears the other's first beacon, sent at start.
-	waitFor(t, "beacons", func() bool { return a.Stats().BeaconsRecv >= 1 && b.Stats().BeaconsRecv >= 1 })
-	na, nb := a.Discover(time.Now(), nil), b.Discover(time.Now(), nil)
-	if len(na) < 1 || len(nb) < 1 {
-		t.Fatalf("a learned %+v, b learned %+v", na, nb)
+	// The beacon counter moves before the neighbour is stored, so wait on
+	// what Discover returns, gathering across calls (each call takes).
+	var na, nb []transport.Neighbour
+	waitFor(t, "beacons", func() bool {
+		na, nb = a.Discover(time.Now(), na), b.Discover(time.Now(), nb)
+		return len(na) >= 1 && len(nb) >= 1
+	})
+	if a.Stats().BeaconsRecv < 1 || b.Stats().BeaconsRecv < 1 {
+		t.Fatalf("beacons received: a %d, b %d", a.Stats().BeaconsRecv, b.Stats().BeaconsRecv)
 	}
 	na, nb = na[len(na)-1:], nb[len(nb)-1:] // one per address: the same neighbour
 	if len(na) != 1 || na[0].Key != kb || na[0].Addr.MAC != b.LocalMAC() || len(nb) != 1 || nb[0].Key != ka || nb[0].Addr.MAC != a.LocalMAC() {
