@@ -25,7 +25,10 @@ const (
 	DefaultMaxSources = 16384 // ratelimit LRU entries unless Options.MaxSources says less
 	MaxSlots          = 64    // xsks entries: worker/queue slots a link can name
 	MaxLocalAddrs     = 1024  // local_addrs entries: the node's own addresses
-	ProgramName       = "xdp_fips"
+	// MaxEthernetInterfaces is eth_ifaces' size: interfaces an Ethernet
+	// transport runs on.
+	MaxEthernetInterfaces = 64
+	ProgramName           = "xdp_fips"
 )
 
 // Verdict is what xdp_fips did with a frame (C enum fips_verdict).
@@ -77,6 +80,11 @@ const (
 	ReasonRateLimitError               // pass: the bucket could not be stored
 	ReasonMultiBuffer                  // pass: a multi-buffer frame (Options.Frags: a jumbo frame)
 	ReasonNotLocal                     // pass: FIPS port, destination not a local address (SetLocalAddrs): routed traffic
+	ReasonEthShort                     // drop: FIPS EtherType, frame ends in its header or before its length
+	ReasonEthBadType                   // drop: FIPS EtherType, frame type neither data nor beacon
+	ReasonBeacon                       // pass: beacon within its source MAC's token bucket
+	ReasonBadBeacon                    // drop: beacon short or not version 1
+	ReasonBeaconLimited                // drop: beacon over its source MAC's token bucket
 	reasonMax
 )
 
@@ -85,7 +93,8 @@ var reasonNames = [...]string{
 	"not_udp", "other_port", "fmp_short", "bad_version", "bad_phase",
 	"bad_length", "bad_flags", "unknown_index", "link_kernel", "link_xsk",
 	"handshake", "rate_limited", "ratelimit_error", "multi_buffer",
-	"not_local",
+	"not_local", "eth_short", "eth_bad_type", "beacon", "bad_beacon",
+	"beacon_limited",
 }
 
 var reasonVerdicts = [...]Verdict{
@@ -93,7 +102,8 @@ var reasonVerdicts = [...]Verdict{
 	VerdictPass, VerdictPass, VerdictDrop, VerdictDrop, VerdictDrop,
 	VerdictDrop, VerdictDrop, VerdictDrop, VerdictPass, VerdictRedirect,
 	VerdictPass, VerdictDrop, VerdictPass, VerdictPass,
-	VerdictPass,
+	VerdictPass, VerdictDrop, VerdictDrop, VerdictPass, VerdictDrop,
+	VerdictDrop,
 }
 
 // Reasons lists every reason.

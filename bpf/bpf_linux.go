@@ -22,8 +22,10 @@ type Objects struct {
 	maxSources uint32
 	refused    atomic.Uint64 // AddLink refusals: links full
 
-	localMu      sync.Mutex // serialises SetLocalAddrs and SetConfig
+	localMu      sync.Mutex // serialises SetLocalAddrs, SetConfig and SetEthernet
 	localOnly    bool
+	ports        int                      // how many UDP ports SetConfig gave
+	eth          map[int]uint16           // what eth_ifaces holds: EtherType by ifindex
 	local        map[xdpFipsAddr]struct{} // what local_addrs holds
 	localRefused atomic.Uint64            // addresses SetLocalAddrs could not store
 
@@ -49,6 +51,7 @@ func Load(o Options) (*Objects, error) {
 		maxSources: capacity(o.MaxSources, DefaultMaxSources),
 		attached:   make(map[int]*attachment),
 		local:      make(map[xdpFipsAddr]struct{}),
+		eth:        make(map[int]uint16),
 	}
 	spec.Maps["links"].MaxEntries = obj.maxLinks
 	spec.Maps["ratelimit"].MaxEntries = obj.maxSources
@@ -221,7 +224,8 @@ func (o *Objects) SetConfig(ports []uint16, rate, burst uint32) error {
 	o.localMu.Lock()
 	defer o.localMu.Unlock()
 	var c xdpFipsConfig
-	if len(ports) > 0 {
+	o.ports = len(ports)
+	if o.ports > 0 || len(o.eth) > 0 {
 		c.Enabled = 1
 	}
 	if o.localOnly {
@@ -293,6 +297,51 @@ func (o *Objects) SetLocalAddrs(addrs []netip.Addr) error {
 		errs = append(errs, fmt.Errorf("bpf: write config: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// SetEthernet makes the program judge frames of ethertype arriving on
+// ifindex as an Ethernet transport's (data frames as FMP, beacons through
+// a per-MAC bucket); ethertype 0 ends that. With at least one such
+// interface the program is enabled even without UDP ports. At most
+// MaxEthernetInterfaces.
+func (o *Objects) SetEthernet(ifindex int, ethertype uint16) error {
+	if ifindex <= 0 {
+		return fmt.Errorf("bpf: ethernet ifindex %d: out of range", ifindex)
+	}
+	if ethertype != 0 && ethertype < 0x0600 {
+		return fmt.Errorf("bpf: ethernet ifindex %d: EtherType %#04x is an 802.3 length, want >= 0x0600", ifindex, ethertype)
+	}
+	o.localMu.Lock()
+	defer o.localMu.Unlock()
+	key := uint32(ifindex)
+	if ethertype == 0 {
+		if err := o.objs.EthIfaces.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("bpf: eth_ifaces[%d]: %w", ifindex, err)
+		}
+		delete(o.eth, ifindex)
+	} else {
+		if _, ok := o.eth[ifindex]; !ok && len(o.eth) >= MaxEthernetInterfaces {
+			return fmt.Errorf("bpf: ethernet ifindex %d: %d interfaces already, at most %d", ifindex, len(o.eth), MaxEthernetInterfaces)
+		}
+		// The frame's h_proto as the program reads it: network order.
+		be := ethertype>>8 | ethertype<<8
+		if err := o.objs.EthIfaces.Put(key, be); err != nil {
+			return fmt.Errorf("bpf: eth_ifaces[%d]: %w", ifindex, err)
+		}
+		o.eth[ifindex] = ethertype
+	}
+	var c xdpFipsConfig
+	if err := o.objs.Config.Lookup(uint32(0), &c); err != nil {
+		return fmt.Errorf("bpf: read config: %w", err)
+	}
+	c.Enabled = 0
+	if o.ports > 0 || len(o.eth) > 0 {
+		c.Enabled = 1
+	}
+	if err := o.objs.Config.Put(uint32(0), &c); err != nil {
+		return fmt.Errorf("bpf: write config: %w", err)
+	}
+	return nil
 }
 
 // setClock makes the program read its token-bucket clock from the config

@@ -208,11 +208,13 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, r := range Reasons() {
 		switch r {
-		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError, ReasonMultiBuffer, ReasonNotLocal:
+		case ReasonDisabled, ReasonRateLimited, ReasonLinkXSK, ReasonRateLimitError, ReasonMultiBuffer, ReasonNotLocal,
+			ReasonEthShort, ReasonEthBadType, ReasonBeacon, ReasonBadBeacon, ReasonBeaconLimited:
 			// TestDisabled, TestTokenBucket, TestRedirectToXSK (it needs
 			// a bound AF_XDP socket) and TestFragsMultiBuffer; RateLimitError needs the kernel to
 			// refuse an LRU insert, which a test cannot provoke; NotLocal
-			// needs SetLocalAddrs: TestLocalOnly.
+			// needs SetLocalAddrs: TestLocalOnly. The Ethernet
+			// transport's: TestEthernetVerdicts, TestEthernetTokenBuckets.
 		default:
 			if !seen[r] {
 				t.Errorf("no case for reason %s", r)

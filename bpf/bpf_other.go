@@ -28,6 +28,9 @@ func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupport
 // SetLocalAddrs returns ErrNotSupported.
 func (*Objects) SetLocalAddrs([]netip.Addr) error { return ErrNotSupported }
 
+// SetEthernet returns ErrNotSupported.
+func (*Objects) SetEthernet(int, uint16) error { return ErrNotSupported }
+
 // AddLink returns ErrNotSupported.
 func (*Objects) AddLink(uint32, uint32) error { return ErrNotSupported }
 

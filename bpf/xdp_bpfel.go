@@ -72,7 +72,12 @@ const (
 	xdpFipsReasonREASON_RATELIMIT_ERROR xdpFipsReason = 18
 	xdpFipsReasonREASON_MULTI_BUFFER    xdpFipsReason = 19
 	xdpFipsReasonREASON_NOT_LOCAL       xdpFipsReason = 20
-	xdpFipsReasonREASON_MAX             xdpFipsReason = 21
+	xdpFipsReasonREASON_ETH_SHORT       xdpFipsReason = 21
+	xdpFipsReasonREASON_ETH_BAD_TYPE    xdpFipsReason = 22
+	xdpFipsReasonREASON_BEACON          xdpFipsReason = 23
+	xdpFipsReasonREASON_BAD_BEACON      xdpFipsReason = 24
+	xdpFipsReasonREASON_BEACON_LIMITED  xdpFipsReason = 25
+	xdpFipsReasonREASON_MAX             xdpFipsReason = 26
 )
 
 type xdpFipsVerdict uint32
@@ -95,6 +100,7 @@ type xdpFipsXskKey struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	xdpMapConfig            = "config"
+	xdpMapEthIfaces         = "eth_ifaces"
 	xdpMapLinks             = "links"
 	xdpMapLocalAddrs        = "local_addrs"
 	xdpMapRatelimit         = "ratelimit"
@@ -156,6 +162,7 @@ type xdpProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type xdpMapSpecs struct {
 	Config     *ebpf.MapSpec `ebpf:"config"`
+	EthIfaces  *ebpf.MapSpec `ebpf:"eth_ifaces"`
 	Links      *ebpf.MapSpec `ebpf:"links"`
 	LocalAddrs *ebpf.MapSpec `ebpf:"local_addrs"`
 	Ratelimit  *ebpf.MapSpec `ebpf:"ratelimit"`
@@ -193,6 +200,7 @@ func (o *xdpObjects) Close() error {
 // It can be passed to loadXdpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type xdpMaps struct {
 	Config     *ebpf.Map `ebpf:"config"`
+	EthIfaces  *ebpf.Map `ebpf:"eth_ifaces"`
 	Links      *ebpf.Map `ebpf:"links"`
 	LocalAddrs *ebpf.Map `ebpf:"local_addrs"`
 	Ratelimit  *ebpf.Map `ebpf:"ratelimit"`
@@ -204,6 +212,7 @@ type xdpMaps struct {
 func (m *xdpMaps) Close() error {
 	return _XdpClose(
 		m.Config,
+		m.EthIfaces,
 		m.Links,
 		m.LocalAddrs,
 		m.Ratelimit,

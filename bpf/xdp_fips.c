@@ -1,10 +1,13 @@
 //go:build ignore
 
 /*
- * xdp_fips.c: XDP early verdicts for FIPS FMP over UDP.
+ * xdp_fips.c: XDP early verdicts for FIPS FMP over UDP and over Ethernet.
  *
  * Ethernet -> IPv4 (any IHL) / IPv6 (no extension headers) -> UDP to one of
- * the configured ports -> the FMP prefix. No cryptography runs here: the
+ * the configured ports -> the FMP prefix; or, on an interface listed in
+ * eth_ifaces, Ethernet with that interface's FIPS EtherType -> the FIPS
+ * Ethernet frame (type 0 data: u16 LE length, then the FMP packet; type 1:
+ * a beacon). No cryptography runs here: the
  * kernel has no ChaCha20-Poly1305 for BPF programs, so the program judges
  * only what is in the clear (version, phase, flags, payload_len, receiver
  * index) and leaves authentication to userspace.
@@ -49,6 +52,11 @@ enum fips_reason {
 	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
 	REASON_MULTI_BUFFER,    /* pass: FIPS port, a frame in several buffers (loaded with xdp.frags: a jumbo frame) */
 	REASON_NOT_LOCAL,       /* pass: FIPS port, destination not a local address (config.local_only): traffic this host routes */
+	REASON_ETH_SHORT,       /* drop: FIPS EtherType, frame ends in the 3-byte header or before its length field's end */
+	REASON_ETH_BAD_TYPE,    /* drop: FIPS EtherType, frame type neither data (0) nor beacon (1) */
+	REASON_BEACON,          /* pass: beacon within its source MAC's token bucket */
+	REASON_BAD_BEACON,      /* drop: beacon shorter than 34 bytes or not version 1 */
+	REASON_BEACON_LIMITED,  /* drop: beacon over its source MAC's token bucket */
 	REASON_MAX,
 };
 
@@ -84,7 +92,9 @@ struct fips_xsk_key {
 
 /* Key of `ratelimit`: the source, IPv4 as ::ffff:a.b.c.d, IPv6 as its /64
  * (the rest zero): one IPv6 host picks addresses freely within its /64, and
- * keyed by exact address it would get 2^64 buckets. */
+ * keyed by exact address it would get 2^64 buckets. A MAC source has byte 8
+ * set (1: handshakes, 2: beacons; zero in both IP forms) and the MAC in
+ * bytes 10-15. */
 struct fips_addr {
 	__u8 addr[16];
 };
@@ -149,6 +159,16 @@ struct {
 	__type(key, struct fips_addr);
 	__type(value, __u8);
 } local_addrs SEC(".maps");
+
+/* The interfaces an Ethernet transport runs on, by ifindex, with its
+ * EtherType in network order. Frames of another EtherType, or on another
+ * interface, take the IP path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u16);
+} eth_ifaces SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -236,9 +256,15 @@ static __always_inline int dst_local(const struct fips_config *cfg, const struct
 	return bpf_map_lookup_elem(&local_addrs, &dst) != NULL;
 }
 
+/* What a token bucket said. */
+enum bucket_verdict {
+	BUCKET_OK,
+	BUCKET_EMPTY,
+	BUCKET_ERROR,
+};
+
 /* Token bucket per source: burst packets at once, rate per second after. */
-static __always_inline int handshake(struct xdp_md *ctx, const struct fips_config *cfg,
-				     const struct fips_addr *src)
+static __always_inline enum bucket_verdict take_token(const struct fips_config *cfg, const struct fips_addr *src)
 {
 	__u32 burst = cfg->burst;
 	__u32 rate = cfg->rate;
@@ -246,7 +272,7 @@ static __always_inline int handshake(struct xdp_md *ctx, const struct fips_confi
 	struct fips_bucket *b;
 
 	if (burst == 0)
-		return pass(ctx, REASON_HANDSHAKE);
+		return BUCKET_OK;
 	now = cfg->clock_ns ? cfg->clock_ns : bpf_ktime_get_ns();
 	cap = (__u64)burst * NS_PER_TOKEN;
 
@@ -255,8 +281,8 @@ static __always_inline int handshake(struct xdp_md *ctx, const struct fips_confi
 		struct fips_bucket nb = { .last_ns = now, .tokens = cap - NS_PER_TOKEN };
 
 		if (bpf_map_update_elem(&ratelimit, src, &nb, BPF_ANY))
-			return pass(ctx, REASON_RATELIMIT_ERROR);
-		return pass(ctx, REASON_HANDSHAKE);
+			return BUCKET_ERROR;
+		return BUCKET_OK;
 	}
 
 	/* Concurrent CPUs may race on one bucket; the limit is then approximate. */
@@ -279,10 +305,120 @@ static __always_inline int handshake(struct xdp_md *ctx, const struct fips_confi
 	}
 	if (tokens < NS_PER_TOKEN) {
 		b->tokens = tokens;
-		return drop(ctx, REASON_RATE_LIMITED);
+		return BUCKET_EMPTY;
 	}
 	b->tokens = tokens - NS_PER_TOKEN;
-	return pass(ctx, REASON_HANDSHAKE);
+	return BUCKET_OK;
+}
+
+static __always_inline int handshake(struct xdp_md *ctx, const struct fips_config *cfg,
+				     const struct fips_addr *src)
+{
+	switch (take_token(cfg, src)) {
+	case BUCKET_EMPTY:
+		return drop(ctx, REASON_RATE_LIMITED);
+	case BUCKET_ERROR:
+		return pass(ctx, REASON_RATELIMIT_ERROR);
+	default:
+		return pass(ctx, REASON_HANDSHAKE);
+	}
+}
+
+/* judge_fmp gives the verdict on the FMP packet of total bytes at fmp (its
+ * carrier, UDP or FIPS Ethernet, already bounds-checked against end): the
+ * established frames of known links to the XSK of their queue, handshakes
+ * through src's token bucket, the rest dropped. */
+static __always_inline int judge_fmp(struct xdp_md *ctx, const struct fips_config *cfg, __u8 *fmp,
+				     __u32 total, void *end, const struct fips_addr *src)
+{
+	__u16 plen;
+
+	if (total < 4 || (void *)(fmp + 4) > end)
+		return drop(ctx, REASON_FMP_SHORT);
+
+	if ((fmp[0] >> 4) != 0)
+		return drop(ctx, REASON_BAD_VERSION);
+	plen = (__u16)fmp[2] | (__u16)fmp[3] << 8;
+
+	switch (fmp[0] & 0xf) {
+	case 0: { /* established: 16-byte header, ciphertext, 16-byte tag */
+		struct fips_xsk_key xk = { .ifindex = ctx->ingress_ifindex, .queue = ctx->rx_queue_index };
+		struct fips_link *l;
+		__u32 idx, *slot;
+
+		if (total < 32 || plen != total - 32 || (void *)(fmp + 8) > end)
+			return drop(ctx, REASON_BAD_LENGTH);
+		idx = (__u32)fmp[4] | (__u32)fmp[5] << 8 | (__u32)fmp[6] << 16 | (__u32)fmp[7] << 24;
+		l = bpf_map_lookup_elem(&links, &idx);
+		if (!l)
+			return drop(ctx, REASON_UNKNOWN_INDEX);
+		slot = bpf_map_lookup_elem(&xsk_slots, &xk);
+		if (slot && bpf_map_lookup_elem(&xsks, slot)) {
+			long rc = bpf_redirect_map(&xsks, *slot, XDP_PASS);
+
+			if (rc == XDP_REDIRECT) {
+				count(ctx, VERDICT_REDIRECT, REASON_LINK_XSK);
+				return XDP_REDIRECT;
+			}
+		}
+		return pass(ctx, REASON_LINK_KERNEL);
+	}
+	case 1: /* Noise IK msg1: 114 bytes, payload_len 110 */
+		if (total != 114 || plen != 110)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	case 2: /* Noise IK msg2: 69 bytes, payload_len 65 */
+		if (total != 69 || plen != 65)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	default:
+		return drop(ctx, REASON_BAD_PHASE);
+	}
+	if (fmp[1] != 0)
+		return drop(ctx, REASON_BAD_FLAGS);
+	return handshake(ctx, cfg, src);
+}
+
+/* fips_ethernet judges a frame of an Ethernet transport's EtherType on its
+ * interface: data frames as FMP (handshakes limited per source MAC),
+ * beacons through their own per-MAC bucket, the rest dropped. Padding after
+ * a data frame's length is ignored (the NIC pads short frames). */
+static __always_inline int fips_ethernet(struct xdp_md *ctx, const struct fips_config *cfg,
+					 struct ethhdr *eth, void *data, void *end)
+{
+	struct fips_addr src = {};
+	__u8 *p = (void *)(eth + 1);
+	__u32 len;
+
+	if (bpf_xdp_get_buff_len(ctx) > (__u64)(end - data))
+		return pass(ctx, REASON_MULTI_BUFFER);
+	if ((void *)(p + 1) > end)
+		return drop(ctx, REASON_ETH_SHORT);
+	__builtin_memcpy(&src.addr[10], eth->h_source, 6);
+	switch (p[0]) {
+	case 0:
+		if ((void *)(p + 3) > end)
+			return drop(ctx, REASON_ETH_SHORT);
+		len = (__u32)p[1] | (__u32)p[2] << 8;
+		if ((void *)(p + 3) + len > end)
+			return drop(ctx, REASON_ETH_SHORT);
+		src.addr[8] = 1;
+		return judge_fmp(ctx, cfg, p + 3, len, end, &src);
+	case 1: /* type, version 1, the 32-byte x-only key; the rest padding */
+		if ((void *)(p + 34) > end || p[1] != 1)
+			return drop(ctx, REASON_BAD_BEACON);
+		src.addr[8] = 2;
+		switch (take_token(cfg, &src)) {
+		case BUCKET_EMPTY:
+			return drop(ctx, REASON_BEACON_LIMITED);
+		case BUCKET_ERROR:
+			return pass(ctx, REASON_RATELIMIT_ERROR);
+		default:
+			return pass(ctx, REASON_BEACON);
+		}
+	default:
+		return drop(ctx, REASON_ETH_BAD_TYPE);
+	}
 }
 
 SEC("xdp")
@@ -295,8 +431,8 @@ int xdp_fips(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct udphdr *udp;
 	__u32 zero = 0, ulen, total;
-	__u16 plen;
-	__u8 *fmp;
+	__u32 ifindex = ctx->ingress_ifindex;
+	__u16 *ethertype;
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	if (!cfg || !cfg->enabled)
@@ -304,6 +440,10 @@ int xdp_fips(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > end)
 		return pass(ctx, REASON_SHORT);
+
+	ethertype = bpf_map_lookup_elem(&eth_ifaces, &ifindex);
+	if (ethertype && eth->h_proto == *ethertype)
+		return fips_ethernet(ctx, cfg, eth, data, end);
 
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
@@ -359,49 +499,5 @@ int xdp_fips(struct xdp_md *ctx)
 	if (ulen < sizeof(*udp) || (void *)udp + ulen > end)
 		return pass(ctx, REASON_MALFORMED);
 	total = ulen - sizeof(*udp);
-	fmp = (void *)(udp + 1);
-	if (total < 4 || (void *)(fmp + 4) > end)
-		return drop(ctx, REASON_FMP_SHORT);
-
-	if ((fmp[0] >> 4) != 0)
-		return drop(ctx, REASON_BAD_VERSION);
-	plen = (__u16)fmp[2] | (__u16)fmp[3] << 8;
-
-	switch (fmp[0] & 0xf) {
-	case 0: { /* established: 16-byte header, ciphertext, 16-byte tag */
-		struct fips_xsk_key xk = { .ifindex = ctx->ingress_ifindex, .queue = ctx->rx_queue_index };
-		struct fips_link *l;
-		__u32 idx, *slot;
-
-		if (total < 32 || plen != total - 32 || (void *)(fmp + 8) > end)
-			return drop(ctx, REASON_BAD_LENGTH);
-		idx = (__u32)fmp[4] | (__u32)fmp[5] << 8 | (__u32)fmp[6] << 16 | (__u32)fmp[7] << 24;
-		l = bpf_map_lookup_elem(&links, &idx);
-		if (!l)
-			return drop(ctx, REASON_UNKNOWN_INDEX);
-		slot = bpf_map_lookup_elem(&xsk_slots, &xk);
-		if (slot && bpf_map_lookup_elem(&xsks, slot)) {
-			long rc = bpf_redirect_map(&xsks, *slot, XDP_PASS);
-
-			if (rc == XDP_REDIRECT) {
-				count(ctx, VERDICT_REDIRECT, REASON_LINK_XSK);
-				return XDP_REDIRECT;
-			}
-		}
-		return pass(ctx, REASON_LINK_KERNEL);
-	}
-	case 1: /* Noise IK msg1: 114 bytes, payload_len 110 */
-		if (total != 114 || plen != 110)
-			return drop(ctx, REASON_BAD_LENGTH);
-		break;
-	case 2: /* Noise IK msg2: 69 bytes, payload_len 65 */
-		if (total != 69 || plen != 65)
-			return drop(ctx, REASON_BAD_LENGTH);
-		break;
-	default:
-		return drop(ctx, REASON_BAD_PHASE);
-	}
-	if (fmp[1] != 0)
-		return drop(ctx, REASON_BAD_FLAGS);
-	return handshake(ctx, cfg, &src);
+	return judge_fmp(ctx, cfg, (void *)(udp + 1), total, end, &src);
 }

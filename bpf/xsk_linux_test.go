@@ -58,10 +58,16 @@ func TestRedirectToXSK(t *testing.T) {
 	frame := func(idx uint32) []byte {
 		return ethernet(etherIPv6, ipv6(srcV6, protoUDP, udp(portA, established(t, 0x02, idx, 100))))
 	}
-	on := func(ifindex int) *xdpMd { return &xdpMd{IngressIfindex: uint32(ifindex)} }
 	runCtx(t, obj, frame(knownV), on(a), ReasonLinkXSK)
 	runCtx(t, obj, frame(knownV), on(b), ReasonLinkKernel)
 	runCtx(t, obj, frame(knownV+1), on(a), ReasonUnknownIndex)
+	// An Ethernet transport's established frame goes the same way.
+	if err := obj.SetEthernet(a, etherFIPS); err != nil {
+		t.Fatal(err)
+	}
+	runCtx(t, obj, fipsData(srcMAC, established(t, 0, knownV, 100), 0), on(a), ReasonLinkXSK)
+	runCtx(t, obj, fipsData(srcMAC, established(t, 0, knownV+1, 100), 0), on(a), ReasonUnknownIndex)
+	runCtx(t, obj, beacon(srcMAC, 1), on(a), ReasonBeacon)
 	if err := obj.UnbindXSK(a, 0, 5); err != nil {
 		t.Fatal(err)
 	}
