@@ -189,6 +189,9 @@ func (t *Transport) Interface() string { return t.opts.Interface }
 // configured MTU when smaller) once started.
 func (t *Transport) MTU() int { return int(t.mtu.Load()) }
 
+// EtherType is the frames' EtherType (the XDP program is told it).
+func (t *Transport) EtherType() uint16 { return t.opts.EtherType }
+
 // LinkMTU implements transport.Transport: one MTU for the whole link.
 func (t *Transport) LinkMTU(transport.Addr) int { return t.MTU() }
 

@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -29,8 +30,10 @@ type xskPlane struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	bufs  *transport.BufferPool
-	// ports maps a bound UDP port to its transport.
+	// ports maps a bound UDP port to its transport; eths an Ethernet
+	// transport's interface (ifindex) to it.
 	ports map[uint16]transport.ID
+	eths  map[int]ethIface
 	// transports are the node's by ID; eng and loop are the workers'.
 	transports map[transport.ID]transport.Transport
 	eng        *dataplane.Engine
@@ -79,7 +82,7 @@ func (p *Plane) startAFXDP(o dataplane.Options, env Env) (*xskPlane, error) {
 		return nil, errors.New("dataplane.afxdp needs the dataplane engine (dataplane.engine is false)")
 	}
 	x := &xskPlane{stop: make(chan struct{}), bufs: transport.NewBufferPool(wire.FMPHeaderSize + 65535),
-		ports: map[uint16]transport.ID{}, transmit: o.XSKTransmit,
+		ports: map[uint16]transport.ID{}, eths: map[int]ethIface{}, transmit: o.XSKTransmit,
 		transports: map[transport.ID]transport.Transport{}, eng: env.Engine, loop: env.Loop}
 	if p.tc != nil {
 		x.ecn = 2
@@ -99,6 +102,9 @@ func (p *Plane) startAFXDP(o dataplane.Options, env Env) (*xskPlane, error) {
 				x.ports[ap.Port()] = id
 			}
 		}
+	}
+	for _, e := range p.eths {
+		x.eths[e.ifindex] = e
 	}
 	// One UMEM for all the sockets (XDP_SHARED_UMEM), each taking its
 	// share of frames; a socket the kernel will not let share gets one
@@ -191,6 +197,26 @@ func (x *xskPlane) senders(w *dataplane.Worker, k int) {
 		x.txMu.Unlock()
 		w.UseSender(id, s)
 	}
+	for ifindex, e := range x.eths {
+		socks := byIf[ifindex]
+		ws, ok := x.transports[e.id].(transport.Batched)
+		if len(socks) == 0 || !ok {
+			continue
+		}
+		q := socks[k%len(socks)].s.NewTxQueue()
+		if q == nil {
+			continue
+		}
+		fb, err := ws.NewSender()
+		if err != nil {
+			continue
+		}
+		c := &xskTxCounts{}
+		x.txMu.Lock()
+		x.txCounts = append(x.txCounts, c)
+		x.txMu.Unlock()
+		w.UseSender(e.id, newEthSender(e, q, fb, c))
+	}
 }
 
 // txView is show_bpf.xsk_tx.
@@ -220,8 +246,33 @@ func (x *xskPlane) read(xs *xskSock, k int) {
 	if x.transmit {
 		x.senders(w, k)
 	}
+	offer := func(p transport.Packet) {
+		switch dataplane.Offer(w, x.bufs, deliver, p) {
+		case dataplane.Delivered:
+			xs.toLoop.Add(1)
+		case dataplane.Refused:
+			xs.toLoop.Add(1)
+			xs.refused.Add(1)
+		case dataplane.TooLarge:
+			xs.toLoop.Add(1)
+			xs.invalid.Add(1)
+		}
+	}
+	eth, isEth := x.eths[xs.ifindex]
 	for {
 		_, err := xs.s.Receive(func(f []byte) {
+			// An Ethernet transport's data frame: the program judged
+			// its FMP packet; the length field drops the padding.
+			if isEth && len(f) >= 14 && binary.BigEndian.Uint16(f[12:]) == eth.etherType {
+				d, err := wire.ParseEthernetData(f[14:])
+				if err != nil {
+					xs.invalid.Add(1)
+					return
+				}
+				xs.frames.Add(1)
+				offer(transport.Packet{Transport: eth.id, From: transport.AddrFromMAC(transport.MAC(f[6:12])), Data: d.Packet, Arrived: time.Now().UnixNano()})
+				return
+			}
 			d, err := afxdp.ParseUDP(f)
 			if err != nil {
 				xs.invalid.Add(1)
@@ -236,17 +287,7 @@ func (x *xskPlane) read(xs *xskSock, k int) {
 			// A link-local source is on the interface the frame came in
 			// on, as a UDP socket reports it (its scope id).
 			from := transport.AddrFromIP(netip.AddrPortFrom(transport.WithZoneIndex(d.Src.Addr(), uint32(xs.ifindex)), d.Src.Port()))
-			p := transport.Packet{Transport: id, From: from, Data: d.Payload, Arrived: time.Now().UnixNano(), CE: d.ECN == 3}
-			switch dataplane.Offer(w, x.bufs, deliver, p) {
-			case dataplane.Delivered:
-				xs.toLoop.Add(1)
-			case dataplane.Refused:
-				xs.toLoop.Add(1)
-				xs.refused.Add(1)
-			case dataplane.TooLarge:
-				xs.toLoop.Add(1)
-				xs.invalid.Add(1)
-			}
+			offer(transport.Packet{Transport: id, From: from, Data: d.Payload, Arrived: time.Now().UnixNano(), CE: d.ECN == 3})
 		})
 		if err != nil {
 			return

@@ -20,7 +20,7 @@ import (
 type Env struct {
 	Log *slog.Logger
 	// Transports are the node's transports in order: the XDP program is
-	// configured for the UDP ones that are up.
+	// configured for the UDP and Ethernet ones that are up.
 	Transports []transport.Transport
 	// Engine runs the AF_XDP sockets' workers (nil: no engine, and no
 	// AF_XDP).
@@ -35,8 +35,11 @@ type Plane struct {
 	obj *bpf.Objects
 	tc  *bpf.TCObjects // nil: not attached
 	xsk *xskPlane      // nil: no AF_XDP sockets
-	// ports and ifaces are what the XDP program was configured for.
+	// ports, eths and ifaces are what the XDP program was configured
+	// for: the UDP ports, the Ethernet transports' interfaces, and every
+	// interface it is attached to (eths' among them).
 	ports  []uint16
+	eths   []ethIface
 	ifaces []net.Interface
 	// keys are the (transport, index) pairs the link layer reported;
 	// refs counts them per index, since the links map is keyed by index
@@ -52,6 +55,49 @@ type Plane struct {
 	// none runs); addrsDone is closed when it has returned.
 	stopAddrs chan struct{}
 	addrsDone chan struct{}
+}
+
+// ethIface is an Ethernet transport on the interface it runs on.
+type ethIface struct {
+	id        transport.ID
+	name      string
+	ifindex   int
+	etherType uint16
+	mac       transport.MAC
+	mtu       int // the transport's: the largest FMP packet a frame carries
+}
+
+// ethernetTransport is what the plane needs of an Ethernet transport
+// (dataplane/ethernet's).
+type ethernetTransport interface {
+	transport.Transport
+	Interface() string
+	EtherType() uint16
+	LocalMAC() transport.MAC
+}
+
+// ethernetInterfaces finds the Ethernet transports that are up and their
+// interfaces.
+func ethernetInterfaces(ts []transport.Transport) ([]ethIface, error) {
+	var out []ethIface
+	for _, t := range ts {
+		et, ok := t.(ethernetTransport)
+		if !ok || t.Type() != "ethernet" || t.State() != transport.StateUp {
+			continue
+		}
+		ifi, err := net.InterfaceByName(et.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("ethernet transport on %s: %w", et.Interface(), err)
+		}
+		if slices.ContainsFunc(out, func(e ethIface) bool { return e.ifindex == ifi.Index }) {
+			return nil, fmt.Errorf("two Ethernet transports on interface %s", ifi.Name)
+		}
+		out = append(out, ethIface{id: t.ID(), name: ifi.Name, ifindex: ifi.Index, etherType: et.EtherType(), mac: et.LocalMAC(), mtu: t.MTU()})
+	}
+	if len(out) > bpf.MaxEthernetInterfaces {
+		return nil, fmt.Errorf("%d Ethernet transports, the XDP program takes at most %d", len(out), bpf.MaxEthernetInterfaces)
+	}
+	return out, nil
 }
 
 type xdpKey struct {
@@ -133,15 +179,32 @@ func loadXDP(o dataplane.Options, env Env) (*Plane, []ctl.XDPInterface, error) {
 		}
 		bound = append(bound, ap.Addr().Unmap())
 	}
-	if len(ports) == 0 {
-		return nil, nil, errors.New("no UDP transport is bound")
+	eths, err := ethernetInterfaces(env.Transports)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ports) == 0 && len(eths) == 0 {
+		return nil, nil, errors.New("no UDP transport is bound and no Ethernet transport is up")
 	}
 	if len(ports) > bpf.MaxPorts {
 		return nil, nil, fmt.Errorf("%d UDP ports bound, the XDP program takes at most %d", len(ports), bpf.MaxPorts)
 	}
-	ifaces, err := xdpInterfaces(o.Interfaces, bound)
-	if err != nil {
-		return nil, nil, err
+	var ifaces []net.Interface
+	if len(ports) > 0 || len(o.Interfaces) > 0 {
+		if ifaces, err = xdpInterfaces(o.Interfaces, bound); err != nil {
+			return nil, nil, err
+		}
+	}
+	// An Ethernet transport's interface always carries the program: it
+	// is where that transport's frames arrive.
+	for _, e := range eths {
+		if !slices.ContainsFunc(ifaces, func(i net.Interface) bool { return i.Index == e.ifindex }) {
+			ifi, err := net.InterfaceByIndex(e.ifindex)
+			if err != nil {
+				return nil, nil, fmt.Errorf("interface %s: %w", e.name, err)
+			}
+			ifaces = append(ifaces, *ifi)
+		}
 	}
 	// Without AF_XDP, load with xdp.frags: the program then attaches
 	// natively to jumbo-MTU interfaces too (their large frames pass to
@@ -164,6 +227,11 @@ func loadXDP(o dataplane.Options, env Env) (*Plane, []ctl.XDPInterface, error) {
 	if err := obj.SetConfig(ports, rate, o.HandshakeBurst); err != nil {
 		return fail(fmt.Errorf("cannot configure %s: %w", bpf.ProgramName, err))
 	}
+	for _, e := range eths {
+		if err := obj.SetEthernet(e.ifindex, e.etherType); err != nil {
+			return fail(fmt.Errorf("cannot configure %s for the Ethernet transport on %s: %w", bpf.ProgramName, e.name, err))
+		}
+	}
 	id, err := obj.ProgramID()
 	if err != nil {
 		return fail(err)
@@ -175,7 +243,7 @@ func loadXDP(o dataplane.Options, env Env) (*Plane, []ctl.XDPInterface, error) {
 	case "generic":
 		mode = bpf.AttachGeneric
 	}
-	p := &Plane{log: env.Log, obj: obj, ports: ports, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}
+	p := &Plane{log: env.Log, obj: obj, ports: ports, eths: eths, ifaces: ifaces, keys: map[xdpKey]struct{}{}, refs: map[uint32]int{}}
 	// Before attaching: the program must never judge another host's
 	// FIPS traffic that this host routes.
 	if err := p.watchLocalAddrs(bound); err != nil {

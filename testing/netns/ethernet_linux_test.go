@@ -18,48 +18,7 @@ var macForm = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
 // configured find each other by beacons, link, and ping6 each other by
 // .fips name.
 func TestEthernetBeaconDiscovery(t *testing.T) {
-	m := New(t, Options{IPv6: true, LogLevel: "debug"})
-	a, b := m.AddNode("a"), m.AddNode("b")
-	l := m.Link(a, b)
-	for _, e := range []struct {
-		n     *Node
-		iface string
-	}{{a, l.IfA}, {b, l.IfB}} {
-		cfg := fmt.Sprintf(`node:
-  identity: { nsec: %q }
-  control: { socket_path: %q }
-  log_level: debug
-transports:
-  ethernet:
-    interface: %s
-    announce: true
-    auto_connect: true
-    accept_connections: true
-tun: { enabled: true, name: fips0, mtu: 1280 }
-dns: { enabled: true, bind_addr: "::1", port: 5354 }
-peers: []
-`, e.n.ID.Secret().Hex(), e.n.Socket, e.iface)
-		if err := os.WriteFile(e.n.Config, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.n.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var pa, pb struct {
-			Peers []struct {
-				Npub string `json:"npub"`
-			} `json:"peers"`
-		}
-		if a.Call("show_peers", nil, &pa) == nil && b.Call("show_peers", nil, &pb) == nil &&
-			len(pa.Peers) == 1 && pa.Peers[0].Npub == b.Npub() && len(pb.Peers) == 1 && pb.Peers[0].Npub == a.Npub() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no link by Ethernet beacons after 60 s\nA:\n%s\nB:\n%s", tail(a.Logs(), 40), tail(b.Logs(), 40))
-		}
-	}
+	m, a, b := ethernetPair(t, "")
 	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
@@ -194,4 +153,55 @@ func TestEthernetLine(t *testing.T) {
 	if err := b.Call("show_transports", nil, &ts); err != nil || len(ts.Transports) != 2 || ts.Transports[0].Type != "ethernet" {
 		t.Fatalf("b's transports: %v %+v", err, ts)
 	}
+}
+
+// ethernetPair starts two nodes a and b on one veth with only Ethernet
+// transports (announce, auto_connect, accept_connections; no peers), TUN
+// and DNS on, extra appended to both configs, and waits until they have
+// linked by beacons.
+func ethernetPair(t *testing.T, extra string) (*Mesh, *Node, *Node) {
+	t.Helper()
+	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b := m.AddNode("a"), m.AddNode("b")
+	l := m.Link(a, b)
+	for _, e := range []struct {
+		n     *Node
+		iface string
+	}{{a, l.IfA}, {b, l.IfB}} {
+		cfg := fmt.Sprintf(`node:
+  identity: { nsec: %q }
+  control: { socket_path: %q }
+  log_level: debug
+transports:
+  ethernet:
+    interface: %s
+    announce: true
+    auto_connect: true
+    accept_connections: true
+tun: { enabled: true, name: fips0, mtu: 1280 }
+dns: { enabled: true, bind_addr: "::1", port: 5354 }
+peers: []
+%s`, e.n.ID.Secret().Hex(), e.n.Socket, e.iface, extra)
+		if err := os.WriteFile(e.n.Config, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.n.start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var pa, pb struct {
+			Peers []struct {
+				Npub string `json:"npub"`
+			} `json:"peers"`
+		}
+		if a.Call("show_peers", nil, &pa) == nil && b.Call("show_peers", nil, &pb) == nil &&
+			len(pa.Peers) == 1 && pa.Peers[0].Npub == b.Npub() && len(pb.Peers) == 1 && pb.Peers[0].Npub == a.Npub() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no link by Ethernet beacons after 60 s\nA:\n%s\nB:\n%s", tail(a.Logs(), 40), tail(b.Logs(), 40))
+		}
+	}
+	return m, a, b
 }
