@@ -15,14 +15,21 @@ var macForm = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
 
 // TestEthernetBeaconDiscovery: two nodes on one link with only Ethernet
 // transports (AF_PACKET on the veth ends, EtherType 0x2121) and no peers
-// configured find each other by beacons, link, and ping6 each other by
-// .fips name.
+// configured find each other by beacons, link, and ping6 and iperf3 each
+// other by .fips name.
 func TestEthernetBeaconDiscovery(t *testing.T) {
 	m, a, b := ethernetPair(t, "")
 	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
 	}
+	stop := IperfServer(t, m, b)
+	if bps := iperf(t, m, "a", b.Npub()+".fips", 2); bps <= 0 {
+		t.Error("iperf3 a→b.fips carried nothing")
+	} else {
+		t.Logf("iperf3 a→b by name over Ethernet, userspace: %.1f Mbit/s", bps/1e6)
+	}
+	stop()
 	heard := uint64(0)
 	for _, n := range []*Node{a, b} {
 		if !strings.Contains(n.Logs(), "Ethernet transport started") {
