@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,8 +39,14 @@ func TestTopologiesBuildAndRoute(t *testing.T) {
 	o := binaries(t)
 	for _, topo := range Topologies {
 		for _, b := range builders {
+			if !b.runsOn(topo, false) {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%s", topo.Name, b.system), func(t *testing.T) {
-				p := b.build(t, topo, o)
+				p := b.buildPath(t, topo, o)
+				if p.Failed != nil {
+					skipPending(t, p)
+				}
 				if len(p.Relays) != topo.Nodes-2 || p.Src != "a" || p.Dst != nodeNames[topo.Nodes-1] {
 					t.Fatalf("path %s→%s via %v on %d nodes", p.Src, p.Dst, p.Relays, topo.Nodes)
 				}
@@ -64,6 +71,64 @@ func TestTopologiesBuildAndRoute(t *testing.T) {
 	}
 }
 
+// TestEthernetSystemsRunWhereSaid: the Ethernet systems run on the pair
+// and the transit line only, a quick run keeps the socket path on
+// transit alone, and only the AF_XDP one may fail without stopping the
+// run.
+func TestEthernetSystemsRunWhereSaid(t *testing.T) {
+	type key struct {
+		system string
+		quick  bool
+	}
+	got := map[key][]string{}
+	for _, quick := range []bool{false, true} {
+		cfg := Config{Quick: quick, Log: func(string) {}}
+		cfg.defaults()
+		for _, topo := range cfg.Topologies {
+			for _, b := range builders {
+				if b.runsOn(topo, quick) {
+					got[key{b.system, quick}] = append(got[key{b.system, quick}], topo.Name)
+				}
+				if b.optional != (b.system == SystemFipsEthernetAFXDP) {
+					t.Errorf("%s optional: %v", b.system, b.optional)
+				}
+			}
+		}
+	}
+	for k, want := range map[key][]string{
+		{SystemFipsEthernet, false}:      {TopoDirect, TopoTransit},
+		{SystemFipsEthernetAFXDP, false}: {TopoDirect, TopoTransit},
+		{SystemFipsEthernet, true}:       {TopoTransit},
+		{SystemFipsEthernetAFXDP, true}:  nil,
+		{SystemFips, false}:              {TopoDirect, TopoTransit, TopoLine},
+		{SystemFipsAFXDPXSK, true}:       {TopoTransit},
+	} {
+		if !slices.Equal(got[k], want) {
+			t.Errorf("%s (quick %v) runs on %v, want %v", k.system, k.quick, got[k], want)
+		}
+	}
+}
+
+// pendingEthernetAFXDP is how a daemon refuses dataplane.mode xdp with
+// Ethernet transports only, until the XDP program takes Ethernet frames.
+const pendingEthernetAFXDP = "no UDP transport is bound"
+
+// skipPending skips the test of an optional system that failed to build
+// for the known reason — after checking that the failure left nothing
+// behind — and fails it for any other.
+func skipPending(t *testing.T, p *Path) {
+	t.Helper()
+	if p.Mesh != nil {
+		if left := leftovers(t, p.Mesh.Prefix, p.Mesh.Dir); len(left) > 0 {
+			t.Errorf("a failed build of %s left %v", p.System, left)
+		}
+	}
+	if !strings.Contains(p.Failed.Error(), pendingEthernetAFXDP) {
+		t.Fatalf("%s: %v", p.System, p.Failed)
+	}
+	t.Skipf("%s does not run yet (the bench reports it in the row's notes): %v", p.System, firstLine(p.Failed.Error()))
+}
+
 // TestRouteCheckDetectsAWrongPath gives the transit topology a direct
 // A–C link that the system's routing prefers: the route check must say
 // the traffic bypasses the relay.
@@ -73,7 +138,7 @@ func TestRouteCheckDetectsAWrongPath(t *testing.T) {
 	for _, b := range []struct {
 		system string
 		build  func(netns.TB, Topology, BuildOptions) *Path
-	}{{SystemKernel, BuildKernel}, {SystemFips, BuildFips}} {
+	}{{SystemKernel, BuildKernel}, {SystemFips, BuildFips}, {SystemFipsEthernet, BuildFipsEthernet}} {
 		t.Run(b.system, func(t *testing.T) {
 			p := b.build(t, Topology{TopoTransit, 3}, o)
 			err := p.CheckRoute()
@@ -124,7 +189,7 @@ func leftovers(t *testing.T, prefix, dir string) []string {
 // TestCleanupLeavesNothing runs the transit topology of every system
 // the way the bench program does — under a netns.Runner, measured, then
 // interrupted — and checks that no namespace, link, process or file of
-// the run is left.
+// the run is left; also of an optional system whose build failed.
 func TestCleanupLeavesNothing(t *testing.T) {
 	o := binaries(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,9 +203,19 @@ func TestCleanupLeavesNothing(t *testing.T) {
 		cancel() // Ctrl-C while the run is measuring
 	}()
 	err := r.Run(ctx, nil, func() error {
+		transit := Topology{TopoTransit, 3}
 		for _, b := range builders {
-			p := b.build(r, Topology{TopoTransit, 3}, o)
-			meshes = append(meshes, p.Mesh)
+			if !b.runsOn(transit, false) {
+				continue
+			}
+			p := b.buildPath(r, transit, o)
+			if p.Mesh != nil {
+				meshes = append(meshes, p.Mesh)
+			}
+			if p.Failed != nil { // closed already; checked below all the same
+				t.Logf("%s: %v", b.system, firstLine(p.Failed.Error()))
+				continue
+			}
 			out := map[string]float64{}
 			if _, err := p.TCP(1, 1, false, out); err != nil {
 				return err

@@ -5,7 +5,8 @@ import "fmt"
 // Config is one bench run's shape.
 type Config struct {
 	// Quick is the development subset: transit only, 1 stream, 1
-	// repetition, no UDP sweep beyond one run.
+	// repetition, no UDP sweep beyond one run, and of the Ethernet
+	// systems the socket path alone (builders' full flag).
 	Quick bool
 	// Repetitions per figure (default 3; 1 when Quick).
 	Repetitions int

@@ -4,8 +4,10 @@
 // measures, in one run and side by side, the kernel forwarding the same
 // topology without encryption (the limit), wireguard-go (a pair, or a
 // relay chain with one device per tunnel and the kernel forwarding
-// between them) and fips-go, once with default settings and once with
-// dataplane.mode xdp. Every figure is the median of N repetitions
+// between them) and fips-go, with default settings and in each XDP
+// dataplane mode over UDP, and on the 2- and 3-node topologies over
+// Ethernet transports only (AF_PACKET, and AF_XDP when the daemon takes
+// it; a row it refuses says why in its notes). Every figure is the median of N repetitions
 // with its range; every fips-go figure is also shown as a ratio to
 // wireguard-go measured in the same run, because on a shared 2-core VM
 // absolute figures drift while ratios hold.

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,10 @@ type BuildOptions struct {
 	// FipsConfig is YAML appended to every fips node's config (a
 	// dataplane mode, once there are several).
 	FipsConfig string
+	// Transport is what the fips nodes link over: "" for UDP on every
+	// veth, or "ethernet" for Ethernet transports only (see
+	// BuildFipsEthernet).
+	Transport string
 }
 
 // Path is one system running on one topology, ready to measure: traffic
@@ -43,6 +48,14 @@ type Path struct {
 	Src, Dst string
 	DstAddr  string
 	Relays   []string
+
+	// Notes are what the build saw that the figures do not say (an
+	// AF_XDP row whose sockets did not open); they go into the report.
+	Notes []string
+	// Failed is why an optional system could not be built (tryBuild):
+	// the path has no figures, only this note. Mesh is what was built of
+	// it (nil when nothing was), already closed.
+	Failed error
 
 	// daemons are the pids of the system's processes by node (none for
 	// the kernel).
@@ -151,7 +164,7 @@ func must(tb netns.TB, m *netns.Mesh, what string, cmds ...[]string) {
 // the relays forwarding in the kernel, no encryption. Link k is
 // fd00:bb:k::/64 (.1 on the left end); the shortcut is link n-1.
 func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
-	m := netns.New(tb, netns.Options{NoDaemons: true})
+	m := newMesh(tb, netns.Options{NoDaemons: true})
 	nodes, links := line(m, t, o)
 	p := newPath(SystemKernel, t, m, nodes)
 	addr := func(k, end int) string { return fmt.Sprintf("fd00:bb:%d::%d", k, end) }
@@ -204,11 +217,11 @@ func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
 // forwarding.forwarded_packets; the receiver's is fips0's rx (packets
 // the daemon wrote to its TUN).
 func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
-	m := netns.New(tb, netns.Options{IPv6: true, Binaries: o.Fips, ExtraConfig: o.FipsConfig})
+	m := newMesh(tb, netns.Options{IPv6: true, Binaries: o.Fips, ExtraConfig: o.FipsConfig, Transport: o.Transport})
 	nodes, _ := line(m, t, o)
 	p := newPath(SystemFips, t, m, nodes)
 	m.Start()
-	m.WaitConverged(60 * time.Second)
+	waitFipsUp(tb, m, t, 60*time.Second)
 	for _, n := range nodes {
 		p.daemons[n.Name] = []int{n.Pid()}
 	}
@@ -253,6 +266,43 @@ func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// waitFipsUp waits for m's daemons to converge, failing tb at once,
+// with the daemon's own words, when one exits instead (a configuration
+// it refuses, a dataplane it cannot load).
+func waitFipsUp(tb netns.TB, m *netns.Mesh, t Topology, timeout time.Duration) {
+	start := time.Now()
+	for {
+		for _, n := range m.Nodes() {
+			if !n.Running() {
+				tb.Fatalf("bench: fips-go %s: the daemon on %s exited at start: %s", t.Name, n.Name, exitReason(n.Logs()))
+			}
+		}
+		if ok, _ := m.Converged(); ok {
+			return
+		}
+		if time.Since(start) > timeout {
+			m.WaitConvergedSince(start, 0) // fails tb with the nodes' logs
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// exitReason is the error a daemon printed as it exited (its last
+// "fips: " line), else the last line it logged.
+func exitReason(logs string) string {
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "fips: ") {
+			return strings.TrimPrefix(lines[i], "fips: ")
+		}
+	}
+	if l := lines[len(lines)-1]; l != "" {
+		return l
+	}
+	return "nothing logged"
+}
+
 // BuildFipsXDP is BuildFips with dataplane.mode xdp: the same daemons
 // with the XDP program in front of their sockets (the start fails if it
 // cannot attach).
@@ -282,6 +332,117 @@ func BuildFipsAFXDPXSK(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// BuildFipsEthernet is BuildFips over Ethernet transports only, in
+// dataplane.mode userspace (AF_PACKET sockets): every link end is a
+// transports.ethernet instance on the node's veth (a relay has one per
+// veth), accepting connections, with beacons off; each node names the
+// other end of each of its links as a static peer by interface and MAC
+// ({transport: ethernet, addr: "<veth>/<mac>"}, the MACs fixed by
+// netns.LinkMAC), as testing/netns's TestEthernetLine runs them. No UDP
+// transport is configured, so every hop is raw EtherType 0x2121 frames.
+func BuildFipsEthernet(tb netns.TB, t Topology, o BuildOptions) *Path {
+	o.Transport = "ethernet"
+	o.FipsConfig += "dataplane: { mode: userspace }\n"
+	p := BuildFips(tb, t, o)
+	p.System = SystemFipsEthernet
+	return p
+}
+
+// BuildFipsEthernetAFXDP is BuildFipsEthernet with dataplane.mode xdp
+// and dataplane.afxdp: established Ethernet frames of known links are
+// meant to reach the workers through AF_XDP sockets. A daemon that
+// refuses this configuration fails the build (tryBuild turns that into
+// the row's note); one that starts without AF_XDP sockets adds a note.
+func BuildFipsEthernetAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
+	o.Transport = "ethernet"
+	o.FipsConfig += "dataplane: { mode: xdp, afxdp: true }\n"
+	p := BuildFips(tb, t, o)
+	p.System = SystemFipsEthernetAFXDP
+	p.Notes = append(p.Notes, afxdpNotes(p)...)
+	return p
+}
+
+// afxdpNotes says, for every node of p whose show_status reports no
+// AF_XDP sockets, why not (the daemon then runs on its plain sockets).
+func afxdpNotes(p *Path) []string {
+	var notes []string
+	for _, n := range p.Mesh.Nodes() {
+		var st struct {
+			Dataplane struct {
+				AFXDP struct {
+					Enabled bool   `json:"enabled"`
+					Reason  string `json:"reason"`
+				} `json:"afxdp"`
+			} `json:"dataplane"`
+		}
+		if err := n.Call("show_status", nil, &st); err != nil {
+			notes = append(notes, fmt.Sprintf("%s: show_status: %v", n.Name, err))
+			continue
+		}
+		if !st.Dataplane.AFXDP.Enabled {
+			notes = append(notes, fmt.Sprintf("no AF_XDP on %s (%s)", n.Name, st.Dataplane.AFXDP.Reason))
+		}
+	}
+	return notes
+}
+
+// buildTB is the TB an optional system builds under (tryBuild): Fatalf
+// unwinds only the build, and the meshes it made are remembered so a
+// failed build can be closed at once. Cleanups still go to the parent
+// (they run again at its end; Mesh.Close is idempotent), so an
+// interrupt during the build leaves nothing either.
+type buildTB struct {
+	netns.TB
+	meshes []*netns.Mesh
+	// built is set once the build returned: the meshes keep this TB, and
+	// a Fatalf of theirs after that is the parent's again.
+	built bool
+}
+
+// buildFailed carries a buildTB's Fatalf message to tryBuild.
+type buildFailed struct{ msg string }
+
+func (b *buildTB) Fatalf(format string, args ...any) {
+	if b.built {
+		b.TB.Fatalf(format, args...)
+		return
+	}
+	panic(buildFailed{fmt.Sprintf(format, args...)})
+}
+
+// newMesh is netns.New, telling a buildTB about the mesh.
+func newMesh(tb netns.TB, o netns.Options) *netns.Mesh {
+	m := netns.New(tb, o)
+	if b, ok := tb.(*buildTB); ok {
+		b.meshes = append(b.meshes, m)
+	}
+	return m
+}
+
+// tryBuild builds system on t as build does, but a failure (Fatalf
+// during the build) does not stop the run: it returns a path with no
+// figures whose Failed says why, everything it built already closed.
+func tryBuild(tb netns.TB, system string, build func(netns.TB, Topology, BuildOptions) *Path, t Topology, o BuildOptions) (p *Path) {
+	b := &buildTB{TB: tb}
+	defer func() {
+		b.built = true
+		v := recover()
+		if v == nil {
+			return
+		}
+		f, ok := v.(buildFailed)
+		if !ok {
+			panic(v)
+		}
+		p = &Path{System: system, Topology: t, Failed: errors.New(f.msg)}
+		for _, m := range b.meshes {
+			m.Close()
+			p.Mesh = m
+		}
+	}()
+	return build(b, t, o)
+}
+
 // BuildWireGuard runs wireguard-go along the line: tunnel k joins node k
 // and k+1 (fd00:77:k::1 and ::2, /64), each end its own device with one
 // peer (allowed ::/0), so a relay has two devices and the kernel
@@ -295,7 +456,7 @@ func BuildWireGuard(tb netns.TB, t Topology, o BuildOptions) *Path {
 	if o.WireGuardGo == "" {
 		tb.Fatalf("bench: no wireguard-go binary")
 	}
-	m := netns.New(tb, netns.Options{NoDaemons: true})
+	m := newMesh(tb, netns.Options{NoDaemons: true})
 	nodes, links := line(m, t, o)
 	p := newPath(SystemWireGuard, t, m, nodes)
 	n := t.Nodes

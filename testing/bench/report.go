@@ -25,6 +25,14 @@ const (
 	// SystemFipsAFXDPXSK adds dataplane.afxdp_transmit: xsk: what the
 	// AF_XDP workers forward leaves through the sockets' TX rings.
 	SystemFipsAFXDPXSK = "fips-go afxdp xsk"
+	// SystemFipsEthernet is fips-go over Ethernet transports only
+	// (AF_PACKET sockets on the veths, static peers by MAC) in
+	// dataplane.mode userspace: the pair and the transit line.
+	SystemFipsEthernet = "fips-go ethernet"
+	// SystemFipsEthernetAFXDP is SystemFipsEthernet with dataplane.mode
+	// xdp and dataplane.afxdp: established Ethernet frames meant to reach
+	// the workers through AF_XDP sockets.
+	SystemFipsEthernetAFXDP = "fips-go ethernet afxdp"
 )
 
 // Metric describes one figure of a path.

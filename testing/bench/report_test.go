@@ -102,6 +102,25 @@ func TestMarkdownShowsRatiosToWireGuard(t *testing.T) {
 	}
 }
 
+// TestMarkdownShowsAFailedRow: a system that could not be built (the
+// Ethernet AF_XDP row before the XDP program takes Ethernet frames) has
+// a column of dashes and says why in the notes.
+func TestMarkdownShowsAFailedRow(t *testing.T) {
+	run := sampleRun("2026-12-01T00:00:00Z", 500)
+	run.Paths = append(run.Paths, PathResult{Topology: TopoTransit, Nodes: 3, System: SystemFipsEthernetAFXDP, Metrics: map[string]Stat{},
+		Notes: []string{"not measured: the daemon on a exited at start: dataplane.mode is xdp, but no UDP transport is bound"}})
+	md := Markdown(run, nil)
+	for _, want := range []string{
+		"| Figure | unit | kernel | wireguard-go | fips-go | fips-go ethernet afxdp | fips-go / wg | fips-go ethernet afxdp / wg |",
+		"| TCP, 1 stream | Mbit/s | 20,000 | 1,000 [900–1,100] | 500 [490–510] | — | 0.50× | — |",
+		"fips-go ethernet afxdp: not measured: the daemon on a exited at start: dataplane.mode is xdp, but no UDP transport is bound",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 func TestReplaceSection(t *testing.T) {
 	doc := "# Performance\n\nintro\n"
 	out, err := ReplaceSection(doc, "one\n")

@@ -65,17 +65,50 @@ func Execute(ctx context.Context, r *netns.Runner, cfg Config) (Run, error) {
 	return run, nil
 }
 
-// builders are the systems in the order they are built and measured.
-var builders = []struct {
+// builder is one system the bench measures.
+type builder struct {
 	system string
 	build  func(netns.TB, Topology, BuildOptions) *Path
-}{
-	{SystemKernel, BuildKernel},
-	{SystemWireGuard, BuildWireGuard},
-	{SystemFips, BuildFips},
-	{SystemFipsXDP, BuildFipsXDP},
-	{SystemFipsAFXDP, BuildFipsAFXDP},
-	{SystemFipsAFXDPXSK, BuildFipsAFXDPXSK},
+	// topologies are the ones the system runs on (nil: all).
+	topologies []string
+	// full leaves the system out of a quick run.
+	full bool
+	// optional systems may fail to build: the run goes on and the row
+	// says why in its notes (tryBuild) instead of stopping.
+	optional bool
+}
+
+// builders are the systems in the order they are built and measured.
+// The Ethernet ones run on the pair and the transit line only; a quick
+// run keeps the Ethernet socket path on transit and leaves AF_XDP over
+// Ethernet out, to stay within its 3 minutes.
+var builders = []builder{
+	{system: SystemKernel, build: BuildKernel},
+	{system: SystemWireGuard, build: BuildWireGuard},
+	{system: SystemFips, build: BuildFips},
+	{system: SystemFipsXDP, build: BuildFipsXDP},
+	{system: SystemFipsAFXDP, build: BuildFipsAFXDP},
+	{system: SystemFipsAFXDPXSK, build: BuildFipsAFXDPXSK},
+	{system: SystemFipsEthernet, build: BuildFipsEthernet, topologies: ethernetTopologies},
+	{system: SystemFipsEthernetAFXDP, build: BuildFipsEthernetAFXDP, topologies: ethernetTopologies, full: true, optional: true},
+}
+
+// ethernetTopologies are where the Ethernet systems run: a pair and a
+// line of three.
+var ethernetTopologies = []string{TopoDirect, TopoTransit}
+
+// runsOn reports whether b is measured on topo in a run of cfg's kind.
+func (b builder) runsOn(topo Topology, quick bool) bool {
+	return (b.topologies == nil || slices.Contains(b.topologies, topo.Name)) && !(quick && b.full)
+}
+
+// buildPath builds b on topo: a failure of an optional system is a
+// path with Failed set, of any other a Fatalf of tb.
+func (b builder) buildPath(tb netns.TB, topo Topology, o BuildOptions) *Path {
+	if b.optional {
+		return tryBuild(tb, b.system, b.build, topo, o)
+	}
+	return b.build(tb, topo, o)
 }
 
 func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {
@@ -83,28 +116,44 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 	var paths []*Path
 	defer func() {
 		for _, p := range paths {
-			p.Mesh.Close()
+			if p.Mesh != nil {
+				p.Mesh.Close()
+			}
 		}
 	}()
 	for _, b := range builders {
+		if !b.runsOn(topo, cfg.Quick) {
+			continue
+		}
 		r.Check(ctx)
 		start := time.Now()
-		p := b.build(r, topo, opts)
+		p := b.buildPath(r, topo, opts)
 		paths = append(paths, p)
+		if p.Failed != nil {
+			cfg.Log(fmt.Sprintf("   %-22s not measured: %s", b.system, firstLine(p.Failed.Error())))
+			continue
+		}
 		if err := p.CheckRoute(); err != nil {
 			return nil, err
 		}
-		cfg.Log(fmt.Sprintf("   %-17s up in %4.1f s, route %s→%s via %v checked", b.system, time.Since(start).Seconds(), p.Src, p.Dst, p.Hops()))
+		cfg.Log(fmt.Sprintf("   %-22s up in %4.1f s, route %s→%s via %v checked", b.system, time.Since(start).Seconds(), p.Src, p.Dst, p.Hops()))
+		for _, n := range p.Notes {
+			cfg.Log(fmt.Sprintf("   %-22s %s", b.system, n))
+		}
 	}
 	samples := make([]map[string][]float64, len(paths))
 	notes := make([][]string, len(paths))
-	for i := range samples {
+	for i, p := range paths {
 		samples[i] = map[string][]float64{}
+		notes[i] = append(notes[i], p.Notes...)
+		if p.Failed != nil {
+			notes[i] = append(notes[i], "not measured: "+firstLine(p.Failed.Error()))
+		}
 	}
 	record := func(i int, rep int, what string, vals map[string]float64, ns []string, err error) {
 		if err != nil {
 			notes[i] = append(notes[i], fmt.Sprintf("repetition %d, %s: %v", rep+1, what, firstLine(err.Error())))
-			cfg.Log(fmt.Sprintf("   %-17s %s failed: %v", paths[i].System, what, err))
+			cfg.Log(fmt.Sprintf("   %-22s %s failed: %v", paths[i].System, what, err))
 			return
 		}
 		notes[i] = append(notes[i], ns...)
@@ -118,7 +167,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		for _, k := range keys {
 			fmt.Fprintf(&line, " %s=%s", k, fmtNum(vals[k]))
 		}
-		cfg.Log(fmt.Sprintf("   %-17s %s:%s", paths[i].System, what, line.String()))
+		cfg.Log(fmt.Sprintf("   %-22s %s:%s", paths[i].System, what, line.String()))
 	}
 	type step struct {
 		what string
@@ -145,6 +194,9 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		cfg.Log(fmt.Sprintf("   repetition %d of %d", rep+1, cfg.Repetitions))
 		for _, s := range steps {
 			for i, p := range paths {
+				if p.Failed != nil {
+					continue
+				}
 				r.Check(ctx)
 				vals := map[string]float64{}
 				ns, err := s.run(p, vals)
