@@ -6,8 +6,8 @@
 // relay chain with one device per tunnel and the kernel forwarding
 // between them) and fips-go, with default settings and in each XDP
 // dataplane mode over UDP, and on the 2- and 3-node topologies over
-// Ethernet transports only (AF_PACKET, and AF_XDP when the daemon takes
-// it; a row it refuses says why in its notes). Every figure is the median of N repetitions
+// Ethernet transports only (AF_PACKET, and AF_XDP receive and transmit;
+// a row the daemon refuses says why in its notes). Every figure is the median of N repetitions
 // with its range; every fips-go figure is also shown as a ratio to
 // wireguard-go measured in the same run, because on a shared 2-core VM
 // absolute figures drift while ratios hold.

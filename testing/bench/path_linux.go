@@ -348,14 +348,15 @@ func BuildFipsEthernet(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
-// BuildFipsEthernetAFXDP is BuildFipsEthernet with dataplane.mode xdp
-// and dataplane.afxdp: established Ethernet frames of known links are
-// meant to reach the workers through AF_XDP sockets. A daemon that
-// refuses this configuration fails the build (tryBuild turns that into
-// the row's note); one that starts without AF_XDP sockets adds a note.
+// BuildFipsEthernetAFXDP is BuildFipsEthernet with dataplane.mode xdp,
+// dataplane.afxdp and afxdp_transmit xsk: established Ethernet frames of
+// known links reach the workers through AF_XDP sockets and what a relay
+// forwards leaves through their TX rings. A daemon that refuses this
+// configuration fails the build (tryBuild turns that into the row's
+// note); one that starts without AF_XDP sockets adds a note.
 func BuildFipsEthernetAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
 	o.Transport = "ethernet"
-	o.FipsConfig += "dataplane: { mode: xdp, afxdp: true }\n"
+	o.FipsConfig += "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: xsk }\n"
 	p := BuildFips(tb, t, o)
 	p.System = SystemFipsEthernetAFXDP
 	p.Notes = append(p.Notes, afxdpNotes(p)...)
