@@ -46,7 +46,12 @@ type peerState struct {
 	hasPosition   bool
 	positionDepth int
 
-	// The last accepted (fresher) declaration and its ancestry.
+	// The last accepted (fresher) declaration and its ancestry. hasDecl:
+	// decl holds the peer's newest signed declaration, the freshness
+	// reference; accepted: pos is its position too, and the peer is a
+	// parent and next-hop candidate. An announce refused for its ancestry
+	// (ancestryContradiction) leaves hasDecl without accepted.
+	hasDecl  bool
 	accepted bool
 	decl     declaration
 	pos      position
