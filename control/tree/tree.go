@@ -193,6 +193,12 @@ func (t *Tree) Parent() (parent identity.NodeAddr, ok bool) {
 // Sequence is our declaration's sequence number.
 func (t *Tree) Sequence() uint64 { return t.decl.seq }
 
+// Declaration is our current declaration as signed: the parent
+// (ourselves at the root), the sequence and the timestamp (Unix seconds).
+func (t *Tree) Declaration() (parent identity.NodeAddr, seq, timestamp uint64) {
+	return t.decl.parent, t.decl.seq, t.decl.timestamp
+}
+
 // Stats returns the counters.
 func (t *Tree) Stats() Stats { return t.stats }
 
