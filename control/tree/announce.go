@@ -14,7 +14,8 @@ import (
 // (ours) no contradiction with a declaration we hold signed by a node the
 // ancestry names (ancestryContradiction). A
 // rejected announce returns a *RejectError and changes nothing but its
-// counter (a stale one still refreshes PeerView). An accepted one is stored,
+// counter (a stale one still refreshes PeerView; a contradicted one also
+// withdraws the sender's position, see withdraw). An accepted one is stored,
 // echoed with our announce when it advertises a worse root than ours, and
 // then drives parent selection. msg is not retained.
 func (t *Tree) HandleAnnounce(now time.Time, from identity.NodeAddr, msg []byte) error {
