@@ -85,9 +85,9 @@ func TestContradictingAncestryRefused(t *testing.T) {
 		wire.AncestryEntry{NodeAddr: root2, Sequence: 50, Timestamp: ts - 1}))
 
 	// Our own declaration is checked the same way.
-	self := f.tr.Self()
+	_, selfSeq, selfTs := f.tr.Declaration()
 	err = f.deliver(l.NodeAddr(), forgedAnnounce(t, l, 4, ts,
-		wire.AncestryEntry{NodeAddr: self, Sequence: f.tr.Sequence(), Timestamp: f.tr.decl.timestamp},
+		wire.AncestryEntry{NodeAddr: f.tr.Self(), Sequence: selfSeq, Timestamp: selfTs},
 		wire.AncestryEntry{NodeAddr: zeroRoot, Sequence: 9, Timestamp: ts}))
 	if !errors.Is(err, ReasonAncestryContradicted) || f.tr.Stats().AncestryContradicted != 2 {
 		t.Fatalf("self entry: %v, stats %+v", err, f.tr.Stats())
