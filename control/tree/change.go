@@ -51,6 +51,10 @@ const (
 	// that arrived before the TreeAnnounce making its sender our child is
 	// never passed on (see BloomChanged).
 	ChangeChildren
+	// ChangeParentRefused (ours): our parent's new announce was refused
+	// for an ancestry that contradicts a signed declaration; we dropped it
+	// for an alternative parent or the root role. Announced to all.
+	ChangeParentRefused
 )
 
 func (k ChangeKind) String() string {
@@ -67,6 +71,8 @@ func (k ChangeKind) String() string {
 		return "parent_lost"
 	case ChangeChildren:
 		return "children"
+	case ChangeParentRefused:
+		return "parent_refused"
 	}
 	return "unknown"
 }
@@ -134,7 +140,7 @@ type Change struct {
 // entry whose path runs through us (invalidate_via_node(Self)).
 func (c Change) InvalidateViaSelf() bool {
 	switch c.Kind {
-	case ChangeSwitch, ChangeLoopDrop, ChangeAncestryUpdate, ChangeParentLost:
+	case ChangeSwitch, ChangeLoopDrop, ChangeAncestryUpdate, ChangeParentLost, ChangeParentRefused:
 		return true
 	}
 	return false
@@ -144,7 +150,7 @@ func (c Change) InvalidateViaSelf() bool {
 // entry not rooted at root (invalidate_other_roots(root)).
 func (c Change) InvalidateOtherRoots() (root identity.NodeAddr, ok bool) {
 	switch c.Kind {
-	case ChangeSelfRoot, ChangeLoopDrop, ChangeParentLost:
+	case ChangeSelfRoot, ChangeLoopDrop, ChangeParentLost, ChangeParentRefused:
 		return c.Root, true
 	}
 	return identity.NodeAddr{}, false
@@ -161,7 +167,7 @@ func (c Change) ResetLookupBackoff() bool {
 // whatever the tree did).
 func (c Change) Bloom() BloomMark {
 	switch c.Kind {
-	case ChangeSwitch, ChangeSelfRoot:
+	case ChangeSwitch, ChangeSelfRoot, ChangeParentRefused:
 		return BloomAll
 	case ChangeAncestryUpdate:
 		if c.PathChanged {

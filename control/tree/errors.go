@@ -19,6 +19,10 @@ const (
 	ReasonAncestryInvalid                   // semantic ancestry rules broken
 	ReasonStale                             // sequence not above the stored one
 	ReasonDeferred                          // over the sender's check budget: kept for the tick
+	// ReasonAncestryContradicted (ours): the ancestry names a node we
+	// hold a signed declaration from (an active peer, or us) at that very
+	// declaration, followed by a node other than the parent it signed.
+	ReasonAncestryContradicted
 )
 
 func (r Reason) String() string {
@@ -37,6 +41,8 @@ func (r Reason) String() string {
 		return "stale"
 	case ReasonDeferred:
 		return "verify_deferred"
+	case ReasonAncestryContradicted:
+		return "ancestry_contradicted"
 	}
 	return "unknown"
 }

@@ -231,6 +231,10 @@ type simNet struct {
 	queue  []delivery
 	// drop, when set, loses a message instead of delivering it.
 	drop func(d delivery) bool
+	// refusals counts rejections by reason; tolerate, when set, lets drain
+	// go on past a rejection other than stale.
+	refusals map[Reason]int
+	tolerate func(r *RejectError) bool
 	// lastSend records the last send time per directed link, and
 	// minGap the shortest gap seen between two sends on one.
 	lastSend map[[2]identity.NodeAddr]time.Time
@@ -244,6 +248,8 @@ type simNode struct {
 	tr      *Tree
 	links   map[identity.NodeAddr]*simLink
 	changes []Change
+	// forge, when set, rewrites every announce the node sends (a liar).
+	forge func(to identity.NodeAddr, msg []byte) []byte
 }
 
 type simLink struct {
@@ -253,7 +259,7 @@ type simLink struct {
 
 func newSimNet(tb testing.TB, n int, seedBase uint64, cfg Config) *simNet {
 	s := &simNet{tb: tb, now: t0, cfg: cfg, byAddr: map[identity.NodeAddr]*simNode{},
-		lastSend: map[[2]identity.NodeAddr]time.Time{}, minGap: time.Duration(1<<63 - 1)}
+		lastSend: map[[2]identity.NodeAddr]time.Time{}, minGap: time.Duration(1<<63 - 1), refusals: map[Reason]int{}}
 	for i := range n {
 		nd := &simNode{net: s, id: testIdentity(tb, seedBase+uint64(i)), links: map[identity.NodeAddr]*simLink{}}
 		nd.tr = New(s.now, nd.id, cfg, nd, nil, seeded(seedBase+uint64(i)+7777))
@@ -276,6 +282,9 @@ func (n *simNode) SendTreeAnnounce(peer identity.NodeAddr, msg []byte) error {
 	}
 	s.lastSend[k] = s.now
 	s.sends++
+	if n.forge != nil {
+		msg = n.forge(peer, msg)
+	}
 	s.queue = append(s.queue, delivery{from: n.addr(), to: peer, msg: slices.Clone(msg)})
 	return nil
 }
@@ -331,7 +340,11 @@ func (s *simNet) drain() {
 			continue
 		}
 		if err := to.tr.HandleAnnounce(s.now, d.from, d.msg); err != nil {
-			if r, ok := err.(*RejectError); !ok || r.Reason != ReasonStale {
+			r, ok := err.(*RejectError)
+			if ok {
+				s.refusals[r.Reason]++
+			}
+			if !ok || (r.Reason != ReasonStale && (s.tolerate == nil || !s.tolerate(r))) {
 				s.tb.Fatalf("%s rejected announce from %s: %v", d.to.Short(), d.from.Short(), err)
 			}
 		}

@@ -149,9 +149,10 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("snapshot %s", raw)
 	}
 	// The stats object renders in upstream's (alphabetical) key order,
-	// with fips-go's verify_deferred in its place.
+	// with fips-go's ancestry_contradicted and verify_deferred in their
+	// places.
 	stats := string(mustJSON(t, f.tr.Stats()))
-	wantStats := `{"accepted":0,"addr_mismatch":0,"ancestry_changed":0,"ancestry_invalid":0,"decode_error":0,` +
+	wantStats := `{"accepted":0,"addr_mismatch":0,"ancestry_changed":0,"ancestry_contradicted":0,"ancestry_invalid":0,"decode_error":0,` +
 		`"flap_dampened":0,"loop_detected":0,"outbound_sign_failed":0,"parent_losses":0,"parent_switches":0,` +
 		`"rate_limited":0,"received":0,"send_failed":0,"sent":0,"sig_failed":0,"stale":0,"unknown_peer":0,"verify_deferred":0}`
 	if stats != wantStats {

@@ -99,6 +99,7 @@ func TestAnnounceRepushedOnRootDisagreement(t *testing.T) {
 	s.step(time.Second)
 	child.tr.becomeRoot(s.now)
 	child.tr.peers[root.addr()].accepted = false
+	child.tr.peers[root.addr()].hasDecl = false
 	if err := child.tr.sign(); err != nil {
 		t.Fatal(err)
 	}

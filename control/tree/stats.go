@@ -9,23 +9,28 @@ import (
 // Stats are upstream's "tree" counter family. Fields are in alphabetical
 // order, as upstream renders them, so encoding/json reproduces its objects.
 type Stats struct {
-	Accepted           uint64 `json:"accepted"`             // announces that passed every check and were fresher
-	AddrMismatch       uint64 `json:"addr_mismatch"`        // declaring node was not the sending peer
-	AncestryChanged    uint64 `json:"ancestry_changed"`     // same parent, new address path: re-announced
-	AncestryInvalid    uint64 `json:"ancestry_invalid"`     // signed, but the ancestry broke the semantic rules
-	DecodeError        uint64 `json:"decode_error"`         // malformed announce
-	FlapDampened       uint64 `json:"flap_dampened"`        // dampening episodes engaged
-	LoopDetected       uint64 `json:"loop_detected"`        // our parent's path came to contain us
-	OutboundSignFailed uint64 `json:"outbound_sign_failed"` // signing our own declaration failed
-	ParentLosses       uint64 `json:"parent_losses"`        // our parent was removed
-	ParentSwitches     uint64 `json:"parent_switches"`      // switches and self-root promotions
-	RateLimited        uint64 `json:"rate_limited"`         // sends deferred to the tick by the per-peer interval
-	Received           uint64 `json:"received"`             // announces handed to HandleAnnounce
-	SendFailed         uint64 `json:"send_failed"`          // Env.SendTreeAnnounce errors
-	Sent               uint64 `json:"sent"`                 // announces handed to Env.SendTreeAnnounce
-	SigFailed          uint64 `json:"sig_failed"`           // declaration signature did not verify
-	Stale              uint64 `json:"stale"`                // sequence not above the stored one
-	UnknownPeer        uint64 `json:"unknown_peer"`         // sender is not an active peer
+	Accepted        uint64 `json:"accepted"`         // announces that passed every check and were fresher
+	AddrMismatch    uint64 `json:"addr_mismatch"`    // declaring node was not the sending peer
+	AncestryChanged uint64 `json:"ancestry_changed"` // same parent, new address path: re-announced
+	// AncestryContradicted (ours): announces refused because their
+	// ancestry contradicts a declaration signed by the node it names (an
+	// active peer, or us); the sender stops being a parent or next-hop
+	// candidate until an announce of it is accepted.
+	AncestryContradicted uint64 `json:"ancestry_contradicted"`
+	AncestryInvalid      uint64 `json:"ancestry_invalid"`     // signed, but the ancestry broke the semantic rules
+	DecodeError          uint64 `json:"decode_error"`         // malformed announce
+	FlapDampened         uint64 `json:"flap_dampened"`        // dampening episodes engaged
+	LoopDetected         uint64 `json:"loop_detected"`        // our parent's path came to contain us
+	OutboundSignFailed   uint64 `json:"outbound_sign_failed"` // signing our own declaration failed
+	ParentLosses         uint64 `json:"parent_losses"`        // our parent was removed
+	ParentSwitches       uint64 `json:"parent_switches"`      // switches and self-root promotions
+	RateLimited          uint64 `json:"rate_limited"`         // sends deferred to the tick by the per-peer interval
+	Received             uint64 `json:"received"`             // announces handed to HandleAnnounce
+	SendFailed           uint64 `json:"send_failed"`          // Env.SendTreeAnnounce errors
+	Sent                 uint64 `json:"sent"`                 // announces handed to Env.SendTreeAnnounce
+	SigFailed            uint64 `json:"sig_failed"`           // declaration signature did not verify
+	Stale                uint64 `json:"stale"`                // sequence not above the stored one
+	UnknownPeer          uint64 `json:"unknown_peer"`         // sender is not an active peer
 	// VerifyDeferred (ours): announces left unchecked because their
 	// sender had spent its budget of signature checks; the newest is
 	// handled at the next tick with budget.

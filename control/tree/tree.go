@@ -46,7 +46,12 @@ type peerState struct {
 	hasPosition   bool
 	positionDepth int
 
-	// The last accepted (fresher) declaration and its ancestry.
+	// The last accepted (fresher) declaration and its ancestry. hasDecl:
+	// decl holds the peer's newest signed declaration, the freshness
+	// reference; accepted: pos is its position too, and the peer is a
+	// parent and next-hop candidate. An announce refused for its ancestry
+	// (ancestryContradiction) leaves hasDecl without accepted.
+	hasDecl  bool
 	accepted bool
 	decl     declaration
 	pos      position
@@ -187,6 +192,12 @@ func (t *Tree) Parent() (parent identity.NodeAddr, ok bool) {
 
 // Sequence is our declaration's sequence number.
 func (t *Tree) Sequence() uint64 { return t.decl.seq }
+
+// Declaration is our current declaration as signed: the parent
+// (ourselves at the root), the sequence and the timestamp (Unix seconds).
+func (t *Tree) Declaration() (parent identity.NodeAddr, seq, timestamp uint64) {
+	return t.decl.parent, t.decl.seq, t.decl.timestamp
+}
 
 // Stats returns the counters.
 func (t *Tree) Stats() Stats { return t.stats }
