@@ -223,28 +223,74 @@ type Worker struct {
 	// batch, made on first use, and the buffer FSP is opened into.
 	tunb  *tun.Batch
 	plain []byte
-	// fence orders the worker's flows: while a datagram it handed the
-	// loop is in flight the worker hands the loop every datagram, so none
-	// overtakes it: a flow switching from the loop's path to the
-	// workers' (a route or session just published) stays in order.
-	fence Fence
+	// fences order the worker's flows: while a datagram it handed the
+	// loop is in flight the worker hands the loop every datagram of the
+	// same flow slot, so none overtakes it: a flow switching from the
+	// loop's path to the workers' (a route or session just published)
+	// stays in order. A slot is a share of the remote node addresses
+	// (flowSlot): a handshake of one session on the loop holds back only
+	// the flows that share its slot, not every flow of the worker.
+	fences [fenceSlots]Fence
+}
+
+// fenceSlots is how many flow fences a worker keeps (a power of two).
+const fenceSlots = 16
+
+// flowSlot is the fence slot of the flow with the remote node a (the
+// destination of a transit or sent datagram, the source of one
+// delivered here). Node addresses are hashes: their first byte spreads.
+func flowSlot(a identity.NodeAddr) int { return int(a[0]) & (fenceSlots - 1) }
+
+// flowSlotIPv6 is flowSlot of the node an overlay IPv6 address (fd00::/8
+// then the node address's first 15 bytes) names; another packet gets
+// slot 0.
+func flowSlotIPv6(pkt []byte) int {
+	if !wire.IsIPv6(pkt) {
+		return 0
+	}
+	return int(wire.IPv6Dst(pkt).As16()[1]) & (fenceSlots - 1)
+}
+
+// datagramSlot is the flow slot of a SessionDatagram message: its source
+// when addressed to self, its destination otherwise.
+func (w *Worker) datagramSlot(msg []byte) int {
+	if len(msg) < wire.SessionDatagramHeaderSize {
+		return 0
+	}
+	if d := wire.SessionDatagramDest(msg); d != w.e.cfg.Self {
+		return flowSlot(d)
+	}
+	return flowSlot(wire.SessionDatagramSrc(msg))
 }
 
 // handOff counts one more datagram handed to the loop and returns the
 // fence the loop marks once it has handled it. What the worker has
 // queued so far (sends, TUN writes) goes out first: the loop's sends of
 // the handed-off datagram must not overtake it either.
-func (w *Worker) handOff() *Fence {
-	if !w.Fenced() {
+func (w *Worker) handOff(slot int) *Fence {
+	f := &w.fences[slot&(fenceSlots-1)]
+	if !f.inFlight() {
 		w.flushQueues()
 	}
-	w.fence.handedOff++
-	return &w.fence
+	f.handedOff++
+	return f
 }
 
-// Fenced reports whether a datagram this worker handed the loop is still
-// in flight: the next ones must follow it there.
-func (w *Worker) Fenced() bool { return w.fence.inFlight() }
+// fenced reports whether a datagram of flow slot this worker handed the
+// loop is still in flight: the next ones of that slot must follow it
+// there.
+func (w *Worker) fenced(slot int) bool { return w.fences[slot&(fenceSlots-1)].inFlight() }
+
+// Fenced reports whether any datagram this worker handed the loop is
+// still in flight.
+func (w *Worker) Fenced() bool {
+	for i := range w.fences {
+		if w.fences[i].inFlight() {
+			return true
+		}
+	}
+	return false
+}
 
 type senderSlot struct {
 	id    transport.ID
@@ -309,12 +355,16 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		w.upcalled(w.e.cfg.Loop.Proof(ProofUpcall{Link: l}), nil, nil)
 	}
 	dg := wire.MsgType(in.Message[0]) == wire.MsgSessionDatagram
-	if dg && !w.Fenced() && w.datagram(now, f.Flags, in.Message) {
-		return true
+	slot := 0
+	if dg {
+		slot = w.datagramSlot(in.Message)
+		if !w.fenced(slot) && w.datagram(now, f.Flags, in.Message) {
+			return true
+		}
 	}
 	u := FrameUpcall{Link: l, Flags: f.Flags, TS: in.Timestamp, Arrived: arrived}
 	if dg {
-		u.Fence = w.handOff()
+		u.Fence = w.handOff(slot)
 	}
 	if u.Msg, u.Buf = w.copyUp(in.Message); u.Buf == nil {
 		u.Fence.Done()
@@ -466,7 +516,7 @@ func (w *Worker) upcalled(ok bool, buf *transport.Buffer, f *Fence) {
 // upcallFSP hands the loop an end-to-end message the worker decrypted
 // but does not finish (see FSPUpcall); pt is copied.
 func (w *Worker) upcallFSP(src identity.NodeAddr, counter uint64, ce bool, pt []byte) {
-	u := FSPUpcall{Src: src, Counter: counter, CE: ce, Fence: w.handOff()}
+	u := FSPUpcall{Src: src, Counter: counter, CE: ce, Fence: w.handOff(flowSlot(src))}
 	if u.Msg, u.Buf = w.copyUp(pt); u.Buf == nil {
 		u.Fence.Done()
 		return

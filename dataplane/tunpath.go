@@ -100,12 +100,13 @@ func (t *TUN) Run(ctx context.Context, eng *Engine, loop Loop) error {
 		defer w.Close()
 	}
 	r := tun.NewReader(t.dev.Dev, func(pkt []byte, read int64) {
-		if w != nil && !w.Fenced() && w.SendTUN(pkt) {
+		slot := flowSlotIPv6(pkt)
+		if w != nil && !w.fenced(slot) && w.SendTUN(pkt) {
 			return
 		}
 		u := TUNUpcall{Read: read}
 		if w != nil {
-			u.Fence = w.handOff() // later packets wait for this one to leave the loop
+			u.Fence = w.handOff(slot) // later packets to that node wait for this one to leave the loop
 		}
 		var ok bool
 		if u.Buf, u.Pkt, ok = t.bufs.Copy(pkt); !ok {
