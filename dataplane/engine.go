@@ -394,9 +394,21 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	}
 	ttl := wire.SessionDatagramTTL(msg)
 	fsp := msg[wire.SessionDatagramHeaderSize:]
-	// Handshake phases and packets carrying coordinates warm the
-	// coordinate cache: the loop's.
-	if wire.FSPPacketPhase(fsp) != wire.FSPPhaseEstablished || wire.FSPPacketFlags(fsp).CoordsPresent() || ttl <= 1 {
+	// Handshake phases and packets carrying coordinates warm the loop's
+	// coordinate cache: with a published route the worker forwards them
+	// in order with the rest of their flow and hands the loop a copy to
+	// learn from (Loop.Learn); msg3 carries none.
+	var learn bool
+	switch wire.FSPPacketPhase(fsp) {
+	case wire.FSPPhaseEstablished:
+		learn = wire.FSPPacketFlags(fsp).CoordsPresent()
+	case wire.FSPPhaseMsg1, wire.FSPPhaseMsg2:
+		learn = true
+	case wire.FSPPhaseMsg3:
+	default:
+		return false
+	}
+	if ttl <= 1 {
 		return false
 	}
 	r := e.fwd.Load().Lookup(dest)
@@ -411,6 +423,14 @@ func (w *Worker) datagram(now time.Time, flags uint8, msg []byte) bool {
 	s := w.sender(x.Transport())
 	if s == nil {
 		return false // a transport without worker sends (TCP): the loop's
+	}
+	if learn {
+		// Before the rewrite: the loop's router reads the datagram as
+		// received. A copy that does not fit is counted, the forward
+		// goes on.
+		if m, buf := w.copyUp(msg); buf != nil {
+			w.upcalled(e.cfg.Loop.Learn(LearnUpcall{Msg: m, Buf: buf}), buf, nil)
+		}
 	}
 	if route.ForwardInPlace(msg, r.MTU) != nil {
 		return false

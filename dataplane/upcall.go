@@ -37,6 +37,18 @@ type Loop interface {
 	// TUN: a packet read from the TUN device that its worker left to the
 	// loop (no published session or route for it).
 	TUN(TUNUpcall) bool
+	// Learn: a copy of a transit SessionDatagram carrying plaintext
+	// coordinates (a session handshake's msg1/msg2, a coordinate warmup)
+	// that a worker forwarded itself, for the loop's coordinate cache.
+	Learn(LearnUpcall) bool
+}
+
+// LearnUpcall is a transit SessionDatagram a worker forwarded, for the
+// loop to warm its coordinate cache from, as its router does with every
+// datagram it forwards; nothing else is done with it.
+type LearnUpcall struct {
+	Msg []byte // the SessionDatagram, type byte first: a copy in Buf
+	Buf *transport.Buffer
 }
 
 // FrameUpcall is an opened frame of a published link for the loop.

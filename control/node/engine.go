@@ -33,6 +33,7 @@ type rxItem struct {
 	fsp     dataplane.FSPUpcall
 	proof   dataplane.ProofUpcall
 	promote dataplane.PromoteUpcall
+	learn   dataplane.LearnUpcall
 }
 
 type rxKind uint8
@@ -43,6 +44,7 @@ const (
 	rxFSP
 	rxProof
 	rxPromote
+	rxLearn
 )
 
 // inbox is the loop's side of the dataplane seam (dataplane.Loop): every
@@ -62,6 +64,9 @@ func (i inbox) Promote(u dataplane.PromoteUpcall) bool {
 	return i.n.enqueue(rxItem{kind: rxPromote, promote: u})
 }
 func (i inbox) Packet(p transport.Packet) bool { return i.n.deliver(p) }
+func (i inbox) Learn(u dataplane.LearnUpcall) bool {
+	return i.n.enqueue(rxItem{kind: rxLearn, learn: u})
+}
 
 // TUN takes a packet the TUN reader left to the loop, blocking while the
 // loop is behind; refused (and counted) once it has stopped.
@@ -102,6 +107,12 @@ func (n *Node) handleUpcall(now time.Time, it rxItem) {
 		n.fences = append(n.fences, u.Fence)
 		n.core.HandleOpenedFSP(now, u.Src, u.Counter, u.Msg, u.CE)
 		u.Buf.Release()
+	case rxLearn:
+		// What the workers forwarded warms the cache as the loop's own
+		// forwards do; routes are recomputed with what it taught.
+		n.core.Router().Learn(now, it.learn.Msg)
+		n.routesDirty = true
+		it.learn.Buf.Release()
 	case rxFrame:
 		u := it.frame
 		if u.Fence != nil {

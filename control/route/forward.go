@@ -110,6 +110,18 @@ func (r *Router) HandleSessionDatagram(now time.Time, from identity.NodeAddr, ce
 	return nil, nil
 }
 
+// Learn warms the coordinate cache from a SessionDatagram message (type
+// byte first) a dataplane worker forwarded, as HandleSessionDatagram does
+// with every datagram before forwarding it; nothing else is counted or
+// done. A message that does not decode is ignored.
+func (r *Router) Learn(now time.Time, msg []byte) {
+	dg, err := wire.ParseSessionDatagram(msg)
+	if err != nil {
+		return
+	}
+	r.warm(ms(now), dg, uint64(max(len(msg)-1, 0)))
+}
+
 // ForwardInPlace rewrites a SessionDatagram message (type byte first)
 // for its next hop: the TTL decremented, the path MTU lowered to the
 // next hop's link MTU when that is known (0: unknown). The caller has

@@ -463,3 +463,34 @@ func TestSendDatagram(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Learn warms the cache from what a dataplane worker forwarded exactly as
+// HandleSessionDatagram does, and does nothing else: no forwarding, no
+// counters; garbage is ignored.
+func TestLearnWarmsOnly(t *testing.T) {
+	src, dst, root := addr(0x01), addr(0x02), addr(0xF0)
+	srcC, dstC := path(src, root), path(dst, addr(0x03), root)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		want    bool
+	}{
+		{"session_setup", setupPayload(t, srcC, dstC), true},
+		{"encrypted_no_coords", marshal(t, wire.FSPEncrypted{Header: wire.FSPHeader{PayloadLen: 20}, Ciphertext: make([]byte, 36)}), false},
+	} {
+		f := newFixture(t, DefaultConfig())
+		f.r.Learn(t0, datagram(t, 64, 0xffff, src, dst, tc.payload))
+		if f.r.Cache().Contains(t0, src) != tc.want || f.r.Cache().Contains(t0, dst) != tc.want {
+			t.Errorf("%s: src %v dst %v cached, want %v", tc.name, f.r.Cache().Contains(t0, src), f.r.Cache().Contains(t0, dst), tc.want)
+		}
+		if s := f.r.Stats().Forwarding; s != (ForwardingStats{}) {
+			t.Errorf("%s: Learn counted %+v", tc.name, s)
+		}
+	}
+	f := newFixture(t, DefaultConfig())
+	f.r.Learn(t0, []byte{0, 1, 2})
+	f.r.Learn(t0, nil)
+	if f.r.Cache().Len() != 0 {
+		t.Error("garbage warmed the cache")
+	}
+}
