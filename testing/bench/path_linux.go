@@ -37,6 +37,10 @@ type BuildOptions struct {
 	// veth, or "ethernet" for Ethernet transports only (see
 	// BuildFipsEthernet).
 	Transport string
+	// Underlay is how the veths carry frames ("" is UnderlayDefault):
+	// with UnderlayWire every veth end has its offloads off (SetWire)
+	// before any daemon starts.
+	Underlay Underlay
 }
 
 // Path is one system running on one topology, ready to measure: traffic
@@ -44,6 +48,7 @@ type BuildOptions struct {
 type Path struct {
 	System   string
 	Topology Topology
+	Underlay Underlay
 	Mesh     *netns.Mesh
 	Src, Dst string
 	DstAddr  string
@@ -129,8 +134,9 @@ func (p *Path) CheckRoute() error {
 	return nil
 }
 
-// line adds t's nodes to m and links them in a line (plus the shortcut).
-func line(m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links []*netns.Link) {
+// line adds t's nodes to m and links them in a line (plus the shortcut),
+// on the underlay o names.
+func line(tb netns.TB, m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links []*netns.Link) {
 	for i := range t.Nodes {
 		nodes = append(nodes, m.AddNode(nodeNames[i]))
 	}
@@ -140,11 +146,22 @@ func line(m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links
 	if o.Shortcut {
 		links = append(links, m.Link(nodes[0], nodes[t.Nodes-1]))
 	}
+	switch o.Underlay {
+	case "", UnderlayDefault:
+	case UnderlayWire:
+		for _, e := range linkEnds(links) {
+			if err := SetWire(e[0], e[1]); err != nil {
+				tb.Fatalf("%v", err)
+			}
+		}
+	default:
+		tb.Fatalf("bench: unknown underlay %q", o.Underlay)
+	}
 	return nodes, links
 }
 
-func newPath(system string, t Topology, m *netns.Mesh, nodes []*netns.Node) *Path {
-	p := &Path{System: system, Topology: t, Mesh: m, Src: nodes[0].Name, Dst: nodes[len(nodes)-1].Name,
+func newPath(system string, t Topology, o BuildOptions, m *netns.Mesh, nodes []*netns.Node) *Path {
+	p := &Path{System: system, Topology: t, Underlay: underlayOf(o), Mesh: m, Src: nodes[0].Name, Dst: nodes[len(nodes)-1].Name,
 		daemons: map[string][]int{}}
 	for _, n := range nodes[1 : len(nodes)-1] {
 		p.Relays = append(p.Relays, n.Name)
@@ -165,8 +182,8 @@ func must(tb netns.TB, m *netns.Mesh, what string, cmds ...[]string) {
 // fd00:bb:k::/64 (.1 on the left end); the shortcut is link n-1.
 func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
 	m := newMesh(tb, netns.Options{NoDaemons: true})
-	nodes, links := line(m, t, o)
-	p := newPath(SystemKernel, t, m, nodes)
+	nodes, links := line(tb, m, t, o)
+	p := newPath(SystemKernel, t, o, m, nodes)
 	addr := func(k, end int) string { return fmt.Sprintf("fd00:bb:%d::%d", k, end) }
 	for k, l := range links {
 		must(tb, m, "kernel line",
@@ -218,8 +235,8 @@ func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
 // the daemon wrote to its TUN).
 func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
 	m := newMesh(tb, netns.Options{IPv6: true, Binaries: o.Fips, ExtraConfig: o.FipsConfig, Transport: o.Transport})
-	nodes, _ := line(m, t, o)
-	p := newPath(SystemFips, t, m, nodes)
+	nodes, _ := line(tb, m, t, o)
+	p := newPath(SystemFips, t, o, m, nodes)
 	m.Start()
 	waitFipsUp(tb, m, t, 60*time.Second)
 	for _, n := range nodes {
@@ -435,7 +452,7 @@ func tryBuild(tb netns.TB, system string, build func(netns.TB, Topology, BuildOp
 		if !ok {
 			panic(v)
 		}
-		p = &Path{System: system, Topology: t, Failed: errors.New(f.msg)}
+		p = &Path{System: system, Topology: t, Underlay: underlayOf(o), Failed: errors.New(f.msg)}
 		for _, m := range b.meshes {
 			m.Close()
 			p.Mesh = m
@@ -458,8 +475,8 @@ func BuildWireGuard(tb netns.TB, t Topology, o BuildOptions) *Path {
 		tb.Fatalf("bench: no wireguard-go binary")
 	}
 	m := newMesh(tb, netns.Options{NoDaemons: true})
-	nodes, links := line(m, t, o)
-	p := newPath(SystemWireGuard, t, m, nodes)
+	nodes, links := line(tb, m, t, o)
+	p := newPath(SystemWireGuard, t, o, m, nodes)
 	n := t.Nodes
 	dev := func(k int, side string) string { return fmt.Sprintf("%sw%d%s", m.Prefix, k, side) }
 	const rightPort, leftPort = 51820, 51821
@@ -537,4 +554,12 @@ func BuildWireGuardGo(dir string) (bin, version string, err error) {
 	}
 	f := strings.Fields(string(out))
 	return bin, f[len(f)-1], nil
+}
+
+// underlayOf is o's underlay, UnderlayDefault when unset.
+func underlayOf(o BuildOptions) Underlay {
+	if o.Underlay == "" {
+		return UnderlayDefault
+	}
+	return o.Underlay
 }
