@@ -162,9 +162,14 @@ demo: deps-demo
 ## docs/performance.md and docs/bench.json. BENCH_QUICK=1: transit only,
 ## 1 stream, 1 repetition, Ethernet on the socket path only, the wire
 ## underlay on five systems, into out/bench/quick.md (≤ 4 minutes).
+## BENCH_UPSTREAM=/path: a folder with upstream FIPS's fips and fipsctl,
+## measured as one more system with fips-go's default settings
+## (docs/performance.md; not tried against upstream itself).
 BENCH_QUICK ?=
+BENCH_UPSTREAM ?=
 bench: deps-bench
-	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
+	BENCH_QUICK=$(BENCH_QUICK) BENCH_UPSTREAM="$(BENCH_UPSTREAM)" \
+	  BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_UPSTREAM), BENCH_UPSTREAM=$(BENCH_UPSTREAM))" \
 	  $(GO) run ./testing/bench/fipsbench
 
 ## interop: fips-go and upstream side by side in network namespaces

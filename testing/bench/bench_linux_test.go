@@ -52,7 +52,7 @@ func TestTopologiesBuildAndRoute(t *testing.T) {
 	for _, r := range runs {
 		topo := r.topo
 		for _, b := range builders {
-			if !b.runsOnUnderlay(r.u, topo, false) {
+			if !b.runsOnUnderlay(r.u, topo, false) || !b.enabled(o) {
 				continue
 			}
 			name := fmt.Sprintf("%s/%s", topo.Name, b.system)
@@ -108,7 +108,7 @@ func TestEthernetSystemsRunWhereSaid(t *testing.T) {
 				if b.runsOn(topo, quick) {
 					got[key{b.system, quick}] = append(got[key{b.system, quick}], topo.Name)
 				}
-				if b.optional != (b.system == SystemFipsEthernetAFXDP) {
+				if b.optional != (b.system == SystemFipsEthernetAFXDP || b.system == SystemUpstream) || b.upstream != (b.system == SystemUpstream) {
 					t.Errorf("%s optional: %v", b.system, b.optional)
 				}
 			}
@@ -218,7 +218,7 @@ func TestCleanupLeavesNothing(t *testing.T) {
 	err := r.Run(ctx, nil, func() error {
 		transit := Topology{TopoTransit, 3}
 		for _, b := range builders {
-			if !b.runsOn(transit, false) {
+			if !b.runsOn(transit, false) || !b.enabled(o) {
 				continue
 			}
 			p := b.buildPath(r, transit, o)
@@ -330,5 +330,30 @@ func TestUnderlaysRunWhereSaid(t *testing.T) {
 				t.Errorf("quick run, wire underlay on %s: %v, want %v", topo.Name, wire, want)
 			}
 		}
+	}
+}
+
+// TestUpstreamSystem builds the upstream row on transit with fips-go's
+// own binaries in upstream's place (upstream does not build on the
+// machines these tests run on): the line comes up with no fips-go-only
+// configuration and the route check passes on the kernel's counters.
+func TestUpstreamSystem(t *testing.T) {
+	o := binaries(t)
+	if b := (builder{upstream: true}); b.enabled(o) {
+		t.Fatal("the upstream system is enabled without upstream's binaries")
+	}
+	o.Upstream = o.Fips
+	o.FipsConfig = "dataplane: { mode: xdp }\n" // must not reach the nodes
+	p := BuildUpstream(t, Topology{TopoTransit, 3}, o)
+	if p.System != SystemUpstream {
+		t.Errorf("system %q", p.System)
+	}
+	for _, n := range p.Mesh.Nodes() {
+		if b, err := os.ReadFile(n.Config); err != nil || strings.Contains(string(b), "dataplane") {
+			t.Errorf("%s's config: %v\n%s", n.Name, err, b)
+		}
+	}
+	if err := p.CheckRoute(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,6 +22,9 @@ type Config struct {
 	// the veths as created, then wire-like). A quick run measures the
 	// wire underlay on a subset of the systems (builder.quickWire).
 	Underlays []Underlay
+	// Upstream is a folder holding upstream FIPS's fips and fipsctl: when
+	// set, SystemUpstream is measured beside fips-go (BENCH_UPSTREAM).
+	Upstream string
 	// Command is how the run was started, for the report.
 	Command string
 	// Log receives progress lines.

@@ -37,6 +37,9 @@ type BuildOptions struct {
 	// veth, or "ethernet" for Ethernet transports only (see
 	// BuildFipsEthernet).
 	Transport string
+	// Upstream are upstream FIPS's fips and fipsctl (BENCH_UPSTREAM), for
+	// BuildUpstream; empty: that system is not measured.
+	Upstream daemons.Binaries
 	// Underlay is how the veths carry frames ("" is UnderlayDefault):
 	// with UnderlayWire every veth end has its offloads off (SetWire)
 	// before any daemon starts.
@@ -377,6 +380,36 @@ func BuildFipsEthernetAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
 	p := BuildFips(tb, t, o)
 	p.System = SystemFipsEthernetAFXDP
 	p.Notes = append(p.Notes, afxdpNotes(p)...)
+	return p
+}
+
+// BuildUpstream is BuildFips with upstream FIPS's binaries (o.Upstream)
+// on every node and no fips-go-only configuration: the same UDP line,
+// TUN fips0 and .fips DNS as fips-go's default row. The route counters
+// are the kernel's, not show_metrics (whose fields are fips-go's): a
+// relay's tx on its veth toward the receiver, the receiver's fips0 rx.
+// Untested against upstream itself here (it does not build on the
+// reference machine); TestUpstreamSystem runs it with fips-go's binaries
+// in upstream's place.
+func BuildUpstream(tb netns.TB, t Topology, o BuildOptions) *Path {
+	if o.Upstream.Fips == "" || o.Upstream.Fipsctl == "" {
+		tb.Fatalf("bench: no upstream fips and fipsctl (BENCH_UPSTREAM)")
+	}
+	o.Fips, o.FipsConfig, o.Transport = o.Upstream, "", ""
+	p := BuildFips(tb, t, o)
+	p.System = SystemUpstream
+	links := p.Mesh.Links()
+	p.counter = func(node string) (uint64, error) {
+		if node == p.Dst {
+			return ifaceCounter(p.Mesh, node, "fips0", "rx")
+		}
+		for i, l := range links {
+			if l.A.Name == node && i < t.Nodes-1 {
+				return ifaceCounter(p.Mesh, node, l.IfA, "tx")
+			}
+		}
+		return 0, fmt.Errorf("bench: no node %q", node)
+	}
 	return p
 }
 

@@ -25,6 +25,9 @@ const (
 	// SystemFipsAFXDPXSK adds dataplane.afxdp_transmit: xsk: what the
 	// AF_XDP workers forward leaves through the sockets' TX rings.
 	SystemFipsAFXDPXSK = "fips-go afxdp xsk"
+	// SystemUpstream is upstream FIPS (BENCH_UPSTREAM) with the settings
+	// of SystemFips's row: UDP, TUN, .fips DNS.
+	SystemUpstream = "upstream fips"
 	// SystemFipsEthernet is fips-go over Ethernet transports only
 	// (AF_PACKET sockets on the veths, static peers by MAC) in
 	// dataplane.mode userspace: the pair and the transit line.
@@ -140,6 +143,9 @@ type Run struct {
 	Go          string `json:"go"`
 	WireGuard   string `json:"wireguard_go"`
 	Iperf3      string `json:"iperf3"`
+	// Upstream is the folder of upstream's binaries when the run measured
+	// SystemUpstream (BENCH_UPSTREAM).
+	Upstream string `json:"upstream,omitempty"`
 	// Underlays are the underlays the run measured, in order (absent
 	// from runs before underlays existed: default only).
 	Underlays []Underlay   `json:"underlays,omitempty"`
@@ -294,6 +300,9 @@ func Markdown(run Run, earlier []Run) string {
 	fmt.Fprintf(&b, "- Command: `%s`\n", run.Command)
 	fmt.Fprintf(&b, "- Commit: `%s`; machine: %s; kernel %s; %s; wireguard-go %s; %s\n",
 		run.Commit, run.Machine, run.Kernel, run.Go, run.WireGuard, run.Iperf3)
+	if run.Upstream != "" {
+		fmt.Fprintf(&b, "- %s: upstream's fips and fipsctl from `%s` (BENCH_UPSTREAM), with the settings of the fips-go column\n", SystemUpstream, run.Upstream)
+	}
 	fmt.Fprintf(&b, "- Each figure: median [min–max] of %d repetition(s); iperf3 runs of %d s; "+
 		"\"fips/wg\" is fips-go's median over wireguard-go's from this same run (for costs — CPU, latency, loss — lower is better).\n",
 		run.Repetitions, run.Seconds)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -58,6 +59,15 @@ func Execute(ctx context.Context, r *netns.Runner, cfg Config) (Run, error) {
 	}
 	run.WireGuard = wgVersion
 	opts := BuildOptions{Fips: bins, WireGuardGo: wg}
+	if cfg.Upstream != "" {
+		up := daemons.Binaries{Fips: filepath.Join(cfg.Upstream, "fips"), Fipsctl: filepath.Join(cfg.Upstream, "fipsctl")}
+		for _, f := range []string{up.Fips, up.Fipsctl} {
+			if st, err := os.Stat(f); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+				return run, fmt.Errorf("bench: BENCH_UPSTREAM=%s: no executable %s", cfg.Upstream, f)
+			}
+		}
+		opts.Upstream, run.Upstream = up, cfg.Upstream
+	}
 
 	// Each topology on every underlay in turn, so the two runs of a
 	// topology are close in time; the report groups them by underlay.
@@ -86,6 +96,9 @@ type builder struct {
 	topologies []string
 	// full leaves the system out of a quick run.
 	full bool
+	// upstream marks SystemUpstream: measured only when the run has
+	// upstream's binaries (Config.Upstream).
+	upstream bool
 	// quickWire puts the system on the wire underlay in a quick run too
 	// (a quick run measures the wire underlay on these alone).
 	quickWire bool
@@ -101,6 +114,7 @@ type builder struct {
 var builders = []builder{
 	{system: SystemKernel, build: BuildKernel, quickWire: true},
 	{system: SystemWireGuard, build: BuildWireGuard, quickWire: true},
+	{system: SystemUpstream, build: BuildUpstream, upstream: true, optional: true},
 	{system: SystemFips, build: BuildFips, quickWire: true},
 	{system: SystemFipsXDP, build: BuildFipsXDP, quickWire: true},
 	{system: SystemFipsAFXDP, build: BuildFipsAFXDP},
@@ -133,6 +147,12 @@ func (b builder) runsOnUnderlay(u Underlay, topo Topology, quick bool) bool {
 	return (b.topologies == nil || slices.Contains(b.topologies, topo.Name)) && !(quick && b.full)
 }
 
+// enabled reports whether b can be built with o: SystemUpstream only
+// with upstream's binaries.
+func (b builder) enabled(o BuildOptions) bool {
+	return !b.upstream || o.Upstream.Fips != ""
+}
+
 // buildPath builds b on topo: a failure of an optional system is a
 // path with Failed set, of any other a Fatalf of tb.
 func (b builder) buildPath(tb netns.TB, topo Topology, o BuildOptions) *Path {
@@ -154,7 +174,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		}
 	}()
 	for _, b := range builders {
-		if !b.runsOnUnderlay(u, topo, cfg.Quick) {
+		if !b.runsOnUnderlay(u, topo, cfg.Quick) || !b.enabled(opts) {
 			continue
 		}
 		r.Check(ctx)
