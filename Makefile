@@ -156,13 +156,20 @@ demo: deps-demo
 ## and 5-node namespace meshes (Linux, root), over UDP and, on the 2- and
 ## 3-node ones, over Ethernet (AF_PACKET and AF_XDP): TCP 1 and 4 streams,
 ## UDP at 1 Gbit/s, ping idle and under load, CPU per GB, retransmits;
-## medians of BENCH_REPS (3). Rewrites its section of docs/performance.md
-## and docs/bench.json. BENCH_QUICK=1: transit only, 1 stream, 1
-## repetition, Ethernet on the socket path only, into out/bench/quick.md
-## (≤ 3 minutes).
+## medians of BENCH_REPS (3); all of it on two underlays, the veths as
+## created and wire-like (offloads off: no frame above the MTU crosses;
+## BENCH_UNDERLAYS=default or =wire runs one). Rewrites its section of
+## docs/performance.md and docs/bench.json. BENCH_QUICK=1: transit only,
+## 1 stream, 1 repetition, Ethernet on the socket path only, the wire
+## underlay on five systems, into out/bench/quick.md (≤ 4 minutes).
+## BENCH_UPSTREAM=/path: a folder with upstream FIPS's fips and fipsctl,
+## measured as one more system with fips-go's default settings
+## (docs/performance.md; not tried against upstream itself).
 BENCH_QUICK ?=
+BENCH_UPSTREAM ?=
 bench: deps-bench
-	BENCH_QUICK=$(BENCH_QUICK) BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))" \
+	BENCH_QUICK=$(BENCH_QUICK) BENCH_UPSTREAM="$(BENCH_UPSTREAM)" \
+	  BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_UPSTREAM), BENCH_UPSTREAM=$(BENCH_UPSTREAM))" \
 	  $(GO) run ./testing/bench/fipsbench
 
 ## interop: fips-go and upstream side by side in network namespaces

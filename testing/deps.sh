@@ -41,7 +41,7 @@ nft              nftables      root,demo,bench,interop  redirects DNS to the nod
 iperf3           iperf3        root,demo,bench,interop  measures throughput across the mesh
 curl             curl          root,interop             fetches /metrics and HTTP through the mesh (testing/netns)
 python3          python3       root,interop             HTTP servers, paced UDP senders and sinks in the namespaces (testing/netns)
-ethtool          ethtool       root                     turns a veth's segmentation offloads off (TestEngineMMPLoss)
+ethtool          ethtool       root,bench               turns veths' segmentation offloads off (TestEngineMMPLoss, the bench's wire-like underlay)
 tmux             tmux          root                     drives fipstop with send-keys and capture-pane (testing/netns)
 turnserver       coturn        root                     the STUN server of the NAT scenarios (testing/netns)
 node             nodejs        root                     runs the Nostr relay of the NAT scenarios (testing/netns)

@@ -33,16 +33,35 @@ func binaries(t *testing.T) BuildOptions {
 }
 
 // TestTopologiesBuildAndRoute builds every topology for every system,
-// passes the route check on each (traffic moves every relay's counter)
-// and measures a short idle ping, as `make bench` does before measuring.
+// and transit for every system on the wire underlay, passes the route
+// check on each (traffic moves every relay's counter) and measures a
+// short idle ping, as `make bench` does before measuring.
 func TestTopologiesBuildAndRoute(t *testing.T) {
 	o := binaries(t)
+	type run struct {
+		u    Underlay
+		topo Topology
+	}
+	var runs []run
 	for _, topo := range Topologies {
+		runs = append(runs, run{UnderlayDefault, topo})
+	}
+	// Every system on the wire underlay too, on transit alone: the
+	// underlay changes the veths, not the topology.
+	runs = append(runs, run{UnderlayWire, Topology{TopoTransit, 3}})
+	for _, r := range runs {
+		topo := r.topo
 		for _, b := range builders {
-			if !b.runsOn(topo, false) {
+			if !b.runsOnUnderlay(r.u, topo, false) || !b.enabled(o) {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s/%s", topo.Name, b.system), func(t *testing.T) {
+			name := fmt.Sprintf("%s/%s", topo.Name, b.system)
+			if r.u != UnderlayDefault {
+				name = fmt.Sprintf("%s/%s/%s", r.u, topo.Name, b.system)
+			}
+			t.Run(name, func(t *testing.T) {
+				o := o
+				o.Underlay = r.u
 				p := b.buildPath(t, topo, o)
 				if p.Failed != nil {
 					failedBuild(t, p)
@@ -89,7 +108,7 @@ func TestEthernetSystemsRunWhereSaid(t *testing.T) {
 				if b.runsOn(topo, quick) {
 					got[key{b.system, quick}] = append(got[key{b.system, quick}], topo.Name)
 				}
-				if b.optional != (b.system == SystemFipsEthernetAFXDP) {
+				if b.optional != (b.system == SystemFipsEthernetAFXDP || b.system == SystemUpstream) || b.upstream != (b.system == SystemUpstream) {
 					t.Errorf("%s optional: %v", b.system, b.optional)
 				}
 			}
@@ -199,7 +218,7 @@ func TestCleanupLeavesNothing(t *testing.T) {
 	err := r.Run(ctx, nil, func() error {
 		transit := Topology{TopoTransit, 3}
 		for _, b := range builders {
-			if !b.runsOn(transit, false) {
+			if !b.runsOn(transit, false) || !b.enabled(o) {
 				continue
 			}
 			p := b.buildPath(r, transit, o)
@@ -281,5 +300,60 @@ func TestKilledRunIsSweptByTheNext(t *testing.T) {
 	netns.New(t, netns.Options{NoDaemons: true}) // the next run starts
 	if left := leftovers(t, prefix, dir); len(left) > 0 {
 		t.Errorf("the killed run's leftovers were not swept: %v", left)
+	}
+}
+
+// TestUnderlaysRunWhereSaid: a full run measures every system on every
+// topology on both underlays alike; a quick run measures transit on both,
+// the wire one on the kernel, wireguard-go, fips-go, fips-go xdp and
+// fips-go afxdp xsk alone.
+func TestUnderlaysRunWhereSaid(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		cfg := Config{Quick: quick, Log: func(string) {}}
+		cfg.defaults()
+		if !slices.Equal(cfg.Underlays, []Underlay{UnderlayDefault, UnderlayWire}) {
+			t.Errorf("quick %v: underlays %v", quick, cfg.Underlays)
+		}
+		for _, topo := range cfg.Topologies {
+			var wire []string
+			for _, b := range builders {
+				d, w := b.runsOnUnderlay(UnderlayDefault, topo, quick), b.runsOnUnderlay(UnderlayWire, topo, quick)
+				if !quick && d != w {
+					t.Errorf("full run: %s on %s: default %v, wire %v", b.system, topo.Name, d, w)
+				}
+				if w {
+					wire = append(wire, b.system)
+				}
+			}
+			want := []string{SystemKernel, SystemWireGuard, SystemFips, SystemFipsXDP, SystemFipsAFXDPXSK}
+			if quick && !slices.Equal(wire, want) {
+				t.Errorf("quick run, wire underlay on %s: %v, want %v", topo.Name, wire, want)
+			}
+		}
+	}
+}
+
+// TestUpstreamSystem builds the upstream row on transit with fips-go's
+// own binaries in upstream's place (upstream does not build on the
+// machines these tests run on): the line comes up with no fips-go-only
+// configuration and the route check passes on the kernel's counters.
+func TestUpstreamSystem(t *testing.T) {
+	o := binaries(t)
+	if b := (builder{upstream: true}); b.enabled(o) {
+		t.Fatal("the upstream system is enabled without upstream's binaries")
+	}
+	o.Upstream = o.Fips
+	o.FipsConfig = "dataplane: { mode: xdp }\n" // must not reach the nodes
+	p := BuildUpstream(t, Topology{TopoTransit, 3}, o)
+	if p.System != SystemUpstream {
+		t.Errorf("system %q", p.System)
+	}
+	for _, n := range p.Mesh.Nodes() {
+		if b, err := os.ReadFile(n.Config); err != nil || strings.Contains(string(b), "dataplane") {
+			t.Errorf("%s's config: %v\n%s", n.Name, err, b)
+		}
+	}
+	if err := p.CheckRoute(); err != nil {
+		t.Fatal(err)
 	}
 }

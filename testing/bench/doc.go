@@ -7,7 +7,12 @@
 // between them) and fips-go, with default settings and in each XDP
 // dataplane mode over UDP, and on the 2- and 3-node topologies over
 // Ethernet transports only (AF_PACKET, and AF_XDP receive and transmit;
-// a row the daemon refuses says why in its notes). Every figure is the median of N repetitions
+// a row the daemon refuses says why in its notes), and upstream FIPS when
+// given its binaries (BENCH_UPSTREAM). All of it runs on two underlays:
+// the veths as created, which hand GSO super-packets across whole, and
+// wire-like, every veth end with its segmentation and GRO offloads off
+// so no frame above the MTU crosses (SetWire; TestWireUnderlay counts
+// what crosses). Every figure is the median of N repetitions
 // with its range; every fips-go figure is also shown as a ratio to
 // wireguard-go measured in the same run, because on a shared 2-core VM
 // absolute figures drift while ratios hold.

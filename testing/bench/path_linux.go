@@ -37,6 +37,13 @@ type BuildOptions struct {
 	// veth, or "ethernet" for Ethernet transports only (see
 	// BuildFipsEthernet).
 	Transport string
+	// Upstream are upstream FIPS's fips and fipsctl (BENCH_UPSTREAM), for
+	// BuildUpstream; empty: that system is not measured.
+	Upstream daemons.Binaries
+	// Underlay is how the veths carry frames ("" is UnderlayDefault):
+	// with UnderlayWire every veth end has its offloads off (SetWire)
+	// before any daemon starts.
+	Underlay Underlay
 }
 
 // Path is one system running on one topology, ready to measure: traffic
@@ -44,6 +51,7 @@ type BuildOptions struct {
 type Path struct {
 	System   string
 	Topology Topology
+	Underlay Underlay
 	Mesh     *netns.Mesh
 	Src, Dst string
 	DstAddr  string
@@ -129,8 +137,9 @@ func (p *Path) CheckRoute() error {
 	return nil
 }
 
-// line adds t's nodes to m and links them in a line (plus the shortcut).
-func line(m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links []*netns.Link) {
+// line adds t's nodes to m and links them in a line (plus the shortcut),
+// on the underlay o names.
+func line(tb netns.TB, m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links []*netns.Link) {
 	for i := range t.Nodes {
 		nodes = append(nodes, m.AddNode(nodeNames[i]))
 	}
@@ -140,11 +149,22 @@ func line(m *netns.Mesh, t Topology, o BuildOptions) (nodes []*netns.Node, links
 	if o.Shortcut {
 		links = append(links, m.Link(nodes[0], nodes[t.Nodes-1]))
 	}
+	switch o.Underlay {
+	case "", UnderlayDefault:
+	case UnderlayWire:
+		for _, e := range linkEnds(links) {
+			if err := SetWire(e[0], e[1]); err != nil {
+				tb.Fatalf("%v", err)
+			}
+		}
+	default:
+		tb.Fatalf("bench: unknown underlay %q", o.Underlay)
+	}
 	return nodes, links
 }
 
-func newPath(system string, t Topology, m *netns.Mesh, nodes []*netns.Node) *Path {
-	p := &Path{System: system, Topology: t, Mesh: m, Src: nodes[0].Name, Dst: nodes[len(nodes)-1].Name,
+func newPath(system string, t Topology, o BuildOptions, m *netns.Mesh, nodes []*netns.Node) *Path {
+	p := &Path{System: system, Topology: t, Underlay: underlayOf(o), Mesh: m, Src: nodes[0].Name, Dst: nodes[len(nodes)-1].Name,
 		daemons: map[string][]int{}}
 	for _, n := range nodes[1 : len(nodes)-1] {
 		p.Relays = append(p.Relays, n.Name)
@@ -165,8 +185,8 @@ func must(tb netns.TB, m *netns.Mesh, what string, cmds ...[]string) {
 // fd00:bb:k::/64 (.1 on the left end); the shortcut is link n-1.
 func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
 	m := newMesh(tb, netns.Options{NoDaemons: true})
-	nodes, links := line(m, t, o)
-	p := newPath(SystemKernel, t, m, nodes)
+	nodes, links := line(tb, m, t, o)
+	p := newPath(SystemKernel, t, o, m, nodes)
 	addr := func(k, end int) string { return fmt.Sprintf("fd00:bb:%d::%d", k, end) }
 	for k, l := range links {
 		must(tb, m, "kernel line",
@@ -218,8 +238,8 @@ func BuildKernel(tb netns.TB, t Topology, o BuildOptions) *Path {
 // the daemon wrote to its TUN).
 func BuildFips(tb netns.TB, t Topology, o BuildOptions) *Path {
 	m := newMesh(tb, netns.Options{IPv6: true, Binaries: o.Fips, ExtraConfig: o.FipsConfig, Transport: o.Transport})
-	nodes, _ := line(m, t, o)
-	p := newPath(SystemFips, t, m, nodes)
+	nodes, _ := line(tb, m, t, o)
+	p := newPath(SystemFips, t, o, m, nodes)
 	m.Start()
 	waitFipsUp(tb, m, t, 60*time.Second)
 	for _, n := range nodes {
@@ -363,6 +383,36 @@ func BuildFipsEthernetAFXDP(tb netns.TB, t Topology, o BuildOptions) *Path {
 	return p
 }
 
+// BuildUpstream is BuildFips with upstream FIPS's binaries (o.Upstream)
+// on every node and no fips-go-only configuration: the same UDP line,
+// TUN fips0 and .fips DNS as fips-go's default row. The route counters
+// are the kernel's, not show_metrics (whose fields are fips-go's): a
+// relay's tx on its veth toward the receiver, the receiver's fips0 rx.
+// Untested against upstream itself here (it does not build on the
+// reference machine); TestUpstreamSystem runs it with fips-go's binaries
+// in upstream's place.
+func BuildUpstream(tb netns.TB, t Topology, o BuildOptions) *Path {
+	if o.Upstream.Fips == "" || o.Upstream.Fipsctl == "" {
+		tb.Fatalf("bench: no upstream fips and fipsctl (BENCH_UPSTREAM)")
+	}
+	o.Fips, o.FipsConfig, o.Transport = o.Upstream, "", ""
+	p := BuildFips(tb, t, o)
+	p.System = SystemUpstream
+	links := p.Mesh.Links()
+	p.counter = func(node string) (uint64, error) {
+		if node == p.Dst {
+			return ifaceCounter(p.Mesh, node, "fips0", "rx")
+		}
+		for i, l := range links {
+			if l.A.Name == node && i < t.Nodes-1 {
+				return ifaceCounter(p.Mesh, node, l.IfA, "tx")
+			}
+		}
+		return 0, fmt.Errorf("bench: no node %q", node)
+	}
+	return p
+}
+
 // afxdpNotes says, for every node of p whose show_status reports no
 // AF_XDP sockets, why not (the daemon then runs on its plain sockets).
 func afxdpNotes(p *Path) []string {
@@ -435,7 +485,7 @@ func tryBuild(tb netns.TB, system string, build func(netns.TB, Topology, BuildOp
 		if !ok {
 			panic(v)
 		}
-		p = &Path{System: system, Topology: t, Failed: errors.New(f.msg)}
+		p = &Path{System: system, Topology: t, Underlay: underlayOf(o), Failed: errors.New(f.msg)}
 		for _, m := range b.meshes {
 			m.Close()
 			p.Mesh = m
@@ -458,8 +508,8 @@ func BuildWireGuard(tb netns.TB, t Topology, o BuildOptions) *Path {
 		tb.Fatalf("bench: no wireguard-go binary")
 	}
 	m := newMesh(tb, netns.Options{NoDaemons: true})
-	nodes, links := line(m, t, o)
-	p := newPath(SystemWireGuard, t, m, nodes)
+	nodes, links := line(tb, m, t, o)
+	p := newPath(SystemWireGuard, t, o, m, nodes)
 	n := t.Nodes
 	dev := func(k int, side string) string { return fmt.Sprintf("%sw%d%s", m.Prefix, k, side) }
 	const rightPort, leftPort = 51820, 51821
@@ -537,4 +587,12 @@ func BuildWireGuardGo(dir string) (bin, version string, err error) {
 	}
 	f := strings.Fields(string(out))
 	return bin, f[len(f)-1], nil
+}
+
+// underlayOf is o's underlay, UnderlayDefault when unset.
+func underlayOf(o BuildOptions) Underlay {
+	if o.Underlay == "" {
+		return UnderlayDefault
+	}
+	return o.Underlay
 }

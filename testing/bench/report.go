@@ -25,6 +25,9 @@ const (
 	// SystemFipsAFXDPXSK adds dataplane.afxdp_transmit: xsk: what the
 	// AF_XDP workers forward leaves through the sockets' TX rings.
 	SystemFipsAFXDPXSK = "fips-go afxdp xsk"
+	// SystemUpstream is upstream FIPS (BENCH_UPSTREAM) with the settings
+	// of SystemFips's row: UDP, TUN, .fips DNS.
+	SystemUpstream = "upstream fips"
 	// SystemFipsEthernet is fips-go over Ethernet transports only
 	// (AF_PACKET sockets on the veths, static peers by MAC) in
 	// dataplane.mode userspace: the pair and the transit line.
@@ -114,6 +117,10 @@ func Percentile(xs []float64, p float64) float64 {
 
 // PathResult is every figure of one system on one topology.
 type PathResult struct {
+	// Underlay is "wire" for UnderlayWire; empty for the default
+	// underlay, so those results keep the shape of the runs before
+	// underlays existed.
+	Underlay Underlay        `json:"underlay,omitempty"`
 	Topology string          `json:"topology"`
 	Nodes    int             `json:"nodes"`
 	System   string          `json:"system"`
@@ -125,18 +132,24 @@ type PathResult struct {
 
 // Run is one `make bench` run.
 type Run struct {
-	Date        string       `json:"date"` // RFC 3339, UTC
-	Commit      string       `json:"commit"`
-	Command     string       `json:"command"`
-	Quick       bool         `json:"quick"`
-	Repetitions int          `json:"repetitions"`
-	Seconds     int          `json:"seconds"` // per iperf3 run
-	Machine     string       `json:"machine"`
-	Kernel      string       `json:"kernel"`
-	Go          string       `json:"go"`
-	WireGuard   string       `json:"wireguard_go"`
-	Iperf3      string       `json:"iperf3"`
-	Paths       []PathResult `json:"paths"`
+	Date        string `json:"date"` // RFC 3339, UTC
+	Commit      string `json:"commit"`
+	Command     string `json:"command"`
+	Quick       bool   `json:"quick"`
+	Repetitions int    `json:"repetitions"`
+	Seconds     int    `json:"seconds"` // per iperf3 run
+	Machine     string `json:"machine"`
+	Kernel      string `json:"kernel"`
+	Go          string `json:"go"`
+	WireGuard   string `json:"wireguard_go"`
+	Iperf3      string `json:"iperf3"`
+	// Upstream is the folder of upstream's binaries when the run measured
+	// SystemUpstream (BENCH_UPSTREAM).
+	Upstream string `json:"upstream,omitempty"`
+	// Underlays are the underlays the run measured, in order (absent
+	// from runs before underlays existed: default only).
+	Underlays []Underlay   `json:"underlays,omitempty"`
+	Paths     []PathResult `json:"paths"`
 }
 
 // History is the JSON file beside docs/performance.md: the newest run
@@ -148,32 +161,57 @@ type History struct {
 // MaxHistory bounds the runs kept in the JSON file.
 const MaxHistory = 20
 
-// Path returns r's result for system on topology, or nil.
+// UnderlayOf is the underlay p ran on.
+func (p *PathResult) UnderlayOf() Underlay {
+	if p.Underlay == "" {
+		return UnderlayDefault
+	}
+	return p.Underlay
+}
+
+// Path returns r's result for system on topology on the default
+// underlay, or nil.
 func (r *Run) Path(topology, system string) *PathResult {
+	return r.PathOn(UnderlayDefault, topology, system)
+}
+
+// PathOn returns r's result for system on topology on underlay u, or nil.
+func (r *Run) PathOn(u Underlay, topology, system string) *PathResult {
 	for i := range r.Paths {
-		if r.Paths[i].Topology == topology && r.Paths[i].System == system {
+		if r.Paths[i].UnderlayOf() == u && r.Paths[i].Topology == topology && r.Paths[i].System == system {
 			return &r.Paths[i]
 		}
 	}
 	return nil
 }
 
-// topologies returns r's topologies in the order they ran.
-func (r *Run) topologies() []string {
+// underlays returns r's underlays in the order they ran.
+func (r *Run) underlays() []Underlay {
+	var out []Underlay
+	for i := range r.Paths {
+		if u := r.Paths[i].UnderlayOf(); !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// topologies returns r's topologies on u in the order they ran.
+func (r *Run) topologies(u Underlay) []string {
 	var out []string
-	for _, p := range r.Paths {
-		if !slices.Contains(out, p.Topology) {
+	for i, p := range r.Paths {
+		if r.Paths[i].UnderlayOf() == u && !slices.Contains(out, p.Topology) {
 			out = append(out, p.Topology)
 		}
 	}
 	return out
 }
 
-// systems returns r's systems on topology in table order.
-func (r *Run) systems(topology string) []string {
+// systems returns r's systems on topology and u in table order.
+func (r *Run) systems(u Underlay, topology string) []string {
 	var out []string
-	for _, p := range r.Paths {
-		if p.Topology == topology && !slices.Contains(out, p.System) {
+	for i, p := range r.Paths {
+		if r.Paths[i].UnderlayOf() == u && p.Topology == topology && !slices.Contains(out, p.System) {
 			out = append(out, p.System)
 		}
 	}
@@ -191,9 +229,15 @@ func (r *Run) systems(topology string) []string {
 	return out
 }
 
-// Ratio is fips/wireguard-go for key on topology, and whether both exist.
+// Ratio is fips/wireguard-go for key on topology on the default
+// underlay, and whether both exist.
 func (r *Run) Ratio(topology, system, key string) (float64, bool) {
-	f, w := r.Path(topology, system), r.Path(topology, SystemWireGuard)
+	return r.RatioOn(UnderlayDefault, topology, system, key)
+}
+
+// RatioOn is Ratio on underlay u.
+func (r *Run) RatioOn(u Underlay, topology, system, key string) (float64, bool) {
+	f, w := r.PathOn(u, topology, system), r.PathOn(u, topology, SystemWireGuard)
 	if f == nil || w == nil {
 		return 0, false
 	}
@@ -256,88 +300,111 @@ func Markdown(run Run, earlier []Run) string {
 	fmt.Fprintf(&b, "- Command: `%s`\n", run.Command)
 	fmt.Fprintf(&b, "- Commit: `%s`; machine: %s; kernel %s; %s; wireguard-go %s; %s\n",
 		run.Commit, run.Machine, run.Kernel, run.Go, run.WireGuard, run.Iperf3)
+	if run.Upstream != "" {
+		fmt.Fprintf(&b, "- %s: upstream's fips and fipsctl from `%s` (BENCH_UPSTREAM), with the settings of the fips-go column\n", SystemUpstream, run.Upstream)
+	}
 	fmt.Fprintf(&b, "- Each figure: median [min–max] of %d repetition(s); iperf3 runs of %d s; "+
-		"\"fips/wg\" is fips-go's median over wireguard-go's from this same run (for costs — CPU, latency, loss — lower is better).\n\n",
+		"\"fips/wg\" is fips-go's median over wireguard-go's from this same run (for costs — CPU, latency, loss — lower is better).\n",
 		run.Repetitions, run.Seconds)
-	for _, topo := range run.topologies() {
-		systems := run.systems(topo)
-		nodes := 0
-		if p := run.Path(topo, systems[0]); p != nil {
-			nodes = p.Nodes
+	us := run.underlays()
+	if slices.Contains(us, UnderlayWire) {
+		b.WriteString("- Underlays: **default** (the veths as created: a GSO super-packet of up to 64 KB crosses a veth whole) " +
+			"and **wire-like** (on every veth end the segmentation and receive-coalescing offloads are off, so no frame above " +
+			"the MTU crosses; [how](#the-wire-like-underlay)); the tables of the wire-like one follow those of the default.\n")
+	}
+	b.WriteString("\n")
+	for _, u := range us {
+		for _, topo := range run.topologies(u) {
+			writeTopology(&b, run, u, topo)
 		}
-		fmt.Fprintf(&b, "### %s (%d nodes)\n\n", topo, nodes)
-		b.WriteString("| Figure | unit |")
-		var fipsSystems []string
-		for _, s := range systems {
-			fmt.Fprintf(&b, " %s |", s)
-			if s != SystemKernel && s != SystemWireGuard {
-				fipsSystems = append(fipsSystems, s)
-			}
-		}
-		for _, s := range fipsSystems {
-			fmt.Fprintf(&b, " %s / wg |", s)
-		}
-		b.WriteString("\n|---|---|")
-		b.WriteString(strings.Repeat("---|", len(systems)+len(fipsSystems)))
-		b.WriteString("\n")
-		for _, m := range metrics {
-			row := fmt.Sprintf("| %s | %s |", m.Label, m.Unit)
-			any := false
-			for _, s := range systems {
-				st, ok := run.Path(topo, s).Metrics[m.Key]
-				if ok {
-					row += " " + fmtStat(st) + " |"
-					any = true
-				} else {
-					row += " — |"
-				}
-			}
-			for _, s := range fipsSystems {
-				if x, ok := run.Ratio(topo, s, m.Key); ok {
-					row += fmt.Sprintf(" %.2f× |", x)
-				} else {
-					row += " — |"
-				}
-			}
-			if any {
-				b.WriteString(row + "\n")
-			}
-		}
-		var notes []string
-		for _, s := range systems {
-			for _, n := range run.Path(topo, s).Notes {
-				notes = append(notes, s+": "+n)
-			}
-		}
-		if len(notes) > 0 {
-			b.WriteString("\nNotes: " + strings.Join(notes, "; ") + ".\n")
-		}
-		b.WriteString("\n")
 	}
 	if len(earlier) > 0 {
 		b.WriteString("### Earlier runs (fips-go / wireguard-go, same-run ratios of medians)\n\n")
-		b.WriteString("| Date | Commit | Kind | System | direct TCP 1 | transit TCP 1 | transit TCP 4 | line TCP 1 | transit relay CPU s/GB | transit ping p99 under load |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| Date | Commit | Kind | System | direct TCP 1 | transit TCP 1 | transit TCP 4 | line TCP 1 | transit relay CPU s/GB | transit ping p99 under load | wire transit TCP 1 |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range append([]Run{run}, earlier...) {
 			k := "full"
 			if r.Quick {
 				k = "quick"
 			}
 			for _, s := range fipsSystemsOf(r) {
-				ratio := func(topo, key string) string {
-					if x, ok := r.Ratio(topo, s, key); ok {
+				ratioOn := func(u Underlay, topo, key string) string {
+					if x, ok := r.RatioOn(u, topo, s, key); ok {
 						return fmt.Sprintf("%.2f×", x)
 					}
 					return "—"
 				}
-				fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Date, r.Commit, k, s,
+				ratio := func(topo, key string) string { return ratioOn(UnderlayDefault, topo, key) }
+				fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Date, r.Commit, k, s,
 					ratio(TopoDirect, "tcp1_mbps"), ratio(TopoTransit, "tcp1_mbps"), ratio(TopoTransit, "tcp4_mbps"),
-					ratio(TopoLine, "tcp1_mbps"), ratio(TopoTransit, "tcp1_cpu_relay_s_per_gb"), ratio(TopoTransit, "ping_load_p99_ms"))
+					ratio(TopoLine, "tcp1_mbps"), ratio(TopoTransit, "tcp1_cpu_relay_s_per_gb"), ratio(TopoTransit, "ping_load_p99_ms"),
+					ratioOn(UnderlayWire, TopoTransit, "tcp1_mbps"))
 			}
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// writeTopology writes the table of topo on underlay u.
+func writeTopology(b *strings.Builder, run Run, u Underlay, topo string) {
+	systems := run.systems(u, topo)
+	nodes := 0
+	if p := run.PathOn(u, topo, systems[0]); p != nil {
+		nodes = p.Nodes
+	}
+	title := fmt.Sprintf("%s (%d nodes)", topo, nodes)
+	if u != UnderlayDefault {
+		title += ", wire-like underlay"
+	}
+	fmt.Fprintf(b, "### %s\n\n", title)
+	b.WriteString("| Figure | unit |")
+	var fipsSystems []string
+	for _, s := range systems {
+		fmt.Fprintf(b, " %s |", s)
+		if s != SystemKernel && s != SystemWireGuard {
+			fipsSystems = append(fipsSystems, s)
+		}
+	}
+	for _, s := range fipsSystems {
+		fmt.Fprintf(b, " %s / wg |", s)
+	}
+	b.WriteString("\n|---|---|")
+	b.WriteString(strings.Repeat("---|", len(systems)+len(fipsSystems)))
+	b.WriteString("\n")
+	for _, m := range metrics {
+		row := fmt.Sprintf("| %s | %s |", m.Label, m.Unit)
+		any := false
+		for _, s := range systems {
+			st, ok := run.PathOn(u, topo, s).Metrics[m.Key]
+			if ok {
+				row += " " + fmtStat(st) + " |"
+				any = true
+			} else {
+				row += " — |"
+			}
+		}
+		for _, s := range fipsSystems {
+			if x, ok := run.RatioOn(u, topo, s, m.Key); ok {
+				row += fmt.Sprintf(" %.2f× |", x)
+			} else {
+				row += " — |"
+			}
+		}
+		if any {
+			b.WriteString(row + "\n")
+		}
+	}
+	var notes []string
+	for _, s := range systems {
+		for _, n := range run.PathOn(u, topo, s).Notes {
+			notes = append(notes, s+": "+n)
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nNotes: " + strings.Join(notes, "; ") + ".\n")
+	}
+	b.WriteString("\n")
 }
 
 func fipsSystemsOf(r Run) []string {

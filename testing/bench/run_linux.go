@@ -5,8 +5,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,11 +27,15 @@ var Tools = map[string]string{"ip": "iproute2", "iperf3": "iperf3", "ping": "ipu
 func Execute(ctx context.Context, r *netns.Runner, cfg Config) (Run, error) {
 	cfg.defaults()
 	run := Run{Date: time.Now().UTC().Format(time.RFC3339), Command: cfg.Command, Quick: cfg.Quick,
-		Repetitions: cfg.Repetitions, Seconds: cfg.Seconds, Go: runtime.Version()}
+		Repetitions: cfg.Repetitions, Seconds: cfg.Seconds, Go: runtime.Version(), Underlays: cfg.Underlays}
 	if os.Geteuid() != 0 {
 		return run, fmt.Errorf("bench: network namespaces need root (sudo make bench)")
 	}
-	for tool, pkg := range Tools {
+	tools := maps.Clone(Tools)
+	if slices.Contains(cfg.Underlays, UnderlayWire) {
+		tools["ethtool"] = "ethtool"
+	}
+	for tool, pkg := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return run, fmt.Errorf("bench: %s not found (apt-get install %s)", tool, pkg)
 		}
@@ -53,15 +59,32 @@ func Execute(ctx context.Context, r *netns.Runner, cfg Config) (Run, error) {
 	}
 	run.WireGuard = wgVersion
 	opts := BuildOptions{Fips: bins, WireGuardGo: wg}
-
-	for _, topo := range cfg.Topologies {
-		r.Check(ctx)
-		results, err := measureTopology(ctx, r, cfg, topo, opts)
-		if err != nil {
-			return run, err
+	if cfg.Upstream != "" {
+		up := daemons.Binaries{Fips: filepath.Join(cfg.Upstream, "fips"), Fipsctl: filepath.Join(cfg.Upstream, "fipsctl")}
+		for _, f := range []string{up.Fips, up.Fipsctl} {
+			if st, err := os.Stat(f); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+				return run, fmt.Errorf("bench: BENCH_UPSTREAM=%s: no executable %s", cfg.Upstream, f)
+			}
 		}
-		run.Paths = append(run.Paths, results...)
+		opts.Upstream, run.Upstream = up, cfg.Upstream
 	}
+
+	// Each topology on every underlay in turn, so the two runs of a
+	// topology are close in time; the report groups them by underlay.
+	for _, topo := range cfg.Topologies {
+		for _, u := range cfg.Underlays {
+			r.Check(ctx)
+			opts.Underlay = u
+			results, err := measureTopology(ctx, r, cfg, topo, opts)
+			if err != nil {
+				return run, err
+			}
+			run.Paths = append(run.Paths, results...)
+		}
+	}
+	slices.SortStableFunc(run.Paths, func(a, b PathResult) int {
+		return slices.Index(cfg.Underlays, a.UnderlayOf()) - slices.Index(cfg.Underlays, b.UnderlayOf())
+	})
 	return run, nil
 }
 
@@ -73,6 +96,12 @@ type builder struct {
 	topologies []string
 	// full leaves the system out of a quick run.
 	full bool
+	// upstream marks SystemUpstream: measured only when the run has
+	// upstream's binaries (Config.Upstream).
+	upstream bool
+	// quickWire puts the system on the wire underlay in a quick run too
+	// (a quick run measures the wire underlay on these alone).
+	quickWire bool
 	// optional systems may fail to build: the run goes on and the row
 	// says why in its notes (tryBuild) instead of stopping.
 	optional bool
@@ -83,23 +112,45 @@ type builder struct {
 // run keeps the Ethernet socket path on transit and leaves AF_XDP over
 // Ethernet out, to stay within its 3 minutes.
 var builders = []builder{
-	{system: SystemKernel, build: BuildKernel},
-	{system: SystemWireGuard, build: BuildWireGuard},
-	{system: SystemFips, build: BuildFips},
-	{system: SystemFipsXDP, build: BuildFipsXDP},
+	{system: SystemKernel, build: BuildKernel, quickWire: true},
+	{system: SystemWireGuard, build: BuildWireGuard, quickWire: true},
+	{system: SystemUpstream, build: BuildUpstream, upstream: true, optional: true},
+	{system: SystemFips, build: BuildFips, quickWire: true},
+	{system: SystemFipsXDP, build: BuildFipsXDP, quickWire: true},
 	{system: SystemFipsAFXDP, build: BuildFipsAFXDP},
-	{system: SystemFipsAFXDPXSK, build: BuildFipsAFXDPXSK},
+	{system: SystemFipsAFXDPXSK, build: BuildFipsAFXDPXSK, quickWire: true},
 	{system: SystemFipsEthernet, build: BuildFipsEthernet, topologies: ethernetTopologies},
 	{system: SystemFipsEthernetAFXDP, build: BuildFipsEthernetAFXDP, topologies: ethernetTopologies, full: true, optional: true},
 }
+
+// A quick run measures the wire underlay on the kernel, wireguard-go,
+// fips-go in userspace, xdp and afxdp xsk only: the socket path against
+// the kernel paths, within the quick run's 3–4 minutes.
 
 // ethernetTopologies are where the Ethernet systems run: a pair and a
 // line of three.
 var ethernetTopologies = []string{TopoDirect, TopoTransit}
 
-// runsOn reports whether b is measured on topo in a run of cfg's kind.
+// runsOn reports whether b is measured on topo in a run of cfg's kind,
+// on the default underlay.
 func (b builder) runsOn(topo Topology, quick bool) bool {
+	return b.runsOnUnderlay(UnderlayDefault, topo, quick)
+}
+
+// runsOnUnderlay reports whether b is measured on topo on underlay u in
+// a run of cfg's kind: a full run measures every system on every
+// underlay alike.
+func (b builder) runsOnUnderlay(u Underlay, topo Topology, quick bool) bool {
+	if quick && u == UnderlayWire && !b.quickWire {
+		return false
+	}
 	return (b.topologies == nil || slices.Contains(b.topologies, topo.Name)) && !(quick && b.full)
+}
+
+// enabled reports whether b can be built with o: SystemUpstream only
+// with upstream's binaries.
+func (b builder) enabled(o BuildOptions) bool {
+	return !b.upstream || o.Upstream.Fips != ""
 }
 
 // buildPath builds b on topo: a failure of an optional system is a
@@ -112,7 +163,8 @@ func (b builder) buildPath(tb netns.TB, topo Topology, o BuildOptions) *Path {
 }
 
 func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topology, opts BuildOptions) ([]PathResult, error) {
-	cfg.Log(fmt.Sprintf("== %s: %d nodes", topo.Name, topo.Nodes))
+	u := underlayOf(opts)
+	cfg.Log(fmt.Sprintf("== %s: %d nodes, %s underlay", topo.Name, topo.Nodes, u))
 	var paths []*Path
 	defer func() {
 		for _, p := range paths {
@@ -122,7 +174,7 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 		}
 	}()
 	for _, b := range builders {
-		if !b.runsOn(topo, cfg.Quick) {
+		if !b.runsOnUnderlay(u, topo, cfg.Quick) || !b.enabled(opts) {
 			continue
 		}
 		r.Check(ctx)
@@ -207,6 +259,9 @@ func measureTopology(ctx context.Context, r *netns.Runner, cfg Config, topo Topo
 	var out []PathResult
 	for i, p := range paths {
 		res := PathResult{Topology: topo.Name, Nodes: topo.Nodes, System: p.System, Metrics: map[string]Stat{}, Notes: dedupe(notes[i])}
+		if u != UnderlayDefault {
+			res.Underlay = u
+		}
 		for k, xs := range samples[i] {
 			if st, ok := Summarize(xs); ok {
 				res.Metrics[k] = st

@@ -4,6 +4,10 @@
 //
 // Environment: BENCH_QUICK=1 for the ≤ 3-minute development subset,
 // BENCH_REPS (default 3), BENCH_SECONDS per iperf3 run (default 5),
+// BENCH_UNDERLAYS (default "default,wire": the veths as created, then
+// wire-like with their offloads off; one of them alone to run just that),
+// BENCH_UPSTREAM (a folder with upstream FIPS's fips and fipsctl: adds
+// an "upstream fips" system, untested against upstream itself here),
 // BENCH_DOC and BENCH_JSON for where the report goes (default
 // docs/performance.md and docs/bench.json; a quick run writes
 // out/bench/quick.md and out/bench/quick.json instead, so it never
@@ -42,13 +46,18 @@ func envInt(name string) (int, error) {
 }
 
 func run() error {
-	cfg := bench.Config{Quick: os.Getenv("BENCH_QUICK") == "1", Command: os.Getenv("BENCH_COMMAND")}
+	cfg := bench.Config{Quick: os.Getenv("BENCH_QUICK") == "1", Command: os.Getenv("BENCH_COMMAND"), Upstream: os.Getenv("BENCH_UPSTREAM")}
 	var err error
 	if cfg.Repetitions, err = envInt("BENCH_REPS"); err != nil {
 		return err
 	}
 	if cfg.Seconds, err = envInt("BENCH_SECONDS"); err != nil {
 		return err
+	}
+	if v := os.Getenv("BENCH_UNDERLAYS"); v != "" {
+		if cfg.Underlays, err = bench.ParseUnderlays(v); err != nil {
+			return err
+		}
 	}
 	if cfg.Command == "" {
 		cfg.Command = "go run ./testing/bench/fipsbench"
