@@ -330,6 +330,10 @@ type LinkLayerStats struct {
 	// configured peer's dial got a slot at max_connections.
 	DiscoveredLimit   uint64 `json:"discovered_limit"`
 	DiscoveredEvicted uint64 `json:"discovered_evicted"`
+	// BeaconDialLimited: peers found by Ethernet beacons that nobody
+	// configured, not dialled for the discovered-dial pace
+	// (node.rendezvous.lan.dial_burst / dial_rate; fips-go addition).
+	BeaconDialLimited uint64 `json:"beacon_dial_limited"`
 	PeersPromoted     uint64 `json:"peers_promoted"`
 	PeersRemoved      uint64 `json:"peers_removed"`
 	PeerRestarts      uint64 `json:"peer_restarts"`

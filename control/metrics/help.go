@@ -215,6 +215,7 @@ func counterHelp() map[string]string {
 		"link.connection_limit":             "Connections refused at node.limits.max_connections.",
 		"link.discovered_limit":             "Dials to mDNS-discovered peers refused for the discovered-peer handshake budget.",
 		"link.discovered_evicted":           "Handshakes to mDNS-discovered peers dropped to give a configured peer a slot.",
+		"link.beacon_dial_limited":          "Peers found by Ethernet beacons that nobody configured, not dialled for the discovered-dial pace (node.rendezvous.lan.dial_burst/dial_rate).",
 		"link.peers_promoted":               "Handshakes promoted to active peers.",
 		"link.peers_removed":                "Active peers removed.",
 		"link.peer_restarts":                "Peer restarts detected and proved.",

@@ -36,6 +36,14 @@ func (n *Node) pollDiscovery(now time.Time) {
 			lc.Info("Auto-connecting to discovered peer", "peer", n.displayName(na, pk.Npub()), "transport_id", uint32(id),
 				"remote_addr", nb.Addr.String(), "active_refresh", false)
 			_, configured := n.staticNpubs[na]
+			// Any host on the segment can beacon fresh keys: dials to
+			// peers nobody configured are paced as mDNS ones are, from a
+			// bucket of their own.
+			if !configured && !n.beaconDials.Take(now, n.opts.LAN.lanDialPace()) {
+				n.peers.BeaconDialLimited()
+				lc.Debug("Discovered peer not dialled", "error", "beacon dial rate exceeded") // counted: link_layer.beacon_dial_limited
+				continue
+			}
 			if err := n.peers.Dial(now, pk, peer.Candidate{Transport: id, Addr: nb.Addr, Discovered: !configured}); errors.Is(err, peer.ErrDiscoveredLimit) {
 				lc.Debug("Discovered peer not dialled", "error", err)
 			} else if err != nil {

@@ -213,6 +213,9 @@ type Node struct {
 	// configured (loop-owned); lanDialLimited counts its refusals.
 	lanDials       ratelimit.Bucket
 	lanDialLimited uint64
+	// beaconDials paces handshakes to peers found by Ethernet beacons
+	// that nobody configured (loop-owned).
+	beaconDials ratelimit.Bucket
 }
 
 type request struct {

@@ -296,6 +296,11 @@ func (m *Manager) Epoch() noise.Epoch { return m.epoch }
 // Identity is the local identity.
 func (m *Manager) Identity() *identity.Identity { return m.id }
 
+// BeaconDialLimited counts a peer found by Ethernet beacons that the node
+// did not dial for its discovered-dial pace (show_status
+// link_layer.beacon_dial_limited).
+func (m *Manager) BeaconDialLimited() { m.stats.BeaconDialLimited++ }
+
 // Stats returns the counters.
 func (m *Manager) Stats() Stats {
 	s := m.stats

@@ -124,18 +124,21 @@ func ethernetStatsOf(t *testing.T, n *Node) ethernetCounters {
 	return ts.Transports[0].Stats
 }
 
-// discoveredLimitOf is n's show_status link_layer.discovered_limit.
-func discoveredLimitOf(t *testing.T, n *Node) uint64 {
+// discoveredRefusals is n's show_status link_layer counters of dials to
+// discovered strangers refused: beacon_dial_limited (the dial pace) and
+// discovered_limit (the budget of handshakes in flight).
+func discoveredRefusals(t *testing.T, n *Node) (paced, budget uint64) {
 	t.Helper()
 	var st struct {
 		LinkLayer struct {
-			DiscoveredLimit uint64 `json:"discovered_limit"`
+			BeaconDialLimited uint64 `json:"beacon_dial_limited"`
+			DiscoveredLimit   uint64 `json:"discovered_limit"`
 		} `json:"link_layer"`
 	}
 	if err := n.Call("show_status", nil, &st); err != nil {
 		t.Fatalf("%s show_status: %v", n.Name, err)
 	}
-	return st.LinkLayer.DiscoveredLimit
+	return st.LinkLayer.BeaconDialLimited, st.LinkLayer.DiscoveredLimit
 }
 
 // garbage is the i-th junk payload: each is refused for its framing
@@ -182,8 +185,8 @@ func garbage(t *testing.T, i int) []byte {
 // fresh key. b stays linked to a and a's pings by name keep being
 // answered throughout; the garbage is counted as dropped_invalid; the
 // neighbour buffer refuses what does not fit (neighbours_refused) and the
-// dials to discovered strangers stay within their budget
-// (link_layer.discovered_limit); no stranger becomes a peer.
+// dials to discovered strangers are paced (link_layer.beacon_dial_limited)
+// within their budget (discovered_limit); no stranger becomes a peer.
 func TestEthernetJunkAndBeaconFlood(t *testing.T) {
 	m := New(t, Options{IPv6: true})
 	a, b := m.AddNode("a"), m.AddNode("b")
@@ -280,16 +283,20 @@ func TestEthernetJunkAndBeaconFlood(t *testing.T) {
 			}
 		}
 	}
-	// b dialled some of the strangers, within the discovered budget.
-	for deadline := time.Now().Add(10 * time.Second); discoveredLimitOf(t, b) == 0; time.Sleep(50 * time.Millisecond) {
+	// b dialled a few of the strangers, at the discovered-dial pace.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if paced, _ := discoveredRefusals(t, b); paced > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d discovered strangers and no dial refused for the discovered budget", beacons)
+			t.Fatalf("%d discovered strangers and no dial refused for the dial pace", beacons)
 		}
 	}
 	s := ethernetStatsOf(t, b)
-	t.Logf("beacons: %d sent, beacons_recv +%d, neighbours_refused +%d, kernel_drops +%d, discovered_limit %d",
+	paced, budget := discoveredRefusals(t, b)
+	t.Logf("beacons: %d sent, beacons_recv +%d, neighbours_refused +%d, kernel_drops +%d, beacon_dial_limited %d, discovered_limit %d",
 		beacons, s.BeaconsRecv-after.BeaconsRecv, s.NeighboursRefused-before.NeighboursRefused, s.KernelDrops-after.KernelDrops,
-		discoveredLimitOf(t, b))
+		paced, budget)
 
 	// Through it all b kept its one real peer and answered a.
 	got := <-pinged
