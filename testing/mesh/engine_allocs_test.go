@@ -52,6 +52,7 @@ func (l *countLoop) Proof(dataplane.ProofUpcall) bool     { return l.up(nil) }
 func (l *countLoop) Promote(dataplane.PromoteUpcall) bool { return l.up(nil) }
 func (l *countLoop) Packet(p transport.Packet) bool       { return l.up(p.Buf) }
 func (l *countLoop) TUN(u dataplane.TUNUpcall) bool       { return l.up(u.Buf) }
+func (l *countLoop) Learn(u dataplane.LearnUpcall) bool   { return l.up(u.Buf) }
 
 // chainClock is the chain's simulated clock.
 type chainClock struct{ ch *chain }
