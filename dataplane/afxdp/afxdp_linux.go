@@ -3,8 +3,11 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +20,12 @@ var ErrClosed = errors.New("afxdp: socket closed")
 // UMEM, fill, completion and RX rings. Receive belongs to one goroutine;
 // Statistics and Close may be called from any.
 type Socket struct {
-	fd, efd        int
+	fd int
+	// file wraps fd in Go's network poller: Receive parks its goroutine
+	// there instead of blocking a thread in poll(2), so a reader that
+	// waits costs no thread hand-off; Close wakes it by a deadline.
+	file           *os.File
+	raw            syscall.RawConn
 	umem           []byte
 	shared         *UMEM // nil: umem is the socket's own
 	frameSize      uint64
@@ -41,7 +49,6 @@ type Socket struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	mu        sync.Mutex // guards fd against Close while Statistics reads
-	pfds      [2]unix.PollFd
 }
 
 // ring is one mapped ring: producer and consumer indices, flags, and its
@@ -109,14 +116,21 @@ func Open(o Options) (*Socket, error) {
 	if err != nil {
 		return nil, errorf("socket: %w", err)
 	}
-	s := &Socket{fd: fd, efd: -1, frameSize: uint64(o.FrameSize)}
+	s := &Socket{fd: fd, frameSize: uint64(o.FrameSize)}
 	fail := func(err error) (*Socket, error) {
 		s.release()
 		return nil, err
 	}
-	s.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return fail(errorf("eventfd: %w", err))
+	// Non-blocking, so that os.NewFile registers it with the poller
+	// (the AF_XDP socket signals readiness when its RX ring has frames).
+	// The ring calls take MSG_DONTWAIT explicitly, so the flag changes
+	// nothing else.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fail(errorf("set non-blocking: %w", err))
+	}
+	s.file = os.NewFile(uintptr(fd), "xsk")
+	if s.raw, err = s.file.SyscallConn(); err != nil {
+		return fail(errorf("poller: %w", err))
 	}
 	n := uint32(o.Frames)
 	// base is the first of this socket's frames in the UMEM: 0 in its
@@ -200,7 +214,6 @@ func Open(o Options) (*Socket, error) {
 			return fail(errorf("bind to ifindex %d queue %d sharing the UMEM of socket %d: %w", o.Ifindex, o.Queue, owner.fd, err))
 		}
 		s.zeroCopy, s.wakeup = owner.zeroCopy, owner.wakeup
-		s.pfds = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 		o.UMEM.sockets++
 		return s, nil
 	}
@@ -217,7 +230,6 @@ func Open(o Options) (*Socket, error) {
 			continue
 		}
 		s.zeroCopy, s.wakeup = m == unix.XDP_ZEROCOPY, true
-		s.pfds = [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(s.efd), Events: unix.POLLIN}}
 		if o.UMEM != nil {
 			o.UMEM.owner = s
 			o.UMEM.sockets++
@@ -232,7 +244,8 @@ func (s *Socket) FD() int { return s.fd }
 
 // Receive waits until the RX ring holds frames (or Close), calls fn with
 // each frame (valid only during the call: its UMEM frame goes back to the
-// fill ring right after) and returns how many it handled.
+// fill ring right after) and returns how many it handled. It waits in
+// Go's network poller: the goroutine parks, no thread blocks.
 func (s *Socket) Receive(fn func(frame []byte)) (int, error) {
 	for {
 		if s.closed.Load() {
@@ -244,8 +257,15 @@ func (s *Socket) Receive(fn func(frame []byte)) (int, error) {
 			return s.drain(cons, n, fn), nil
 		}
 		s.kick()
-		if _, err := unix.Poll(s.pfds[:], -1); err != nil && !errors.Is(err, unix.EINTR) {
-			return 0, errorf("poll: %w", err)
+		err := s.raw.Read(func(uintptr) bool {
+			// Done once the ring has frames or the socket closes; else
+			// the poller parks the goroutine until the socket is
+			// readable (edge-triggered: the kernel wakes it at every
+			// RX flush).
+			return s.closed.Load() || atomic.LoadUint32(s.rx.producer) != atomic.LoadUint32(s.rx.consumer)
+		})
+		if err != nil && !s.closed.Load() {
+			return 0, errorf("wait: %w", err)
 		}
 	}
 }
@@ -306,9 +326,10 @@ func (s *Socket) Statistics() (Statistics, error) {
 func (s *Socket) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		var one [8]byte
-		one[0] = 1
-		_, _ = unix.Write(s.efd, one[:])
+		// Wakes a Receive parked in the poller.
+		if s.file != nil {
+			_ = s.file.SetReadDeadline(time.Unix(1, 0))
+		}
 	})
 	return nil
 }
@@ -332,7 +353,11 @@ func (s *Socket) release() error {
 			r.mem = nil
 		}
 	}
-	if s.fd >= 0 {
+	if s.file != nil {
+		// The file owns fd.
+		errs = append(errs, s.file.Close())
+		s.file, s.fd = nil, -1
+	} else if s.fd >= 0 {
 		errs = append(errs, unix.Close(s.fd))
 		s.fd = -1
 	}
@@ -340,9 +365,5 @@ func (s *Socket) release() error {
 		errs = append(errs, unix.Munmap(s.umem))
 	}
 	s.umem = nil
-	if s.efd >= 0 {
-		errs = append(errs, unix.Close(s.efd))
-		s.efd = -1
-	}
 	return errors.Join(errs...)
 }
