@@ -29,7 +29,7 @@ endif
 endif
 
 .PHONY: all build test test-unprivileged need-root unit race lint fmt-check vet staticcheck cross fuzz generate clean
-.PHONY: deps deps-test deps-unit deps-demo deps-bench deps-interop
+.PHONY: deps deps-test deps-unit deps-demo deps-bench deps-profile deps-interop
 
 all: build
 
@@ -41,7 +41,7 @@ build:
 ## below call it for their own group, .ci/run before make test.
 deps:
 	@bash testing/deps.sh
-deps-test deps-unit deps-demo deps-bench deps-interop:
+deps-test deps-unit deps-demo deps-bench deps-profile deps-interop:
 	@bash testing/deps.sh $(@:deps-%=%)
 
 ## test: everything CI checks, as root. Fuzz seed corpora run as part of
@@ -171,6 +171,17 @@ bench: deps-bench
 	BENCH_QUICK=$(BENCH_QUICK) BENCH_UPSTREAM="$(BENCH_UPSTREAM)" \
 	  BENCH_COMMAND="make bench$(if $(BENCH_QUICK), BENCH_QUICK=$(BENCH_QUICK))$(if $(BENCH_UPSTREAM), BENCH_UPSTREAM=$(BENCH_UPSTREAM))" \
 	  $(GO) run ./testing/bench/fipsbench
+
+## bench-profile: where fips-go's daemons spend their CPU while one TCP
+## stream crosses the 3-node line, for fips-go in userspace, xdp, afxdp
+## and afxdp xsk on both underlays (perf record -a -g, samples counted by
+## kind of work: AEAD, XDP and AF_XDP receive, sockets, TUN, scheduling,
+## Go code), into out/bench/profile.md (Linux, root; ~3 minutes).
+## PROFILE_SYSTEMS, BENCH_UNDERLAYS and PROFILE_SECONDS narrow it
+## (testing/bench/fipsprof).
+.PHONY: bench-profile
+bench-profile: deps-profile
+	$(GO) run ./testing/bench/fipsprof
 
 ## interop: fips-go and upstream side by side in network namespaces
 ## (Linux, root; docs/interop.md), one table row per scenario: every

@@ -3,13 +3,14 @@
 # need from outside Go, and the step that installs it. `make deps`, `make
 # test`, `make demo`, `make bench` and .ci/run all call it.
 #
-#   testing/deps.sh [GROUP...]     GROUP: unit root test demo bench interop (none: all)
+#   testing/deps.sh [GROUP...]     GROUP: unit root test demo bench profile interop (none: all)
 #
 #   unit   tests any user can run (make test-unprivileged)
 #   root   the privileged suites: network namespaces, BPF, a package install
 #   test   unit and root (make test)
 #   demo   make demo
 #   bench  make bench
+#   profile make bench-profile
 #   interop make interop (with FIPS_UPSTREAM)
 #
 # It installs only what is missing (apt-get on Debian and Ubuntu, one line
@@ -27,31 +28,32 @@ cd "$(dirname "$0")/.."
 # command  Debian package  groups  why
 table=$(
 	cat <<'EOF'
-gcc              gcc           unit                     go test -race builds with cgo
-git              git           unit                     the Makefile, the reports and testing/packaging read the commit
-promtool         prometheus    unit                     lints the /metrics exposition and the Grafana dashboard queries (control/metrics, testing/netns)
-zsh              zsh           unit                     runs fipsctl's zsh completion script (cmd/fipsctl)
-man              man-db        unit                     checks the generated man pages for groff warnings (testing/packaging/mkpkg)
-jq               jq            unit                     runs upstream's documented jq one-liners on live nodes (testing/daemons, testing/netns)
-ip               iproute2      root,demo,bench,interop  makes the network namespaces, veths and routes (ip, ss, nstat, tc)
-sysctl           procps        root,bench,interop       turns on forwarding in the namespace routers
-ping             iputils-ping  root,demo,bench,interop  pings nodes across the mesh
-dig              dnsutils      root,demo,bench,interop  resolves <npub>.fips names
-nft              nftables      root,demo,bench,interop  redirects DNS to the node, NATs, fips-gateway and the firewall unit
-iperf3           iperf3        root,demo,bench,interop  measures throughput across the mesh
-curl             curl          root,interop             fetches /metrics and HTTP through the mesh (testing/netns)
-python3          python3       root,interop             HTTP servers, paced UDP senders and sinks in the namespaces (testing/netns)
-ethtool          ethtool       root,bench               turns veths' segmentation offloads off (TestEngineMMPLoss, the bench's wire-like underlay)
-tmux             tmux          root                     drives fipstop with send-keys and capture-pane (testing/netns)
-turnserver       coturn        root                     the STUN server of the NAT scenarios (testing/netns)
-node             nodejs        root                     runs the Nostr relay of the NAT scenarios (testing/netns)
-npm              npm           root                     installs that relay from its lockfile
-g++              g++           root                     builds the relay's SQLite store
-make             make          root                     testing/packaging runs make deb and make tarball
-dpkg-deb         dpkg          root                     testing/packaging inspects, installs and purges the .deb
-lintian          lintian       root                     lints the .deb (testing/packaging)
-systemd-analyze  systemd       root                     verifies the systemd units (testing/packaging)
-dnsmasq          dnsmasq-base  root                     the dnsmasq DNS backend end to end (testing/packaging)
+gcc              gcc           unit                             go test -race builds with cgo
+git              git           unit                             the Makefile, the reports and testing/packaging read the commit
+promtool         prometheus    unit                             lints the /metrics exposition and the Grafana dashboard queries (control/metrics, testing/netns)
+zsh              zsh           unit                             runs fipsctl's zsh completion script (cmd/fipsctl)
+man              man-db        unit                             checks the generated man pages for groff warnings (testing/packaging/mkpkg)
+jq               jq            unit                             runs upstream's documented jq one-liners on live nodes (testing/daemons, testing/netns)
+ip               iproute2      root,demo,bench,profile,interop  makes the network namespaces, veths and routes (ip, ss, nstat, tc)
+sysctl           procps        root,bench,profile,interop       turns on forwarding in the namespace routers
+ping             iputils-ping  root,demo,bench,profile,interop  pings nodes across the mesh
+dig              dnsutils      root,demo,bench,profile,interop  resolves <npub>.fips names
+nft              nftables      root,demo,bench,profile,interop  redirects DNS to the node, NATs, fips-gateway and the firewall unit
+iperf3           iperf3        root,demo,bench,profile,interop  measures throughput across the mesh
+curl             curl          root,interop                     fetches /metrics and HTTP through the mesh (testing/netns)
+python3          python3       root,interop                     HTTP servers, paced UDP senders and sinks in the namespaces (testing/netns)
+ethtool          ethtool       root,bench,profile               turns veths' segmentation offloads off (TestEngineMMPLoss, the bench's wire-like underlay)
+tmux             tmux          root                             drives fipstop with send-keys and capture-pane (testing/netns)
+turnserver       coturn        root                             the STUN server of the NAT scenarios (testing/netns)
+node             nodejs        root                             runs the Nostr relay of the NAT scenarios (testing/netns)
+npm              npm           root                             installs that relay from its lockfile
+g++              g++           root                             builds the relay's SQLite store
+make             make          root                             testing/packaging runs make deb and make tarball
+dpkg-deb         dpkg          root                             testing/packaging inspects, installs and purges the .deb
+lintian          lintian       root                             lints the .deb (testing/packaging)
+systemd-analyze  systemd       root                             verifies the systemd units (testing/packaging)
+dnsmasq          dnsmasq-base  root                             the dnsmasq DNS backend end to end (testing/packaging)
+perf             linux-perf    profile                          samples the daemons' call chains (make bench-profile)
 EOF
 )
 relay=testing/netns/nostrrelay
@@ -68,13 +70,13 @@ first() {
 }
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(unit root demo bench interop)
+[ ${#groups[@]} -gt 0 ] || groups=(unit root demo bench profile interop)
 want=()
 for g in "${groups[@]}"; do
 	case $g in
 	test) want+=(unit root) ;;
-	unit | root | demo | bench | interop) want+=("$g") ;;
-	*) fail "unknown group $g (unit, root, test, demo, bench, interop)" ;;
+	unit | root | demo | bench | profile | interop) want+=("$g") ;;
+	*) fail "unknown group $g (unit, root, test, demo, bench, profile, interop)" ;;
 	esac
 done
 
