@@ -4,11 +4,13 @@ import (
 	"encoding/hex"
 )
 
-// Protocol names hashed into the initial handshake state. Both are longer
-// than 32 bytes, so h = ck = SHA-256(name).
+// Protocol names hashed into the initial handshake state. All are longer
+// than 32 bytes, so h = ck = SHA-256(name). XX is upstream's `next` link
+// handshake.
 const (
 	ProtocolNameIK = "Noise_IK_secp256k1_ChaChaPoly_SHA256"
 	ProtocolNameXK = "Noise_XK_secp256k1_ChaChaPoly_SHA256"
+	ProtocolNameXX = "Noise_XX_secp256k1_ChaChaPoly_SHA256"
 )
 
 // Sizes on the wire.
@@ -30,6 +32,17 @@ const (
 	XKMsg2Size = PubKeySize + encEpochSize
 	// XKMsg3Size is enc(s)(49) ‖ enc(epoch)(24).
 	XKMsg3Size = encPubSize + encEpochSize
+	// XXMsg1Size is e(33) alone.
+	XXMsg1Size = PubKeySize
+	// XXMsg2Size is e(33) ‖ enc(s)(49) ‖ enc(epoch)(24), before the
+	// optional encrypted payload.
+	XXMsg2Size = PubKeySize + encPubSize + encEpochSize
+	// XXMsg3Size is enc(s)(49) ‖ enc(epoch)(24), before the optional
+	// encrypted payload.
+	XXMsg3Size = encPubSize + encEpochSize
+	// MaxXXPayload bounds the payload an XX msg2 or msg3 carries (the
+	// negotiation payload: 10 bytes and its TLVs).
+	MaxXXPayload = 1024
 
 	// MaxMessageSize bounds a transport ciphertext (plaintext + tag).
 	MaxMessageSize = 65535

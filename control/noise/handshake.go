@@ -59,7 +59,7 @@ type handshake struct {
 	rand        io.Reader
 	step        step
 	role        Role
-	pattern     string // "IK" or "XK", for messages
+	pattern     string // "IK", "XK" or "XX", for messages
 	// es (IK initiator, between msg1 and msg2) is DH(e_I, s_R) from msg1:
 	// upstream's msg2 "se" term is the same value, so reading a msg2
 	// costs one DH (ee), not two — each forged msg2 too.
@@ -78,6 +78,9 @@ func (h *handshake) init(pattern, name string, role Role, static *secp256k1.Priv
 		o(h)
 	}
 	h.ss.init(name)
+	if pattern == "XX" {
+		return nil // no pre-message: neither static is known
+	}
 	if role == Initiator {
 		if err := checkPublicKey(remote); err != nil {
 			return err
