@@ -244,12 +244,13 @@ type FMPFrame struct {
 // ParseFMPFrame decodes an established frame. payload_len must equal the
 // frame length minus 32 exactly; upstream drops anything else before
 // touching the index.
-func ParseFMPFrame(b []byte) (FMPFrame, error) {
-	const msg = "FMP frame"
+func ParseFMPFrame(b []byte) (FMPFrame, error) { return parseFMPFrame(b, FMPVersion, "FMP frame") }
+
+func parseFMPFrame(b []byte, version uint8, msg string) (FMPFrame, error) {
 	if len(b) < FMPFrameMinSize {
 		return FMPFrame{}, errTruncated(msg, "", len(b), FMPFrameMinSize)
 	}
-	if v := b[0] >> 4; v != FMPVersion {
+	if v := b[0] >> 4; v != version {
 		return FMPFrame{}, errKind(ErrVersion, msg, "version", strconv.Itoa(int(v)))
 	}
 	if p := b[0] & 0x0f; p != FMPPhaseEstablished {
