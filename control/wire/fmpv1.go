@@ -17,7 +17,8 @@ import (
 //	msg3  [0x13][0][payload_len LE][sender_idx LE][receiver_idx LE][XX msg3 ‖ enc(p)]  85+ bytes
 //
 // payload_len counts everything after the prefix, as in version 0; a
-// stream transport delimits packets by it.
+// stream transport delimits packets by it. PacketVersion tells the two
+// formats apart (docs/next.md).
 const (
 	FMPVersionNext = 1   // the `next` link format
 	FMPPhaseMsg3   = 0x3 // Noise XX message 3 (version 1 only)
@@ -36,16 +37,6 @@ const (
 	// minimum: an encrypted negotiation payload.
 	FMPv1HandshakeMaxExtra = MaxXXPayload + FMPTagSize
 )
-
-// FMPPacketVersion is the version nibble of an FMP packet's first byte:
-// 0 for v0.2 (master), 1 for `next`. It is how a receiver tells the two
-// formats apart before anything else (see docs/next.md).
-func FMPPacketVersion(b []byte) (uint8, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	return b[0] >> 4, true
-}
 
 // FMPv1Handshake is a version-1 handshake packet. ReceiverIndex is 0 and
 // unused in msg1.

@@ -128,8 +128,8 @@ func TestFMPv1Handshakes(t *testing.T) {
 	if _, err := ParseFMPv1Handshake(v0); !errors.Is(err, ErrVersion) {
 		t.Errorf("v0 msg1: %v", err)
 	}
-	if v, ok := FMPPacketVersion(b); v != 1 || !ok {
-		t.Errorf("version %d %v", v, ok)
+	if v := PacketVersion(b); v != FMPVersionNext {
+		t.Errorf("version %d", v)
 	}
 }
 
