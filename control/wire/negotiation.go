@@ -87,31 +87,16 @@ func ParseNegotiation(b []byte) (Negotiation, error) {
 	if n.VersionMin > n.VersionMax {
 		return Negotiation{}, errValue(msg, "versions", fmt.Sprintf("min %d above max %d", n.VersionMin, n.VersionMax))
 	}
-	for rest := b[NegotiationHeaderSize:]; len(rest) > 0; {
-		if len(rest) < 4 {
-			return Negotiation{}, errTruncated(msg, "TLV header", len(rest), 4)
-		}
-		if len(n.TLVs) == MaxNegotiationTLVs {
-			return Negotiation{}, errValue(msg, "TLVs", "more than "+strconv.Itoa(MaxNegotiationTLVs))
-		}
-		l := int(binary.LittleEndian.Uint16(rest[2:]))
-		if 4+l > len(rest) {
-			return Negotiation{}, errTruncated(msg, "TLV value", len(rest)-4, l)
-		}
-		n.TLVs = append(n.TLVs, TLV{Field: binary.LittleEndian.Uint16(rest), Value: rest[4 : 4+l : 4+l]})
-		rest = rest[4+l:]
+	tlvs, err := parseTLVs(b[NegotiationHeaderSize:], msg)
+	if err != nil {
+		return Negotiation{}, err
 	}
+	n.TLVs = tlvs
 	return n, nil
 }
 
 // Len is the encoded size.
-func (n Negotiation) Len() int {
-	l := NegotiationHeaderSize
-	for _, t := range n.TLVs {
-		l += 4 + len(t.Value)
-	}
-	return l
-}
+func (n Negotiation) Len() int { return NegotiationHeaderSize + tlvsLen(n.TLVs) }
 
 // MarshalTo writes the payload.
 func (n Negotiation) MarshalTo(b []byte) (int, error) {
@@ -119,8 +104,8 @@ func (n Negotiation) MarshalTo(b []byte) (int, error) {
 	if n.VersionMin > 15 || n.VersionMax > 15 || n.VersionMin > n.VersionMax {
 		return 0, errValue(msg, "versions", fmt.Sprintf("min %d, max %d: want 0 ≤ min ≤ max ≤ 15", n.VersionMin, n.VersionMax))
 	}
-	if len(n.TLVs) > MaxNegotiationTLVs {
-		return 0, errValue(msg, "TLVs", strconv.Itoa(len(n.TLVs))+", at most "+strconv.Itoa(MaxNegotiationTLVs))
+	if err := checkTLVs(n.TLVs, msg); err != nil {
+		return 0, err
 	}
 	l := n.Len()
 	if len(b) < l {
@@ -129,16 +114,7 @@ func (n Negotiation) MarshalTo(b []byte) (int, error) {
 	b[0] = NegotiationFormat
 	b[1] = n.VersionMin<<4 | n.VersionMax
 	binary.LittleEndian.PutUint64(b[2:], n.Features)
-	off := NegotiationHeaderSize
-	for _, t := range n.TLVs {
-		if len(t.Value) > 0xffff {
-			return 0, errValue(msg, "TLV value", strconv.Itoa(len(t.Value))+" bytes does not fit in 16 bits")
-		}
-		binary.LittleEndian.PutUint16(b[off:], t.Field)
-		binary.LittleEndian.PutUint16(b[off+2:], uint16(len(t.Value)))
-		off += 4 + copy(b[off+4:], t.Value)
-	}
-	return off, nil
+	return NegotiationHeaderSize + putTLVs(b[NegotiationHeaderSize:], n.TLVs), nil
 }
 
 // Append appends the encoded payload to dst.
@@ -181,4 +157,57 @@ func (n Negotiation) Profile() (NodeProfile, error) {
 		return p, errValue("negotiation payload", "node profile", strconv.Itoa(int(p)))
 	}
 	return p, nil
+}
+
+// parseTLVs reads [field:2 LE][length:2 LE][value] entries to the end of
+// b (the values alias b); a truncated entry or more than
+// MaxNegotiationTLVs is an error.
+func parseTLVs(b []byte, msg string) ([]TLV, error) {
+	var tlvs []TLV
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return nil, errTruncated(msg, "TLV header", len(b), 4)
+		}
+		if len(tlvs) == MaxNegotiationTLVs {
+			return nil, errValue(msg, "TLVs", "more than "+strconv.Itoa(MaxNegotiationTLVs))
+		}
+		l := int(binary.LittleEndian.Uint16(b[2:]))
+		if 4+l > len(b) {
+			return nil, errTruncated(msg, "TLV value", len(b)-4, l)
+		}
+		tlvs = append(tlvs, TLV{Field: binary.LittleEndian.Uint16(b), Value: b[4 : 4+l : 4+l]})
+		b = b[4+l:]
+	}
+	return tlvs, nil
+}
+
+func tlvsLen(tlvs []TLV) int {
+	l := 0
+	for _, t := range tlvs {
+		l += 4 + len(t.Value)
+	}
+	return l
+}
+
+func checkTLVs(tlvs []TLV, msg string) error {
+	if len(tlvs) > MaxNegotiationTLVs {
+		return errValue(msg, "TLVs", strconv.Itoa(len(tlvs))+", at most "+strconv.Itoa(MaxNegotiationTLVs))
+	}
+	for _, t := range tlvs {
+		if len(t.Value) > 0xffff {
+			return errValue(msg, "TLV value", strconv.Itoa(len(t.Value))+" bytes does not fit in 16 bits")
+		}
+	}
+	return nil
+}
+
+// putTLVs writes tlvs (checked, room made) and returns their length.
+func putTLVs(b []byte, tlvs []TLV) int {
+	off := 0
+	for _, t := range tlvs {
+		binary.LittleEndian.PutUint16(b[off:], t.Field)
+		binary.LittleEndian.PutUint16(b[off+2:], uint16(len(t.Value)))
+		off += 4 + copy(b[off+4:], t.Value)
+	}
+	return off
 }
