@@ -60,7 +60,8 @@ type FMPNoiseMsg2 struct {
 // FMPFrame is the dissection of an established frame's cleartext.
 type FMPFrame struct {
 	Layer         string      `json:"layer"`
-	Type          string      `json:"type"` // "frame"
+	Type          string      `json:"type"`    // "frame"
+	Version       uint8       `json:"version"` // 0 (master) or 1 (next)
 	Phase         uint8       `json:"phase"`
 	Flags         uint8       `json:"flags"`
 	FlagNames     []string    `json:"flag_names"` // K, CE, SP, and reserved=0x.. if any other bit is set
@@ -73,10 +74,79 @@ type FMPFrame struct {
 	Tag           fmpHexBytes `json:"tag"`
 }
 
+// FMPv1Handshake is the dissection of a `next` (version 1) Noise XX
+// handshake packet.
+type FMPv1Handshake struct {
+	Layer         string        `json:"layer"` // "fmp"
+	Type          string        `json:"type"`  // "msg1", "msg2" or "msg3"
+	Version       uint8         `json:"version"`
+	Phase         uint8         `json:"phase"`
+	Flags         uint8         `json:"flags"`
+	PayloadLen    uint16        `json:"payload_len"`
+	SenderIndex   uint32        `json:"sender_idx"`
+	ReceiverIndex *uint32       `json:"receiver_idx,omitempty"` // msg2, msg3
+	Noise         FMPNoiseXXMsg `json:"noise"`
+}
+
+// FMPNoiseXXMsg labels the parts of an XX message; absent parts are
+// omitted.
+type FMPNoiseXXMsg struct {
+	Hex             fmpHexBytes `json:"hex"`
+	Ephemeral       fmpHexBytes `json:"ephemeral,omitempty"`        // 33: msg1, msg2
+	EncryptedStatic fmpHexBytes `json:"encrypted_static,omitempty"` // 49: msg2, msg3
+	EncryptedEpoch  fmpHexBytes `json:"encrypted_epoch,omitempty"`  // 24: msg2, msg3
+	// EncryptedPayload is the negotiation payload and its tag, when sent.
+	EncryptedPayload fmpHexBytes `json:"encrypted_payload,omitempty"`
+}
+
+func fmpv1Packet(b []byte, p wire.FMPPrefix) (any, error) {
+	if p.Phase == wire.FMPPhaseEstablished {
+		f, err := wire.ParseFMPv1Frame(b)
+		if err != nil {
+			return nil, err
+		}
+		return fmpFrame(f, p), nil
+	}
+	h, err := wire.ParseFMPv1Handshake(b)
+	if err != nil {
+		return nil, err
+	}
+	d := FMPv1Handshake{Layer: "fmp", Type: fmt.Sprintf("msg%d", h.Phase), Version: p.Version, Phase: p.Phase,
+		Flags: p.Flags, PayloadLen: p.PayloadLen, SenderIndex: h.SenderIndex, Noise: FMPNoiseXXMsg{Hex: h.Noise}}
+	n := h.Noise
+	const pub, encPub, encEpoch = wire.IKPubKeySize, wire.IKPubKeySize + wire.FMPTagSize, wire.IKEncryptedEpochSize
+	switch h.Phase {
+	case wire.FMPPhaseMsg1:
+		d.Noise.Ephemeral = n
+	case wire.FMPPhaseMsg2:
+		d.Noise.Ephemeral, d.Noise.EncryptedStatic = n[:pub], n[pub:pub+encPub]
+		d.Noise.EncryptedEpoch, d.Noise.EncryptedPayload = n[pub+encPub:wire.XXMsg2Size], n[wire.XXMsg2Size:]
+	case wire.FMPPhaseMsg3:
+		d.Noise.EncryptedStatic, d.Noise.EncryptedEpoch = n[:encPub], n[encPub:encPub+encEpoch]
+		d.Noise.EncryptedPayload = n[wire.XXMsg3Size:]
+	}
+	if h.Phase != wire.FMPPhaseMsg1 {
+		ri := h.ReceiverIndex
+		d.ReceiverIndex = &ri
+	}
+	return d, nil
+}
+
+func fmpFrame(f wire.FMPFrame, p wire.FMPPrefix) FMPFrame {
+	return FMPFrame{
+		Layer: "fmp", Type: "frame", Version: p.Version, Phase: p.Phase, Flags: f.Flags, FlagNames: fmpFlagNames(f.Flags),
+		PayloadLen: p.PayloadLen, ReceiverIndex: f.ReceiverIndex, Counter: f.Counter,
+		AAD: f.AAD(), CiphertextLen: len(f.Sealed), Tag: f.Sealed[len(f.Sealed)-wire.FMPTagSize:],
+	}
+}
+
 func fmpPacket(b []byte) (any, error) {
 	p, err := wire.ParseFMPPrefix(b)
 	if err != nil {
 		return nil, err
+	}
+	if p.Version == wire.FMPVersionNext {
+		return fmpv1Packet(b, p)
 	}
 	switch p.Phase {
 	case wire.FMPPhaseMsg1:
@@ -110,11 +180,7 @@ func fmpPacket(b []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return FMPFrame{
-			Layer: "fmp", Type: "frame", Phase: p.Phase, Flags: f.Flags, FlagNames: fmpFlagNames(f.Flags),
-			PayloadLen: p.PayloadLen, ReceiverIndex: f.ReceiverIndex, Counter: f.Counter,
-			AAD: f.AAD(), CiphertextLen: len(f.Sealed), Tag: f.Sealed[len(f.Sealed)-wire.FMPTagSize:],
-		}, nil
+		return fmpFrame(f, p), nil
 	}
 }
 

@@ -137,13 +137,52 @@ func TestDissectFMPFrame(t *testing.T) {
 	fmpWant(t, fmpJSON(t, f, dissect.FMP), map[string]any{"flag_names": []any{"CE"}})
 }
 
+// Version-1 (next) packets: XX handshakes with their parts labelled, and
+// frames with their version.
+func TestDissectFMPv1(t *testing.T) {
+	noise := make([]byte, wire.XXMsg2Size+26)
+	for i := range noise {
+		noise[i] = byte(i)
+	}
+	b := make([]byte, wire.FMPv1Msg2MinSize+26)
+	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg2, SenderIndex: 5, ReceiverIndex: 6, Noise: noise}).MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	fmpWant(t, fmpJSON(t, b, dissect.FMP), map[string]any{
+		"layer": "fmp", "type": "msg2", "version": 1, "phase": 2, "payload_len": 140, "sender_idx": 5, "receiver_idx": 6,
+		"noise": map[string]any{
+			"hex":               hex.EncodeToString(noise),
+			"ephemeral":         hex.EncodeToString(noise[:33]),
+			"encrypted_static":  hex.EncodeToString(noise[33:82]),
+			"encrypted_epoch":   hex.EncodeToString(noise[82:106]),
+			"encrypted_payload": hex.EncodeToString(noise[106:]),
+		},
+	})
+	m1 := make([]byte, wire.FMPv1Msg1Size)
+	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg1, SenderIndex: 7, Noise: noise[:33]}).MarshalTo(m1); err != nil {
+		t.Fatal(err)
+	}
+	got := fmpJSON(t, m1, dissect.FMP)
+	fmpWant(t, got, map[string]any{"type": "msg1", "sender_idx": 7, "noise": map[string]any{"hex": hex.EncodeToString(noise[:33]), "ephemeral": hex.EncodeToString(noise[:33])}})
+	if _, ok := got["receiver_idx"]; ok {
+		t.Error("msg1 shows a receiver_idx")
+	}
+	f := make([]byte, 40)
+	if _, err := wire.PutFMPv1FrameHeader(f, wire.FMPFlagCE, 9, 3, 8); err != nil {
+		t.Fatal(err)
+	}
+	fmpWant(t, fmpJSON(t, f, dissect.FMP), map[string]any{"type": "frame", "version": 1, "flag_names": []any{"CE"}, "receiver_idx": 9, "counter": 3})
+}
+
 func TestDissectFMPRejects(t *testing.T) {
 	bad := [][]byte{
 		nil,
 		{0x00, 0x00, 0x05},
 		append([]byte{0x01, 0x01, 110, 0}, make([]byte, 110)...), // msg1 with flags
 		append([]byte{0x00, 0x00, 9, 0}, make([]byte, 36)...),    // payload_len mismatch
-		append([]byte{0x10, 0x00, 8, 0}, make([]byte, 36)...),    // version 1
+		append([]byte{0x20, 0x00, 8, 0}, make([]byte, 36)...),    // version 2
+		append([]byte{0x14, 0x00, 8, 0}, make([]byte, 36)...),    // version 1, phase 4
+		append([]byte{0x12, 0x00, 110, 0}, make([]byte, 110)...), // version 1 msg2 below its minimum
 		append([]byte{0x03, 0x00, 8, 0}, make([]byte, 36)...),    // phase 3
 	}
 	for _, b := range bad {
