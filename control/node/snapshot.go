@@ -107,6 +107,9 @@ type TransportView struct {
 	MTU       int
 	LocalAddr string
 	Stats     transport.Stats
+	// Onion and TorMode: a Tor transport's onion service address ("" until
+	// it is up) and mode.
+	Onion, TorMode string
 }
 
 func (n *Node) publishIfChanged(now time.Time) {
@@ -190,8 +193,15 @@ func (n *Node) publish(now time.Time) {
 	sort.Slice(s.Connections, func(i, j int) bool { return s.Connections[i].LinkID < s.Connections[j].LinkID })
 	for _, id := range n.order {
 		t := n.transports[id]
-		s.Transports = append(s.Transports, TransportView{ID: id, Type: t.Type(), Name: t.Name(), State: t.State(),
-			MTU: t.MTU(), LocalAddr: t.LocalAddr(), Stats: t.Stats()})
+		tv := TransportView{ID: id, Type: t.Type(), Name: t.Name(), State: t.State(),
+			MTU: t.MTU(), LocalAddr: t.LocalAddr(), Stats: t.Stats()}
+		if svc, ok := t.(onionService); ok {
+			tv.Onion = svc.OnionAddress()
+		}
+		if m, ok := t.(interface{ Mode() string }); ok && t.Type() == "tor" {
+			tv.TorMode = m.Mode()
+		}
+		s.Transports = append(s.Transports, tv)
 	}
 	if a := n.peers.ACL(); a != nil {
 		snap := a.Snapshot()

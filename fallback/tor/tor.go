@@ -9,9 +9,11 @@
 //   - directory: Tor runs the service from torrc (HiddenServiceDir and
 //     HiddenServicePort 127.0.0.1:<bind_addr>); we listen on bind_addr
 //     and read the address from the service's hostname file.
-//   - control_port: we listen on an ephemeral loopback port and create
-//     the service over the control port (ADD_ONION), re-creating it with
-//     the same key whenever the control connection is lost.
+//   - control_port: we listen on an ephemeral loopback port (or, ours,
+//     on directory_service.bind_addr when it is set: for a Tor in another
+//     namespace or host) and create the service over the control port
+//     (ADD_ONION), re-creating it with the same key whenever the control
+//     connection is lost.
 //
 // The transport's addresses are IP addresses: an onion (or any host
 // name Tor is to resolve) is given one from SyntheticPrefix by
@@ -69,7 +71,8 @@ type Options struct {
 	// ControlAddr, ControlAuth, CookiePath: control_port mode.
 	ControlAddr, ControlAuth, CookiePath string
 	MaxInboundConnections                int
-	// HostnameFile and BindAddr: directory mode.
+	// HostnameFile and BindAddr: directory mode (BindAddr also in
+	// control_port mode when DirectoryService is set).
 	HostnameFile, BindAddr string
 	// DirectoryService: directory_service was configured (refused
 	// outside directory mode, as upstream).
@@ -97,6 +100,9 @@ func (o Options) Validate() error {
 			if err := checkHostPort(o.ControlAddr); err != nil {
 				return fmt.Errorf("tor: control_addr %q: %w", o.ControlAddr, err)
 			}
+		}
+		if _, err := netip.ParseAddrPort(o.BindAddr); o.DirectoryService && err != nil {
+			return fmt.Errorf("tor: directory_service.bind_addr %q: %w", o.BindAddr, err)
 		}
 	case ModeDirectory:
 		if _, err := netip.ParseAddrPort(o.BindAddr); err != nil {
@@ -178,6 +184,9 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		to.BindAddr = opts.BindAddr
 	case ModeControlPort:
 		to.BindAddr = "127.0.0.1:0"
+		if opts.DirectoryService {
+			to.BindAddr = opts.BindAddr
+		}
 	}
 	inner, err := tcp.New(id, name, to, log)
 	if err != nil {
