@@ -79,6 +79,14 @@ func rdvTestNode(t *testing.T, relay, stunSrv string, id *identity.Identity, o R
 // rdvTestNodeLog is rdvTestNode logging to log.
 func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions, log *slog.Logger) *Node {
 	t.Helper()
+	return rdvTestNodeWith(t, relay, stunSrv, id, o, log, nil)
+}
+
+// rdvTestNodeWith is rdvTestNodeLog with more transports (ids 2, …);
+// o.Advertised, when set, replaces the UDP "nat" advert.
+func rdvTestNodeWith(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions, log *slog.Logger,
+	more []transport.Transport) *Node {
+	t.Helper()
 	uo := udp.Defaults()
 	uo.BindAddr = "127.0.0.1:0"
 	u, err := udp.New(1, "", uo, log)
@@ -98,11 +106,13 @@ func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, 
 	pc := peer.DefaultConfig()
 	pc.RetryBase = 200 * time.Millisecond
 	o.Service = svc
-	o.Advertised = []AdvertisedTransport{{Transport: 1, Kind: "udp"}}
+	if o.Advertised == nil {
+		o.Advertised = []AdvertisedTransport{{Transport: 1, Kind: "udp"}}
+	}
 	o.Adopt = func(tid transport.ID, c *net.UDPConn) (transport.Transport, error) {
 		return udp.Adopt(tid, rendezvous.TransportNameNAT, c, udp.Defaults(), log)
 	}
-	n, err := New(Options{Identity: id, Log: log, Transports: []transport.Transport{u}, Peer: pc,
+	n, err := New(Options{Identity: id, Log: log, Transports: append([]transport.Transport{u}, more...), Peer: pc,
 		TickInterval: 100 * time.Millisecond, Rendezvous: o})
 	if err != nil {
 		t.Fatal(err)
