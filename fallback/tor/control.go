@@ -21,9 +21,9 @@ import (
 // Errors of the control protocol.
 var (
 	// ErrControlUnreachable: no connection to control_addr.
-	ErrControlUnreachable = errors.New("Tor control port unreachable (is Tor running with ControlPort or ControlSocket at control_addr?)")
+	ErrControlUnreachable = errors.New("tor control port unreachable (is Tor running with ControlPort or ControlSocket at control_addr?)")
 	// ErrControlAuth: Tor refused AUTHENTICATE, or the cookie could not be read.
-	ErrControlAuth = errors.New("Tor control port authentication failed")
+	ErrControlAuth = errors.New("tor control port authentication failed")
 	// ErrControlSyntax: a reply that does not follow the protocol.
 	ErrControlSyntax = errors.New("malformed Tor control reply")
 	// ErrAuthConfig: control_auth is not cookie, cookie:PATH or password:SECRET.
@@ -193,11 +193,11 @@ func (c *controlConn) do(cmd string) (Reply, error) {
 	_ = c.nc.SetDeadline(time.Now().Add(controlTimeout))
 	defer c.nc.SetDeadline(time.Time{})
 	if _, err := io.WriteString(c.nc, cmd+"\r\n"); err != nil {
-		return Reply{}, fmt.Errorf("Tor control: %w", err)
+		return Reply{}, fmt.Errorf("tor control: %w", err)
 	}
 	rep, err := ReadReply(c.r)
 	if err != nil {
-		return rep, fmt.Errorf("Tor control: %w", err)
+		return rep, fmt.Errorf("tor control: %w", err)
 	}
 	if rep.Code/100 != 2 {
 		return rep, &StatusError{Code: rep.Code, Text: rep.Text}

@@ -107,8 +107,8 @@ func (p *fakeProxy) serve(c net.Conn) {
 		return
 	}
 	c.Write([]byte{5, 2})
-	ul, _ := r.ReadByte() // version
-	ul, _ = r.ReadByte()
+	r.ReadByte() // version
+	ul, _ := r.ReadByte()
 	io.CopyN(io.Discard, r, int64(ul))
 	pl, _ := r.ReadByte()
 	io.CopyN(io.Discard, r, int64(pl))
@@ -231,7 +231,7 @@ func TestTorNotRunning(t *testing.T) {
 	b.Send(to, msg1(t))
 	eventually(t, "both failures logged", func() bool {
 		s := l.String()
-		return strings.Contains(s, "SOCKS5 proxy unreachable (is Tor running") && strings.Contains(s, "Tor control port unreachable (is Tor running")
+		return strings.Contains(s, "SOCKS5 proxy unreachable (is Tor running") && strings.Contains(s, "tor control port unreachable (is Tor running")
 	})
 	if n := strings.Count(l.String(), "level=WARN msg=\"Tor onion service not up"); n != 1 {
 		t.Errorf("%d warnings for one repeated failure", n)
@@ -344,7 +344,7 @@ func TestControlPortAuthFailure(t *testing.T) {
 	o.ControlAddr = fc.ln.Addr().String()
 	o.ControlAuth = "password:wrong"
 	a, _ := start(t, o, &l)
-	eventually(t, "the auth failure", func() bool { return strings.Contains(l.String(), "Tor control port authentication failed") })
+	eventually(t, "the auth failure", func() bool { return strings.Contains(l.String(), "tor control port authentication failed") })
 	if a.OnionAddress() != "" || a.State() != transport.StateUp {
 		t.Fatalf("onion %q state %s", a.OnionAddress(), a.State())
 	}
