@@ -68,6 +68,20 @@ func docToLoopback(ap netip.AddrPort) netip.AddrPort {
 	return ap
 }
 
+// rdvLab starts the in-process relay and the loopback STUN server, and
+// makes two identities; stop ends the servers (defer it after goleak).
+func rdvLab(t *testing.T) (relayURL, stunSrv string, ida, idb *identity.Identity, stop func()) {
+	t.Helper()
+	relay, err := relaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stunSrv, stopSTUN := stunOnLoopback(t)
+	ida, _ = identity.Generate(nil)
+	idb, _ = identity.Generate(nil)
+	return relay.URL, stunSrv, ida, idb, func() { stopSTUN(); relay.Close() }
+}
+
 // rdvTestNode is a node on loopback with Nostr rendezvous through relay
 // and stunSrv, advertising its UDP transport as "nat"; o's Policy, Peers
 // and open-discovery settings are kept, the rest filled in.
@@ -126,18 +140,11 @@ func rdvTestNodeWith(t *testing.T, relay, stunSrv string, id *identity.Identity,
 // transport of the losing side is closed.
 func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	relay, err := relaytest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	stunSrv, stopSTUN := stunOnLoopback(t)
-	defer stopSTUN()
-	ida, _ := identity.Generate(nil)
-	idb, _ := identity.Generate(nil)
+	relayURL, stunSrv, ida, idb, stopLab := rdvLab(t)
+	defer stopLab()
 	var logA, logB lockedBuffer
 	mk := func(id, other *identity.Identity, w *lockedBuffer) *Node {
-		return rdvTestNodeLog(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
+		return rdvTestNodeLog(t, relayURL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
 			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}},
 			slog.New(logging.New(w, logging.Options{Level: slog.LevelDebug})))
 	}
@@ -243,18 +250,11 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 // shows in its view as an open-discovery retry until it links.
 func TestRendezvousOpenDiscovery(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	relay, err := relaytest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	stunSrv, stopSTUN := stunOnLoopback(t)
-	defer stopSTUN()
-	ida, _ := identity.Generate(nil)
-	idb, _ := identity.Generate(nil)
-	a := rdvTestNode(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
+	relayURL, stunSrv, ida, idb, stopLab := rdvLab(t)
+	defer stopLab()
+	a := rdvTestNode(t, relayURL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
 		StartupSweepDelay: 5 * time.Second, StartupSweepMaxAge: time.Hour, AdvertTTL: time.Hour})
-	b := rdvTestNode(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
+	b := rdvTestNode(t, relayURL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
 	defer runRdvNodes(t, a, b)()
 	for deadline := time.Now().Add(20 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

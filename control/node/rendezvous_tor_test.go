@@ -12,9 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
-	"github.com/fips-go/fips/control/rendezvous/relaytest"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/fallback/tcp"
 	"github.com/fips-go/fips/fallback/tor"
@@ -58,21 +56,14 @@ func newFakeTor(t *testing.T, key byte) *fakeTor {
 // through its own Tor transport, as upstream's adverts allow.
 func TestRendezvousTorEndpoint(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	relay, err := relaytest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	stunSrv, stopSTUN := stunOnLoopback(t)
-	defer stopSTUN()
-	ida, _ := identity.Generate(nil)
-	idb, _ := identity.Generate(nil)
+	relayURL, stunSrv, ida, idb, stopLab := rdvLab(t)
+	defer stopLab()
 	ta, tb := newFakeTor(t, 1), newFakeTor(t, 2)
 	tb.peers[ta.onion+":443"] = ta
 	var logB lockedBuffer
-	a := rdvTestNodeWith(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "configured_only",
+	a := rdvTestNodeWith(t, relayURL, stunSrv, ida, RendezvousOptions{Policy: "configured_only",
 		Advertised: []AdvertisedTransport{{Transport: 2, Kind: "tor", Public: true}}}, slog.New(slog.NewTextHandler(io.Discard, nil)), []transport.Transport{ta})
-	b := rdvTestNodeWith(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only",
+	b := rdvTestNodeWith(t, relayURL, stunSrv, idb, RendezvousOptions{Policy: "configured_only",
 		Advertised: []AdvertisedTransport{{Transport: 2, Kind: "tor", Public: true}},
 		Peers:      []NostrPeer{{PublicKey: ida.PublicKey(), AutoReconnect: true}}},
 		slog.New(logging.New(&logB, logging.Options{Level: slog.LevelDebug})), []transport.Transport{tb})
