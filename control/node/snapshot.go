@@ -112,6 +112,23 @@ type TransportView struct {
 	Onion, TorMode string
 }
 
+// hostNamer is a transport whose addresses can stand for host names
+// (Tor: an onion is given an address of its own).
+type hostNamer interface {
+	HostName(transport.Addr) string
+}
+
+// addrName renders a peer's transport address as the operator wrote it:
+// the host name it stands for, when it stands for one.
+func (n *Node) addrName(id transport.ID, a transport.Addr) string {
+	if hn, ok := n.transports[id].(hostNamer); ok {
+		if name := hn.HostName(a); name != "" {
+			return name
+		}
+	}
+	return a.String()
+}
+
 func (n *Node) publishIfChanged(now time.Time) {
 	// Packets change counters constantly; a snapshot at most every 100 ms
 	// keeps readers fresh without rebuilding it per packet burst.
@@ -168,7 +185,7 @@ func (n *Node) publish(now time.Time) {
 		v := PeerView{
 			Addr: p.NodeAddr, NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
 			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
-			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
+			TransportAddr: n.addrName(p.Transport, p.Addr), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
 			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
 			HighestRecv: p.HighestRecv(),

@@ -242,6 +242,17 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 	if !linkUp {
 		t.Fatalf("no A-B link\n--- a ---\n%s\n--- b ---\n%s", tail(a.Logs(), 40), tail(b.Logs(), 40))
 	}
+	var pb struct {
+		Peers []struct {
+			Npub          string `json:"npub"`
+			TransportType string `json:"transport_type"`
+			TransportAddr string `json:"transport_addr"`
+		} `json:"peers"`
+	}
+	if err := b.Call("show_peers", nil, &pb); err != nil || len(pb.Peers) != 1 ||
+		pb.Peers[0].TransportAddr != fmt.Sprintf("%s:%d", onionA, torOnionPort) || pb.Peers[0].TransportType != "tor" {
+		t.Errorf("B's show_peers: %+v (%v), want A at %s:%d over tor", pb, err, onionA, torOnionPort)
+	}
 	torPing(t, m, "b", a)
 	if sessionStartOf(t, b, a) == 0 {
 		t.Errorf("B holds no session with A after the ping")
