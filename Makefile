@@ -8,7 +8,8 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.Version=$(VERSION)
 
 # go test's per-package limit: testing/netns runs about 9 minutes on CI's
-# 2 cores, near go test's default of 10.
+# 2 cores, near go test's default of 10, and its private Tor network test
+# (TestTorOnionLink) 1 to 2.5 minutes more.
 TEST_TIMEOUT ?= 25m
 
 # Packages that own mutable state shared between goroutines: run under -race.

@@ -32,6 +32,7 @@ import (
 	"github.com/fips-go/fips/dataplane/ethernet"
 	"github.com/fips-go/fips/dataplane/udp"
 	"github.com/fips-go/fips/fallback/tcp"
+	"github.com/fips-go/fips/fallback/tor"
 )
 
 func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
@@ -460,6 +461,15 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		ids["tcp/"+inst.Name] = next
 		next++
 	}
+	for _, inst := range cfg.Transports.Tor.List() {
+		t, err := tor.New(next, inst.Name, torOptions(*inst.Config), log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("transports.tor%s: %w", instSuffix(inst.Name), err)
+		}
+		out = append(out, t)
+		ids["tor/"+inst.Name] = next
+		next++
+	}
 	for _, inst := range cfg.Transports.Ethernet.List() {
 		if !ethernet.Supported {
 			break // unimplementedTransports names them
@@ -476,6 +486,17 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		log.Warn("transport type not supported by this build yet; skipping", "type", u.typ, "instances", u.n)
 	}
 	return out, ids, nil
+}
+
+// torOptions maps transports.tor.* (already range-checked) onto the
+// transport's options.
+func torOptions(c config.TorConfig) tor.Options {
+	d := c.Directory()
+	return tor.Options{Mode: c.Mode, Socks5Addr: c.Socks5Addr, ConnectTimeout: ms(c.ConnectTimeoutMs), MTU: int(c.MTU),
+		ControlAddr: c.ControlAddr, ControlAuth: c.ControlAuth, CookiePath: c.CookiePath,
+		MaxInboundConnections: int(min(c.MaxInboundConnections, math.MaxInt32)),
+		HostnameFile:          d.HostnameFile, BindAddr: d.BindAddr, DirectoryService: c.DirectoryService != nil,
+		AdvertisedPort: c.AdvertisedPort}
 }
 
 // ethernetOptions maps transports.ethernet.* (already range-checked)
@@ -504,7 +525,7 @@ func unimplementedTransports(cfg *config.Config) []unimplemented {
 	if !ethernet.Supported {
 		eth = cfg.Transports.Ethernet.Len()
 	}
-	for _, u := range []unimplemented{{"ethernet", eth}, {"tor", cfg.Transports.Tor.Len()},
+	for _, u := range []unimplemented{{"ethernet", eth},
 		{"nym", cfg.Transports.Nym.Len()}, {"ble", cfg.Transports.BLE.Len()}} {
 		if u.n > 0 {
 			out = append(out, u)
@@ -516,7 +537,7 @@ func unimplementedTransports(cfg *config.Config) []unimplemented {
 // onlyUnimplemented is the one-line refusal for a configuration whose
 // every transport is of a type fips-go does not run yet; nil otherwise.
 func onlyUnimplemented(cfg *config.Config) error {
-	if cfg.Transports.UDP.Len() > 0 || cfg.Transports.TCP.Len() > 0 || (ethernet.Supported && cfg.Transports.Ethernet.Len() > 0) {
+	if cfg.Transports.UDP.Len() > 0 || cfg.Transports.TCP.Len() > 0 || cfg.Transports.Tor.Len() > 0 || (ethernet.Supported && cfg.Transports.Ethernet.Len() > 0) {
 		return nil
 	}
 	us := unimplementedTransports(cfg)
@@ -531,7 +552,7 @@ func onlyUnimplemented(cfg *config.Config) error {
 	if len(names) > 1 {
 		verb = "are"
 	}
-	return fmt.Errorf("no operational transports: %s %s not implemented in fips-go yet (udp and tcp are, and ethernet on Linux)",
+	return fmt.Errorf("no operational transports: %s %s not implemented in fips-go yet (udp, tcp and tor are, and ethernet on Linux)",
 		strings.Join(names, ", "), verb)
 }
 

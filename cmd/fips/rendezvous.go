@@ -106,12 +106,12 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 		adv = append(adv, node.AdvertisedTransport{Transport: ids["tcp/"+in.Name], Kind: "tcp", Public: true, ExternalAddr: ext})
 		advDesc = append(advDesc, "tcp:"+orDefault(ext, "bound address"))
 	}
-	if n := cfg.Transports.Tor.Len(); n > 0 {
-		for _, in := range cfg.Transports.Tor.List() {
-			if in.Config.AdvertiseOnNostr {
-				log.Warn("advertise_on_nostr on a Tor transport: Tor is not supported by this build; not advertised")
-			}
+	for _, in := range cfg.Transports.Tor.List() {
+		if !in.Config.AdvertiseOnNostr {
+			continue
 		}
+		adv = append(adv, node.AdvertisedTransport{Transport: ids["tor/"+in.Name], Kind: "tor", Public: true})
+		advDesc = append(advDesc, fmt.Sprintf("tor:<onion>:%d", in.Config.AdvertisedPort))
 	}
 	names := make([]string, 0, len(peers))
 	for _, p := range peers {

@@ -21,7 +21,7 @@ import (
 func TestOnlyUnimplementedTransports(t *testing.T) {
 	bin := buildFips(t)
 	cases := []struct{ name, transports, want string }{
-		{"tor-ble", "  tor:\n    socks5_addr: \"127.0.0.1:9050\"\n  ble: {}\n", "transports.tor, transports.ble are not implemented in fips-go yet"},
+		{"nym-ble", "  nym:\n    socks5_addr: \"127.0.0.1:1080\"\n  ble: {}\n", "transports.nym, transports.ble are not implemented in fips-go yet"},
 	}
 	if !ethernet.Supported { // Linux runs it
 		cases = append(cases, struct{ name, transports, want string }{

@@ -37,7 +37,8 @@ var upstreamNostrAct = map[string]struct {
 	"docs_how-to_enable-nostr-discovery_5.yaml": {policy: "configured_only",
 		advertised: []node.AdvertisedTransport{{Transport: 1, Kind: "tcp", Public: true, ExternalAddr: "203.0.113.45:8443"}},
 		says:       "advertise tcp:203.0.113.45:8443"},
-	"docs_how-to_enable-nostr-discovery_6.yaml": {policy: "configured_only", says: "advertise_on_nostr on a Tor transport"},
+	"docs_how-to_enable-nostr-discovery_6.yaml": {policy: "configured_only",
+		advertised: []node.AdvertisedTransport{{Transport: 1, Kind: "tor", Public: true}}, says: "advertise tor:<onion>:8443"},
 	"docs_how-to_enable-nostr-discovery_7.yaml": {policy: "open", app: "my-experiment.v1",
 		advertised: []node.AdvertisedTransport{{Transport: 1, Kind: "udp", Public: true}},
 		says:       "reach 0 peer(s) through their adverts, and dial every valid advert it sees (policy open)"},
@@ -90,6 +91,10 @@ func TestUpstreamNostrConfigsActedOn(t *testing.T) {
 			}
 			for _, in := range cfg.Transports.TCP.List() {
 				ids["tcp/"+in.Name] = next
+				next++
+			}
+			for _, in := range cfg.Transports.Tor.List() {
+				ids["tor/"+in.Name] = next
 				next++
 			}
 			var logs bytes.Buffer

@@ -180,7 +180,8 @@ func (n *Node) showTransports() ctl.ShowTransports {
 	out := make(ctl.List[ctl.TransportInfo], 0, len(s.Transports))
 	for _, t := range s.Transports {
 		out = append(out, ctl.TransportInfo{TransportID: uint32(t.ID), Type: t.Type, State: string(t.State),
-			MTU: uint16(t.MTU), Name: t.Name, LocalAddr: t.LocalAddr, Stats: transportStats(t.Type, t.Stats)})
+			MTU: uint16(t.MTU), Name: t.Name, LocalAddr: t.LocalAddr, Stats: transportStats(t.Type, t.Stats),
+			OnionAddress: t.Onion, TorMode: t.TorMode})
 	}
 	return ctl.ShowTransports{Transports: out}
 }
@@ -385,7 +386,7 @@ type ethernetStats struct {
 // Ethernet's upstream's frame and beacon counters.
 func transportStats(typ string, st transport.Stats) any {
 	switch typ {
-	case "tcp":
+	case "tcp", "tor": // Tor runs on the TCP stream transport
 		return st
 	case "ethernet":
 		return ethernetStats{FramesSent: st.PacketsSent, FramesRecv: st.PacketsRecv, BytesSent: st.BytesSent,

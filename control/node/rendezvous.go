@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fips-go/fips/control/ctl"
@@ -122,6 +123,10 @@ type rendezvousState struct {
 	publicIP netip.Addr
 	stunDue  time.Time
 	stunBusy bool
+	// onions is the onion address last published for each advertised
+	// Tor transport: its service comes up (or changes) after start, and
+	// the advert follows.
+	onions map[transport.ID]string
 	// adoptRefused counts punched paths refused at MaxBootstrapTransports.
 	adoptRefused uint64
 }
@@ -208,6 +213,21 @@ func (n *Node) rdvPublishEndpoints() {
 		switch {
 		case a.Kind == "udp" && !a.Public:
 			eps = append(eps, rendezvous.Endpoint{Transport: rendezvous.EndpointUDP, Addr: "nat"})
+		case a.Kind == rendezvous.EndpointTor:
+			// Upstream: the onion with advertised_port, once the service is up.
+			svc, ok := t.(onionService)
+			if !ok {
+				continue
+			}
+			onion := svc.OnionAddress()
+			if rs.onions == nil {
+				rs.onions = map[transport.ID]string{}
+			}
+			rs.onions[a.Transport] = onion
+			if onion != "" {
+				eps = append(eps, rendezvous.Endpoint{Transport: rendezvous.EndpointTor,
+					Addr: net.JoinHostPort(onion, strconv.Itoa(int(svc.AdvertisedPort())))})
+			}
 		default:
 			addr, ok := advertAddr(a.ExternalAddr, t.LocalAddr())
 			if !ok && a.Kind == "udp" && a.ExternalAddr == "" && rs.publicIP.IsValid() {
@@ -228,6 +248,26 @@ func (n *Node) rdvPublishEndpoints() {
 		}
 	}
 	rs.svc.SetEndpoints(eps)
+}
+
+// onionService is a transport running an onion service (Tor).
+type onionService interface {
+	OnionAddress() string
+	AdvertisedPort() uint16
+}
+
+// rdvOnionChanged reports an advertised Tor transport whose onion
+// address is not the one last published.
+func (n *Node) rdvOnionChanged() bool {
+	for _, a := range n.rdv.opts.Advertised {
+		if a.Kind != rendezvous.EndpointTor {
+			continue
+		}
+		if svc, ok := n.transports[a.Transport].(onionService); ok && svc.OnionAddress() != n.rdv.onions[a.Transport] {
+			return true
+		}
+	}
+	return false
 }
 
 // advertAddr is upstream's choice: external_addr (a bare IP takes the
@@ -258,6 +298,9 @@ func (n *Node) rdvTick(now time.Time) {
 	}
 	max := n.opts.Peer.MaxPeers
 	rs.svc.SetAcceptingPeers(max == 0 || n.peers.PeerCount() < max)
+	if n.rdvOnionChanged() {
+		n.rdvPublishEndpoints()
+	}
 	if rs.opts.Policy == "open" {
 		// Upstream's order: the one-shot startup sweep, then the per-tick
 		// one; both only queue, and the loop below dials what is due.
@@ -386,7 +429,8 @@ func (n *Node) rdvAttempt(now time.Time, na identity.NodeAddr, ps *nostrPeerStat
 		start := time.Now()
 		if err == nil {
 			for _, e := range adv.Endpoints {
-				if !e.IsNAT() && (e.Transport == rendezvous.EndpointUDP || e.Transport == rendezvous.EndpointTCP) {
+				if !e.IsNAT() && (e.Transport == rendezvous.EndpointUDP || e.Transport == rendezvous.EndpointTCP ||
+					e.Transport == rendezvous.EndpointTor) {
 					direct = append(direct, e)
 				}
 			}
@@ -488,11 +532,24 @@ func (n *Node) rdvDialDirect(now time.Time, pk identity.PublicKey, eps []rendezv
 		if err != nil {
 			continue
 		}
-		ap, err := netip.ParseAddrPort(e.Addr)
-		if err != nil {
-			continue // a host name: resolved only for configured peers
+		var to transport.Addr
+		if e.Transport == rendezvous.EndpointTor {
+			// Tor resolves names itself: the transport maps the onion
+			// to an address of its own, with no lookup.
+			a, err := t.ResolveAddr(n.runCtx, e.Addr)
+			if err != nil {
+				n.log.Debug("advertised Tor endpoint refused", "peer", pk.Npub(), "addr", e.Addr, "error", err)
+				continue
+			}
+			to = a
+		} else {
+			ap, err := netip.ParseAddrPort(e.Addr)
+			if err != nil {
+				continue // a host name: resolved only for configured peers
+			}
+			to = transport.AddrFromIP(ap)
 		}
-		if err := n.peers.Dial(now, pk, peer.Candidate{Transport: t.ID(), Addr: transport.AddrFromIP(ap)}); err == nil {
+		if err := n.peers.Dial(now, pk, peer.Candidate{Transport: t.ID(), Addr: to}); err == nil {
 			n.log.Info("dialling peer at its advertised endpoint", "peer", pk.Npub(), "transport", e.Transport, "addr", e.Addr)
 			return
 		}

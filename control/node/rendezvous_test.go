@@ -68,6 +68,20 @@ func docToLoopback(ap netip.AddrPort) netip.AddrPort {
 	return ap
 }
 
+// rdvLab starts the in-process relay and the loopback STUN server, and
+// makes two identities; stop ends the servers (defer it after goleak).
+func rdvLab(t *testing.T) (relayURL, stunSrv string, ida, idb *identity.Identity, stop func()) {
+	t.Helper()
+	relay, err := relaytest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stunSrv, stopSTUN := stunOnLoopback(t)
+	ida, _ = identity.Generate(nil)
+	idb, _ = identity.Generate(nil)
+	return relay.URL, stunSrv, ida, idb, func() { stopSTUN(); relay.Close() }
+}
+
 // rdvTestNode is a node on loopback with Nostr rendezvous through relay
 // and stunSrv, advertising its UDP transport as "nat"; o's Policy, Peers
 // and open-discovery settings are kept, the rest filled in.
@@ -78,6 +92,14 @@ func rdvTestNode(t *testing.T, relay, stunSrv string, id *identity.Identity, o R
 
 // rdvTestNodeLog is rdvTestNode logging to log.
 func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions, log *slog.Logger) *Node {
+	t.Helper()
+	return rdvTestNodeWith(t, relay, stunSrv, id, o, log, nil)
+}
+
+// rdvTestNodeWith is rdvTestNodeLog with more transports (ids 2, …);
+// o.Advertised, when set, replaces the UDP "nat" advert.
+func rdvTestNodeWith(t *testing.T, relay, stunSrv string, id *identity.Identity, o RendezvousOptions, log *slog.Logger,
+	more []transport.Transport) *Node {
 	t.Helper()
 	uo := udp.Defaults()
 	uo.BindAddr = "127.0.0.1:0"
@@ -98,11 +120,13 @@ func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, 
 	pc := peer.DefaultConfig()
 	pc.RetryBase = 200 * time.Millisecond
 	o.Service = svc
-	o.Advertised = []AdvertisedTransport{{Transport: 1, Kind: "udp"}}
+	if o.Advertised == nil {
+		o.Advertised = []AdvertisedTransport{{Transport: 1, Kind: "udp"}}
+	}
 	o.Adopt = func(tid transport.ID, c *net.UDPConn) (transport.Transport, error) {
 		return udp.Adopt(tid, rendezvous.TransportNameNAT, c, udp.Defaults(), log)
 	}
-	n, err := New(Options{Identity: id, Log: log, Transports: []transport.Transport{u}, Peer: pc,
+	n, err := New(Options{Identity: id, Log: log, Transports: append([]transport.Transport{u}, more...), Peer: pc,
 		TickInterval: 100 * time.Millisecond, Rendezvous: o})
 	if err != nil {
 		t.Fatal(err)
@@ -116,18 +140,11 @@ func rdvTestNodeLog(t *testing.T, relay, stunSrv string, id *identity.Identity, 
 // transport of the losing side is closed.
 func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	relay, err := relaytest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	stunSrv, stopSTUN := stunOnLoopback(t)
-	defer stopSTUN()
-	ida, _ := identity.Generate(nil)
-	idb, _ := identity.Generate(nil)
+	relayURL, stunSrv, ida, idb, stopLab := rdvLab(t)
+	defer stopLab()
 	var logA, logB lockedBuffer
 	mk := func(id, other *identity.Identity, w *lockedBuffer) *Node {
-		return rdvTestNodeLog(t, relay.URL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
+		return rdvTestNodeLog(t, relayURL, stunSrv, id, RendezvousOptions{Policy: "configured_only",
 			Peers: []NostrPeer{{PublicKey: other.PublicKey(), AutoReconnect: true}}},
 			slog.New(logging.New(w, logging.Options{Level: slog.LevelDebug})))
 	}
@@ -233,18 +250,11 @@ func TestRendezvousAdoptsPunchedPath(t *testing.T) {
 // shows in its view as an open-discovery retry until it links.
 func TestRendezvousOpenDiscovery(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	relay, err := relaytest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	stunSrv, stopSTUN := stunOnLoopback(t)
-	defer stopSTUN()
-	ida, _ := identity.Generate(nil)
-	idb, _ := identity.Generate(nil)
-	a := rdvTestNode(t, relay.URL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
+	relayURL, stunSrv, ida, idb, stopLab := rdvLab(t)
+	defer stopLab()
+	a := rdvTestNode(t, relayURL, stunSrv, ida, RendezvousOptions{Policy: "open", OpenMaxPending: 64,
 		StartupSweepDelay: 5 * time.Second, StartupSweepMaxAge: time.Hour, AdvertTTL: time.Hour})
-	b := rdvTestNode(t, relay.URL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
+	b := rdvTestNode(t, relayURL, stunSrv, idb, RendezvousOptions{Policy: "configured_only"})
 	defer runRdvNodes(t, a, b)()
 	for deadline := time.Now().Add(20 * time.Second); !rdvLinked(a, idb) || !rdvLinked(b, ida); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -107,6 +107,26 @@ type TransportView struct {
 	MTU       int
 	LocalAddr string
 	Stats     transport.Stats
+	// Onion and TorMode: a Tor transport's onion service address ("" until
+	// it is up) and mode.
+	Onion, TorMode string
+}
+
+// hostNamer is a transport whose addresses can stand for host names
+// (Tor: an onion is given an address of its own).
+type hostNamer interface {
+	HostName(transport.Addr) string
+}
+
+// addrName renders a peer's transport address as the operator wrote it:
+// the host name it stands for, when it stands for one.
+func (n *Node) addrName(id transport.ID, a transport.Addr) string {
+	if hn, ok := n.transports[id].(hostNamer); ok {
+		if name := hn.HostName(a); name != "" {
+			return name
+		}
+	}
+	return a.String()
 }
 
 func (n *Node) publishIfChanged(now time.Time) {
@@ -165,7 +185,7 @@ func (n *Node) publish(now time.Time) {
 		v := PeerView{
 			Addr: p.NodeAddr, NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
 			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
-			TransportAddr: p.Addr.String(), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
+			TransportAddr: n.addrName(p.Transport, p.Addr), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
 			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
 			HighestRecv: p.HighestRecv(),
@@ -190,8 +210,15 @@ func (n *Node) publish(now time.Time) {
 	sort.Slice(s.Connections, func(i, j int) bool { return s.Connections[i].LinkID < s.Connections[j].LinkID })
 	for _, id := range n.order {
 		t := n.transports[id]
-		s.Transports = append(s.Transports, TransportView{ID: id, Type: t.Type(), Name: t.Name(), State: t.State(),
-			MTU: t.MTU(), LocalAddr: t.LocalAddr(), Stats: t.Stats()})
+		tv := TransportView{ID: id, Type: t.Type(), Name: t.Name(), State: t.State(),
+			MTU: t.MTU(), LocalAddr: t.LocalAddr(), Stats: t.Stats()}
+		if svc, ok := t.(onionService); ok {
+			tv.Onion = svc.OnionAddress()
+		}
+		if m, ok := t.(interface{ Mode() string }); ok && t.Type() == "tor" {
+			tv.TorMode = m.Mode()
+		}
+		s.Transports = append(s.Transports, tv)
 	}
 	if a := n.peers.ACL(); a != nil {
 		snap := a.Snapshot()

@@ -99,6 +99,22 @@ type Options struct {
 	// MaxInboundConnections, at least 8 (peers behind one NAT address on
 	// a small hub keep working). Ours; upstream has no such cap.
 	MaxInboundPerSource int
+
+	// Kind is the transport type the instance reports (Type, logs):
+	// "" means "tcp". The Tor transport runs on this one as "tor".
+	Kind string
+	// Dial, when set, opens each outbound stream instead of a direct TCP
+	// connection (the Tor transport dials through SOCKS5); it is called
+	// with a context bounded by ConnectTimeout.
+	Dial func(ctx context.Context, to netip.AddrPort) (net.Conn, error)
+}
+
+// kind is Kind, or "tcp".
+func (o Options) kind() string {
+	if o.Kind == "" {
+		return "tcp"
+	}
+	return o.Kind
 }
 
 // Defaults returns upstream's defaults (no listener).
@@ -253,7 +269,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	log = transport.Logger(log, "tcp", id, name)
+	log = transport.Logger(log, opts.kind(), id, name)
 	t := &Transport{
 		id:                id,
 		name:              name,
@@ -267,6 +283,17 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		rbufs:             transport.NewBufferPool(max(opts.MTU, wire.FMPMsg1Size)),
 	}
 	t.dial = (&net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: -1}).DialContext
+	if opts.Dial != nil {
+		t.dial = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("%s: dial %q: %w", opts.kind(), addr, transport.ErrInvalidAddress)
+			}
+			ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+			defer cancel()
+			return opts.Dial(ctx, ap)
+		}
+	}
 	mtu := opts.MTU
 	t.bufs.New = func() any {
 		b := make([]byte, 0, mtu)
@@ -279,7 +306,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 func (t *Transport) ID() transport.ID { return t.id }
 
 // Type implements transport.Transport.
-func (t *Transport) Type() string { return "tcp" }
+func (t *Transport) Type() string { return t.opts.kind() }
 
 // Name implements transport.Transport.
 func (t *Transport) Name() string { return t.name }
