@@ -1,0 +1,173 @@
+//go:build linux || darwin || freebsd
+
+package native
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// socketPair builds the pair behind a flow or a listener: the node's half
+// (non-blocking, under the runtime poller) and the client's half
+// (blocking, close-on-exec), sized for budget bytes of unread messages.
+func socketPair(budget int) (*packetConn, *os.File, error) {
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, pairType|pairFlags, 0)
+	if err == nil && pairFlags == 0 {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+	}
+	// Linux charges an AF_UNIX message to the sender's SO_SNDBUF, the BSDs
+	// to the receiver's SO_RCVBUF: both are sized (best effort).
+	_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, budget)
+	_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_RCVBUF, budget)
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+	}
+	ours, err := newPacketConn(os.NewFile(uintptr(fds[0]), "native-api-node"))
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return ours, os.NewFile(uintptr(fds[1]), "native-api-client"), nil
+}
+
+// packetConn is the node's half of a pair: one message per call, an
+// empty message told apart from the client's close.
+type packetConn struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func newPacketConn(f *os.File) (*packetConn, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+	}
+	return &packetConn{f: f, rc: rc}, nil
+}
+
+// Close closes the node's half; the client then reads end of file.
+func (c *packetConn) Close() error { return c.f.Close() }
+
+// Recv reads one message; io.EOF once the client closed its half. A
+// zero-length message is returned as 0, nil (the peer is checked for a
+// hang-up, as upstream's recv does, since both read zero bytes).
+func (c *packetConn) Recv(buf []byte) (int, error) {
+	for {
+		if closeRetry > 0 {
+			_ = c.f.SetReadDeadline(time.Now().Add(closeRetry))
+		}
+		var n int
+		var rerr error
+		err := c.rc.Read(func(fd uintptr) bool {
+			n, _, rerr = unix.Recvfrom(int(fd), buf, 0)
+			if errors.Is(rerr, unix.EAGAIN) {
+				return false
+			}
+			if rerr == nil && n == 0 && hungUp(int(fd)) {
+				rerr = io.EOF
+			}
+			return true
+		})
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if c.peerGone() {
+				return 0, io.EOF
+			}
+			continue
+		case err != nil:
+			return 0, err
+		case errors.Is(rerr, unix.ECONNRESET):
+			return 0, io.EOF
+		case rerr != nil:
+			return 0, rerr
+		}
+		return n, nil
+	}
+}
+
+// peerGone probes a SOCK_DGRAM pair whose close raised no readiness.
+func (c *packetConn) peerGone() bool {
+	gone := false
+	_ = c.rc.Control(func(fd uintptr) {
+		if hungUp(int(fd)) {
+			gone = true
+			return
+		}
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK)
+		gone = errors.Is(err, unix.ECONNRESET)
+		if err == nil {
+			gone = false
+		}
+	})
+	return gone
+}
+
+func hungUp(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err == nil && n > 0 && p[0].Revents&unix.POLLHUP != 0
+}
+
+// Send writes one message, waiting while the client's buffer is full.
+func (c *packetConn) Send(b []byte) error {
+	var serr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), b, sendFlags, nil)
+		return !errors.Is(serr, unix.EAGAIN)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// TrySend writes one message, with a descriptor when rights is set, and
+// never waits: a full buffer is EAGAIN.
+func (c *packetConn) TrySend(b []byte, rights *os.File) error {
+	var oob []byte
+	if rights != nil {
+		oob = unix.UnixRights(int(rights.Fd()))
+	}
+	var serr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), b, oob, nil, sendFlags)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// handoffDrop is why a hand-off write failed: a gone listener (EPIPE on
+// Linux, ECONNRESET or EDESTADDRREQ on a macOS DGRAM pair) or one that
+// stopped reading.
+func handoffDrop(err error) DropReason {
+	if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EDESTADDRREQ) ||
+		errors.Is(err, os.ErrClosed) {
+		return DropListenerGone
+	}
+	return DropListenerNotReading
+}
+
+func unixRights(f *os.File) []byte { return unix.UnixRights(int(f.Fd())) }
+
+// isNoBufs: a macOS DGRAM pair reports an unread client as ENOBUFS on the
+// send itself; the datagram is dropped and the flow kept.
+func isNoBufs(err error) bool { return errors.Is(err, unix.ENOBUFS) }
