@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // socketPair builds the pair behind a flow or a listener: the node's half
 // (non-blocking, under the runtime poller) and the client's half
 // (blocking, close-on-exec), sized for budget bytes of unread messages.
-func socketPair(budget int) (*packetConn, *os.File, error) {
+func socketPair(budget int) (*PacketConn, *os.File, error) {
 	syscall.ForkLock.RLock()
 	fds, err := unix.Socketpair(unix.AF_UNIX, pairType|pairFlags, 0)
 	if err == nil && pairFlags == 0 {
@@ -31,12 +32,7 @@ func socketPair(budget int) (*packetConn, *os.File, error) {
 	// to the receiver's SO_RCVBUF: both are sized (best effort).
 	_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, budget)
 	_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_RCVBUF, budget)
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
-	}
-	ours, err := newPacketConn(os.NewFile(uintptr(fds[0]), "native-api-node"))
+	ours, err := NewPacketConn(fds[0], "native-api-node")
 	if err != nil {
 		unix.Close(fds[1])
 		return nil, nil, err
@@ -44,32 +40,73 @@ func socketPair(budget int) (*packetConn, *os.File, error) {
 	return ours, os.NewFile(uintptr(fds[1]), "native-api-client"), nil
 }
 
-// packetConn is the node's half of a pair: one message per call, an
-// empty message told apart from the client's close.
-type packetConn struct {
-	f  *os.File
-	rc syscall.RawConn
+// PacketConn is one half of a flow's or a listener's pair (the node's,
+// or the client's in package client): one message per call, an empty
+// message told apart from the peer's close.
+type PacketConn struct {
+	f        *os.File
+	rc       syscall.RawConn
+	deadline atomic.Pointer[time.Time] // the caller's read deadline
 }
 
-func newPacketConn(f *os.File) (*packetConn, error) {
+// NewPacketConn takes ownership of fd, a SOCK_SEQPACKET (Linux) or
+// SOCK_DGRAM (macOS, FreeBSD) socket, and puts it under the runtime
+// poller (non-blocking).
+func NewPacketConn(fd int, name string) (*PacketConn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
 	}
-	return &packetConn{f: f, rc: rc}, nil
+	return &PacketConn{f: f, rc: rc}, nil
+}
+
+// SetReadDeadline bounds Recv (zero: none); an expired one is
+// os.ErrDeadlineExceeded.
+func (c *PacketConn) SetReadDeadline(t time.Time) error {
+	c.deadline.Store(&t)
+	return c.f.SetReadDeadline(t)
+}
+
+// SetWriteDeadline bounds Send (zero: none).
+func (c *PacketConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+
+// SyscallConn is the descriptor, for socket options.
+func (c *PacketConn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
+// readDeadline is the deadline Recv waits to: the caller's, or sooner
+// where a close must be polled for.
+func (c *PacketConn) readDeadline() (time.Time, bool) {
+	var user time.Time
+	if d := c.deadline.Load(); d != nil {
+		user = *d
+	}
+	if closeRetry == 0 {
+		return user, false
+	}
+	probe := time.Now().Add(closeRetry)
+	if !user.IsZero() && user.Before(probe) {
+		return user, false
+	}
+	return probe, true
 }
 
 // Close closes the node's half; the client then reads end of file.
-func (c *packetConn) Close() error { return c.f.Close() }
+func (c *PacketConn) Close() error { return c.f.Close() }
 
 // Recv reads one message; io.EOF once the client closed its half. A
 // zero-length message is returned as 0, nil (the peer is checked for a
 // hang-up, as upstream's recv does, since both read zero bytes).
-func (c *packetConn) Recv(buf []byte) (int, error) {
+func (c *PacketConn) Recv(buf []byte) (int, error) {
 	for {
+		at, probing := c.readDeadline()
 		if closeRetry > 0 {
-			_ = c.f.SetReadDeadline(time.Now().Add(closeRetry))
+			_ = c.f.SetReadDeadline(at)
 		}
 		var n int
 		var rerr error
@@ -84,7 +121,7 @@ func (c *packetConn) Recv(buf []byte) (int, error) {
 			return true
 		})
 		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, os.ErrDeadlineExceeded) && probing:
 			if c.peerGone() {
 				return 0, io.EOF
 			}
@@ -101,7 +138,7 @@ func (c *packetConn) Recv(buf []byte) (int, error) {
 }
 
 // peerGone probes a SOCK_DGRAM pair whose close raised no readiness.
-func (c *packetConn) peerGone() bool {
+func (c *PacketConn) peerGone() bool {
 	gone := false
 	_ = c.rc.Control(func(fd uintptr) {
 		if hungUp(int(fd)) {
@@ -125,7 +162,7 @@ func hungUp(fd int) bool {
 }
 
 // Send writes one message, waiting while the client's buffer is full.
-func (c *packetConn) Send(b []byte) error {
+func (c *PacketConn) Send(b []byte) error {
 	var serr error
 	err := c.rc.Write(func(fd uintptr) bool {
 		serr = unix.Sendto(int(fd), b, sendFlags, nil)
@@ -139,7 +176,7 @@ func (c *packetConn) Send(b []byte) error {
 
 // TrySend writes one message, with a descriptor when rights is set, and
 // never waits: a full buffer is EAGAIN.
-func (c *packetConn) TrySend(b []byte, rights *os.File) error {
+func (c *PacketConn) TrySend(b []byte, rights *os.File) error {
 	var oob []byte
 	if rights != nil {
 		oob = unix.UnixRights(int(rights.Fd()))

@@ -39,7 +39,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	flows  map[uint64]*flowConn     // every flow the node holds a half of
-	others map[*packetConn]struct{} // listeners' halves, RPC connections
+	others map[*PacketConn]struct{} // listeners' halves, RPC connections
 	conns  map[net.Conn]struct{}
 	closed bool
 }
@@ -49,7 +49,7 @@ type flowConn struct {
 	id     uint64
 	key    FlowKey
 	pk     identity.PublicKey
-	conn   *packetConn
+	conn   *PacketConn
 	sink   chan []byte
 	done   chan struct{}
 	slots  chan struct{} // datagrams handed to the node and not yet sent
@@ -73,7 +73,7 @@ func Bind(cfg Config, host Host, log *slog.Logger) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	log.Info("Native API socket listening", "path", cfg.Path)
 	return &Server{cfg: cfg, host: host, log: log, ln: ln, ctx: ctx, cancel: cancel,
-		flows: map[uint64]*flowConn{}, others: map[*packetConn]struct{}{}, conns: map[net.Conn]struct{}{}}, nil
+		flows: map[uint64]*flowConn{}, others: map[*PacketConn]struct{}{}, conns: map[net.Conn]struct{}{}}, nil
 }
 
 // Path is the socket's path.
@@ -401,7 +401,7 @@ func (s *Server) listen(client ClientID, l Listen) (Reply, *os.File) {
 // watch serves one listener until its client closes the descriptor:
 // each arrival is handed over, and reading the node's half is how the
 // close is seen.
-func (s *Server) watch(port uint16, l *packetConn, arrivals chan Arrival) {
+func (s *Server) watch(port uint16, l *PacketConn, arrivals chan Arrival) {
 	gone := make(chan struct{})
 	s.wg.Go(func() {
 		defer close(gone)
@@ -436,7 +436,7 @@ func (s *Server) watch(port uint16, l *packetConn, arrivals chan Arrival) {
 // listener's client: every held datagram onto the flow first, then the
 // arrival message carrying the descriptor, so what arrived before the
 // client could accept is there when it does. Both writes never wait.
-func (s *Server) handOver(a Arrival, l *packetConn) {
+func (s *Server) handOver(a Arrival, l *PacketConn) {
 	ours, theirs, err := socketPair(s.cfg.Limits.PerFlow * ArrivalAllowance)
 	if err != nil {
 		s.log.Warn("Could not open a socket pair for an arriving flow", "error", err)
