@@ -4,7 +4,6 @@ package native
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
@@ -26,7 +25,7 @@ func socketPair(budget int) (*PacketConn, *os.File, error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+		return nil, nil, cmdErr(ErrSocketPair, "%w", err)
 	}
 	// Linux charges an AF_UNIX message to the sender's SO_SNDBUF, the BSDs
 	// to the receiver's SO_RCVBUF: both are sized (best effort).
@@ -55,13 +54,13 @@ type PacketConn struct {
 func NewPacketConn(fd int, name string) (*PacketConn, error) {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+		return nil, cmdErr(ErrSocketPair, "%w", err)
 	}
 	f := os.NewFile(uintptr(fd), name)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %w", ErrSocketPair, err)
+		return nil, cmdErr(ErrSocketPair, "%w", err)
 	}
 	return &PacketConn{f: f, rc: rc}, nil
 }
@@ -153,6 +152,17 @@ func (c *PacketConn) peerGone() bool {
 		}
 	})
 	return gone
+}
+
+// readable reports whether a message (or a close) waits to be read.
+func (c *PacketConn) readable() bool {
+	ready := false
+	_ = c.rc.Control(func(fd uintptr) {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		ready = err == nil && n > 0 && p[0].Revents&unix.POLLIN != 0
+	})
+	return ready
 }
 
 func hungUp(fd int) bool {

@@ -106,8 +106,10 @@ type CommandError struct {
 func (e *CommandError) Error() string { return e.Msg }
 func (e *CommandError) Unwrap() error { return e.Kind }
 
+// cmdErr is a refusal of kind whose message is upstream's text (format
+// may use %w; only kind is matched by errors.Is).
 func cmdErr(kind error, format string, a ...any) error {
-	return &CommandError{Kind: kind, Msg: fmt.Sprintf(format, a...)}
+	return &CommandError{Kind: kind, Msg: fmt.Errorf(format, a...).Error()}
 }
 
 // CheckBindable refuses a port in a reserved tier (local or remote).

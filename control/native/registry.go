@@ -2,7 +2,6 @@ package native
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -256,7 +255,7 @@ func (r *Registry) clientFull(c ClientID) bool { return r.clients[c] >= r.limits
 func (r *Registry) Listen(c ClientID, port uint16, arrivals chan<- Arrival) (uint16, error) {
 	if r.clientFull(c) {
 		r.Counters.RefusedClientLimit++
-		return 0, fmt.Errorf("%w: this client holds its maximum of %d flows and listeners", ErrClientLimit, r.limits.PerClient)
+		return 0, cmdErr(ErrClientLimit, "this client holds its maximum of %d flows and listeners", r.limits.PerClient)
 	}
 	port, err := r.localPort(port)
 	if err != nil {
@@ -277,7 +276,7 @@ func (r *Registry) localPort(port uint16) (uint16, error) {
 	}
 	if _, held := r.ports[port]; held {
 		r.Counters.RefusedPorts++
-		return 0, fmt.Errorf("%w: port %d is already in use on this node", ErrPortTaken, port)
+		return 0, cmdErr(ErrPortTaken, "port %d is already in use on this node", port)
 	}
 	return port, nil
 }
@@ -294,7 +293,7 @@ func (r *Registry) takeEphemeral() (uint16, error) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: no ephemeral port is free", ErrNoPort)
+	return 0, cmdErr(ErrNoPort, "no ephemeral port is free")
 }
 
 // Connect registers a flow from local (0: ephemeral) to pk:remote whose
@@ -305,11 +304,11 @@ func (r *Registry) Connect(c ClientID, pk identity.PublicKey, remote, local uint
 	}
 	if r.FlowCount() >= r.limits.MaxFlows {
 		r.Counters.RefusedTooMany++
-		return 0, 0, fmt.Errorf("%w: this node holds its maximum of %d flows", ErrTooManyFlows, r.limits.MaxFlows)
+		return 0, 0, cmdErr(ErrTooManyFlows, "this node holds its maximum of %d flows", r.limits.MaxFlows)
 	}
 	if r.clientFull(c) {
 		r.Counters.RefusedClientLimit++
-		return 0, 0, fmt.Errorf("%w: this client holds its maximum of %d flows and listeners", ErrClientLimit, r.limits.PerClient)
+		return 0, 0, cmdErr(ErrClientLimit, "this client holds its maximum of %d flows and listeners", r.limits.PerClient)
 	}
 	port, err := r.localPort(local)
 	if err != nil {
@@ -318,11 +317,11 @@ func (r *Registry) Connect(c ClientID, pk identity.PublicKey, remote, local uint
 	key := FlowKey{Peer: pk.NodeAddr(), Remote: remote, Local: port}
 	if _, taken := r.flows[key]; taken {
 		r.Counters.RefusedFlowTaken++
-		return 0, 0, fmt.Errorf("%w: a flow to that peer between ports %d and %d already exists", ErrFlowTaken, port, remote)
+		return 0, 0, cmdErr(ErrFlowTaken, "a flow to that peer between ports %d and %d already exists", port, remote)
 	}
 	if _, taken := r.pendKey[key]; taken {
 		r.Counters.RefusedFlowTaken++
-		return 0, 0, fmt.Errorf("%w: a flow to that peer between ports %d and %d already exists", ErrFlowTaken, port, remote)
+		return 0, 0, cmdErr(ErrFlowTaken, "a flow to that peer between ports %d and %d already exists", port, remote)
 	}
 	id := r.nextFlow
 	r.nextFlow++
@@ -412,7 +411,7 @@ type Accepted struct {
 func (r *Registry) Accept(id uint64, sink chan []byte, now time.Time) (Accepted, error) {
 	p := r.pending[id]
 	if p == nil {
-		return Accepted{}, fmt.Errorf("%w: no pending flow %d", ErrNoPending, id)
+		return Accepted{}, cmdErr(ErrNoPending, "no pending flow %d", id)
 	}
 	r.dropPending(id)
 	r.flows[p.key] = &flow{id: id, client: p.client, pubKey: p.pubKey, sink: sink, at: now}

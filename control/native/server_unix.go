@@ -230,7 +230,7 @@ func (s *Server) answer(client ClientID, line []byte) (Reply, *os.File) {
 		return Deny(err), nil
 	}
 	if name := DebugName(cmd); name != "" && !s.cfg.Debug {
-		return Deny(fmt.Errorf("%w: '%s' is a debug command and is disabled; set node.native_api.debug_commands to enable it", ErrDebugOff, name)), nil
+		return Deny(cmdErr(ErrDebugOff, "'%s' is a debug command and is disabled; set node.native_api.debug_commands to enable it", name)), nil
 	}
 	switch c := cmd.(type) {
 	case Connect:
@@ -244,14 +244,14 @@ func (s *Server) answer(client ClientID, line []byte) (Reply, *os.File) {
 	case Arrive:
 		return s.arrive(c), nil
 	}
-	return Deny(fmt.Errorf("%w: unknown command", ErrUnknown)), nil
+	return Deny(cmdErr(ErrUnknown, "unknown command")), nil // unreachable: Parse knows five
 }
 
 func (s *Server) onLoop(f func(r *Registry, now time.Time)) error {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
 	if err := s.host.Registry(ctx, f); err != nil {
-		return fmt.Errorf("%w: %w", ErrShuttingDown, err)
+		return cmdErr(ErrShuttingDown, "node is shutting down (%w)", err)
 	}
 	return nil
 }
@@ -259,7 +259,7 @@ func (s *Server) onLoop(f func(r *Registry, now time.Time)) error {
 func (s *Server) connect(client ClientID, c Connect) (Reply, *os.File) {
 	pk, err := identity.DecodeNpub(c.Peer)
 	if err != nil {
-		return Deny(fmt.Errorf("%w: invalid peer: %w", ErrBadPeer, err)), nil
+		return Deny(cmdErr(ErrBadPeer, "invalid peer: %w", err)), nil
 	}
 	// The pair exists before the port is claimed: no rollback needed.
 	ours, theirs, err := socketPair(s.cfg.Limits.PerFlow * ArrivalAllowance)
@@ -486,7 +486,12 @@ func (s *Server) flow(id uint64) *flowConn {
 func (s *Server) stats(c Stats) Reply {
 	f := s.flow(c.Flow)
 	if f == nil {
-		return Deny(fmt.Errorf("%w: %d", ErrNoFlow, c.Flow))
+		return Deny(cmdErr(ErrNoFlow, "no such flow: %d", c.Flow))
+	}
+	// What the client wrote before asking is counted: give the flow's
+	// reader a moment to take what is already on the descriptor.
+	for end := time.Now().Add(200 * time.Millisecond); f.conn.readable() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
 	}
 	return OK(StatsReply{FlowID: c.Flow, LocalPort: f.key.Local, RxDatagrams: f.rxN.Load(),
 		RxBytes: f.rxB.Load(), Closed: f.closed.Load()})
@@ -495,11 +500,11 @@ func (s *Server) stats(c Stats) Reply {
 func (s *Server) inject(c Inject) Reply {
 	f := s.flow(c.Flow)
 	if f == nil {
-		return Deny(fmt.Errorf("%w: %d", ErrNoFlow, c.Flow))
+		return Deny(cmdErr(ErrNoFlow, "no such flow: %d", c.Flow))
 	}
 	for i := range c.Repeat {
 		if err := f.conn.Send(c.Data); err != nil {
-			return Deny(fmt.Errorf("%w: wrote %d of %d datagrams: %w", ErrIO, i, c.Repeat, err))
+			return Deny(cmdErr(ErrIO, "wrote %d of %d datagrams: %w", i, c.Repeat, err))
 		}
 	}
 	return OK(InjectReply{FlowID: c.Flow, Datagrams: c.Repeat, Bytes: uint64(len(c.Data)) * uint64(c.Repeat)})
@@ -508,7 +513,7 @@ func (s *Server) inject(c Inject) Reply {
 func (s *Server) arrive(c Arrive) Reply {
 	pk, err := identity.DecodeNpub(c.Peer)
 	if err != nil {
-		return Deny(fmt.Errorf("%w: invalid peer: %w", ErrBadPeer, err))
+		return Deny(cmdErr(ErrBadPeer, "invalid peer: %w", err))
 	}
 	var o Outcome
 	if err := s.onLoop(func(r *Registry, now time.Time) {
