@@ -30,34 +30,6 @@ const maxReply = 64 << 10
 // whose directory exists. Programs should take the path as an option.
 func DefaultSocket() string { return ctl.ResolveSocketPath("api.sock", ctl.HostPathEnv()) }
 
-// Error is a refusal from the node: Errno is the errno it named (mapped
-// onto this platform's number; errors.Is matches it), Message its prose.
-type Error struct {
-	Op      string
-	Errno   syscall.Errno
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("fips native %s: %v", e.Op, e.Errno)
-	}
-	return fmt.Sprintf("fips native %s: %s (%v)", e.Op, e.Message, e.Errno)
-}
-
-func (e *Error) Unwrap() error { return e.Errno }
-
-// ErrProtocol is a reply or arrival this client cannot read: the socket
-// is not a native API (or not one speaking this protocol).
-var ErrProtocol = errors.New("fips native API protocol error")
-
-var errnos = map[string]syscall.Errno{
-	"EADDRINUSE": syscall.EADDRINUSE, "EADDRNOTAVAIL": syscall.EADDRNOTAVAIL,
-	"EMFILE": syscall.EMFILE, "EINVAL": syscall.EINVAL, "ECONNREFUSED": syscall.ECONNREFUSED,
-	"ENOENT": syscall.ENOENT, "EIO": syscall.EIO, "EPIPE": syscall.EPIPE,
-	"EMSGSIZE": syscall.EMSGSIZE, "ETIMEDOUT": syscall.ETIMEDOUT,
-}
-
 // Conn is one datagram flow: the descriptor the node handed over.
 type Conn struct {
 	pc         *native.PacketConn
@@ -281,35 +253,15 @@ func setup(sock, command string, params map[string]any) (json.RawMessage, int, e
 		}
 	}
 	reply = reply[:bytes.IndexByte(reply, '\n')]
-	var r struct {
-		Status  string          `json:"status"`
-		Data    json.RawMessage `json:"data"`
-		Message string          `json:"message"`
-	}
-	if err := json.Unmarshal(reply, &r); err != nil {
+	data, err := decodeReply(command, reply)
+	if err != nil {
 		closeFD(fd)
-		return nil, -1, fmt.Errorf("%w: %s reply: %w", ErrProtocol, command, err)
+		return nil, -1, err
 	}
-	switch r.Status {
-	case "ok":
-		if fd < 0 {
-			return nil, -1, fmt.Errorf("%w: %s reply carried no descriptor", ErrProtocol, command)
-		}
-		return r.Data, fd, nil
-	case "error":
-		closeFD(fd)
-		var d struct {
-			Errno string `json:"errno"`
-		}
-		_ = json.Unmarshal(r.Data, &d)
-		errno, ok := errnos[d.Errno]
-		if !ok {
-			errno = syscall.ECONNREFUSED // a missing or unknown name
-		}
-		return nil, -1, &Error{Op: command, Errno: errno, Message: r.Message}
+	if fd < 0 {
+		return nil, -1, fmt.Errorf("%w: %s reply carried no descriptor", ErrProtocol, command)
 	}
-	closeFD(fd)
-	return nil, -1, fmt.Errorf("%w: %s reply status %q", ErrProtocol, command, r.Status)
+	return data, fd, nil
 }
 
 func closeFD(fd int) {
