@@ -29,10 +29,10 @@ func TestDecodeReply(t *testing.T) {
 	}
 	for line, want := range map[string]syscall.Errno{
 		`{"status":"error","data":{"errno":"EADDRINUSE"},"message":"port 4242 is already in use on this node"}`: syscall.EADDRINUSE,
-		`{"status":"error","data":{"errno":"EMFILE"}}`:        syscall.EMFILE,
-		`{"status":"error","data":{"errno":"EWHATEVER"}}`:     syscall.ECONNREFUSED,
-		`{"status":"error","message":"an old daemon"}`:        syscall.ECONNREFUSED,
-		`{"status":"error","data":{"errno":"EADDRNOTAVAIL"}}`: syscall.EADDRNOTAVAIL,
+		`{"status":"error","data":{"errno":"EMFILE"}}`:                                                          syscall.EMFILE,
+		`{"status":"error","data":{"errno":"EWHATEVER"}}`:                                                       syscall.ECONNREFUSED,
+		`{"status":"error","message":"an old daemon"}`:                                                          syscall.ECONNREFUSED,
+		`{"status":"error","data":{"errno":"EADDRNOTAVAIL"}}`:                                                   syscall.EADDRNOTAVAIL,
 	} {
 		_, err := decodeReply("connect", []byte(line))
 		var e *Error

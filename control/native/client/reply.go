@@ -35,7 +35,6 @@ var errnos = map[string]syscall.Errno{
 	"EMSGSIZE": syscall.EMSGSIZE, "ETIMEDOUT": syscall.ETIMEDOUT,
 }
 
-
 // decodeReply reads one reply line: the data of a success, an *Error
 // carrying the named errno (an unknown or missing name is ECONNREFUSED,
 // as upstream's client reads it) for a refusal, ErrProtocol otherwise.
