@@ -23,6 +23,7 @@ import (
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/metrics"
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/native"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/route"
@@ -147,6 +148,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Route: routeConfig(cfg), Session: sessionConfig(cfg), SessionMMP: mmpConfig(cfg.Node.SessionMMP),
 		IdentityCacheSize: int(cfg.Node.Cache.IdentitySize),
 		TUN:               node.TUNOptions{Enabled: cfg.TUN.Enabled, Name: cfg.TUN.Name, MTU: int(cfg.TUN.MTU)},
+		NativeAPI:         nativeAPIOptions(cfg.Node.NativeAPI),
 		HostName:          hosts.NameOf,
 		StatsHistoryPeers: int(cfg.Metrics.HistoryMaxPeers),
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
@@ -616,4 +618,11 @@ func aliasResolver(statics []node.StaticPeer) func(string) (identity.PublicKey, 
 		pk, ok := m[name]
 		return pk, ok
 	}
+}
+
+// nativeAPIOptions is node.native_api for the node.
+func nativeAPIOptions(c config.NativeAPIConfig) node.NativeAPIOptions {
+	return node.NativeAPIOptions{Enabled: c.Enabled, Path: c.Path(), Debug: c.DebugCommands,
+		Limits: native.Limits{PerFlow: int(c.PendingPerFlow), Backlog: int(c.Backlog), MaxFlows: int(c.MaxFlows),
+			PerClient: int(c.MaxFlowsPerClient)}}
 }

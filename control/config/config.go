@@ -555,6 +555,10 @@ type NativeAPIConfig struct {
 	Backlog        uint   `yaml:"backlog"`
 	MaxFlows       uint   `yaml:"max_flows"`
 	DebugCommands  bool   `yaml:"debug_commands"`
+	// MaxFlowsPerClient (fips-go's, not upstream's) bounds the flows and
+	// listeners one client process holds; 0 means max_flows (upstream's
+	// behaviour: no per-client cap).
+	MaxFlowsPerClient uint `yaml:"max_flows_per_client"`
 }
 
 func defaultNativeAPIConfig() NativeAPIConfig {

@@ -229,6 +229,7 @@ func (c *Config) checkRanges() []*Error {
 		r.uint("node.native_api.backlog", uint64(n.NativeAPI.Backlog), 1, 4096, "")
 	}
 	r.uint("node.native_api.max_flows", uint64(n.NativeAPI.MaxFlows), 1, MaxChannel, "")
+	r.uint("node.native_api.max_flows_per_client", uint64(n.NativeAPI.MaxFlowsPerClient), 0, MaxChannel, "")
 
 	for _, m := range []struct {
 		key string

@@ -239,3 +239,33 @@ func chownFipsGroup(path string, log *slog.Logger) {
 }
 
 func acceptPeer(net.Conn, *slog.Logger) bool { return true }
+
+// ListenUnix binds another of the node's unix sockets (the native API's)
+// under the control socket's policy: the parent created or managed as
+// for the control socket, the socket mode 0770 with no window before it,
+// group fips, a stale socket removed and a live one refused.
+func ListenUnix(path, what string, log *slog.Logger) (*net.UnixListener, error) {
+	parent := filepath.Dir(path)
+	created, err := ensureSocketParent(parent)
+	if err != nil {
+		return nil, fmt.Errorf("%s socket directory %s: %w", what, parent, err)
+	}
+	if created || IsManagedSocketParent(parent, HostPathEnv()) {
+		if err := os.Chmod(parent, parentMode); err != nil {
+			return nil, fmt.Errorf("%s socket directory %s: %w", what, parent, err)
+		}
+		chownFipsGroup(parent, log)
+	}
+	if err := removeStaleSocket(path, log); err != nil {
+		return nil, err
+	}
+	ln, err := bindPrivate(path)
+	if err != nil {
+		return nil, err
+	}
+	chownFipsGroup(path, log)
+	return ln, nil
+}
+
+// RemoveUnix removes a socket ListenUnix bound, if it is still a socket.
+func RemoveUnix(path string, log *slog.Logger) { removeSocketFile(path, log) }

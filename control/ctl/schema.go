@@ -59,14 +59,34 @@ type LocalLimits struct {
 	ProbeReportsDropped uint64 `json:"probe_reports_dropped"`
 }
 
-// NativeFlowsJSON is show_native_flows. fips-go has no native datagram
-// API (node.native_api is parsed, and warned about when enabled), so no
-// flow or listener ever exists and the counters are the zeros show_metrics
-// reports too: the answer upstream gives with the API off.
+// NativeFlowsJSON is show_native_flows: the native datagram API's flows
+// (pending and established, by flow id), listeners (by port) and counters.
+// Empty lists and zero counters with node.native_api off, as upstream.
 type NativeFlowsJSON struct {
-	Flows     []struct{}      `json:"flows"`
-	Listeners []struct{}      `json:"listeners"`
-	Stats     NativeStatsJSON `json:"stats"`
+	Flows     []NativeFlowJSON     `json:"flows"`
+	Listeners []NativeListenerJSON `json:"listeners"`
+	Stats     NativeStatsJSON      `json:"stats"`
+}
+
+// NativeFlowJSON is one show_native_flows flow: upstream's keys. state is
+// "established" or "pending_accept"; queued is the datagrams waiting for
+// the client (established) or held for the hand-off (pending).
+type NativeFlowJSON struct {
+	AgeMs      uint64 `json:"age_ms"`
+	FlowID     uint64 `json:"flow_id"`
+	LocalPort  uint16 `json:"local_port"`
+	Peer       string `json:"peer"`
+	PeerAddr   string `json:"peer_addr"`
+	Queued     int    `json:"queued"`
+	RemotePort uint16 `json:"remote_port"`
+	State      string `json:"state"`
+}
+
+// NativeListenerJSON is one show_native_flows listener: its port and the
+// flows announced on it and not yet taken.
+type NativeListenerJSON struct {
+	Backlog   int    `json:"backlog"`
+	LocalPort uint16 `json:"local_port"`
 }
 
 // RetryJSON is one show_routing retries entry: upstream's keys, plus
@@ -118,6 +138,24 @@ type NativeStatsJSON struct {
 	ReceivedDatagrams      uint64 `json:"received_datagrams"`
 	SentBytes              uint64 `json:"sent_bytes"`
 	SentDatagrams          uint64 `json:"sent_datagrams"`
+}
+
+// NativeLimitsJSON is show_metrics' native_limits (ours, not upstream's):
+// setup calls and arriving flows the native API refused at its bounds,
+// which upstream counts nowhere.
+type NativeLimitsJSON struct {
+	// DropClientLimit: arriving flows dropped because the listener's
+	// client held node.native_api.max_flows_per_client.
+	DropClientLimit uint64 `json:"drop_client_limit"`
+	// RefusedClientLimit: connect and listen calls refused (EMFILE) at
+	// node.native_api.max_flows_per_client.
+	RefusedClientLimit uint64 `json:"refused_client_limit"`
+	// RefusedTooManyFlows: connect calls refused (EMFILE) at
+	// node.native_api.max_flows.
+	RefusedTooManyFlows uint64 `json:"refused_too_many_flows"`
+	// RefusedPortInUse: connect and listen calls refused (EADDRINUSE)
+	// for a held port or an existing flow.
+	RefusedPortInUse uint64 `json:"refused_port_in_use"`
 }
 
 // SessionMetricsJSON is what the node counts about its own sessions.

@@ -24,8 +24,7 @@ type RoutingJSON struct {
 }
 
 // MetricsJSON is show_metrics: upstream's counter families, plus fips-go's
-// session and ipv6. native is upstream's native-API family: fips-go has no
-// native API yet, so its counters stay 0.
+// session and ipv6. native is upstream's native-API family, native_limits ours.
 type MetricsJSON struct {
 	Forwarding RouteForwardingStats `json:"forwarding"`
 	Lookup     RouteLookupStats     `json:"lookup"`
@@ -35,8 +34,10 @@ type MetricsJSON struct {
 	Congestion CongestionJSON       `json:"congestion"`
 	Errors     ErrorSignalsJSON     `json:"errors"`
 	Native     NativeStatsJSON      `json:"native"`
-	Session    SessionMetricsJSON   `json:"session"` // ours, not upstream's
-	IPv6       IPv6Stats            `json:"ipv6"`    // ours, not upstream's
+	// NativeLimits is the native API's refusals at its bounds (ours).
+	NativeLimits NativeLimitsJSON   `json:"native_limits"`
+	Session      SessionMetricsJSON `json:"session"` // ours, not upstream's
+	IPv6         IPv6Stats          `json:"ipv6"`    // ours, not upstream's
 	// Rendezvous is Nostr discovery's counters (ours); zero when off.
 	Rendezvous RendezvousStats `json:"rendezvous"`
 }

@@ -117,15 +117,13 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 	help := counterHelp()
 	used := map[string]bool{}
 
-	// show_metrics: every family but the legacy alias "discovery" and
-	// "native" (upstream's native-API counters, always 0 here: fips-go
-	// has no native API).
+	// show_metrics: every family but the legacy alias "discovery".
 	fams, err := flatten(ctl.MetricsJSON{})
 	if err != nil {
 		return nil, err
 	}
 	for _, fam := range sortedKeys(fams) {
-		if fam == "discovery" || fam == "native" {
+		if fam == "discovery" {
 			continue
 		}
 		members, ok := fams[fam].(map[string]any)

@@ -162,7 +162,7 @@ func TestShowMetricsFamiliesExported(t *testing.T) {
 	}
 	n := 0
 	for fam, members := range m {
-		if fam == "discovery" || fam == "native" {
+		if fam == "discovery" {
 			continue
 		}
 		for k, v := range members.(map[string]any) {

@@ -179,6 +179,31 @@ func counterHelp() map[string]string {
 		"ipv6.read_queue_aqm_drops": "IPv6 packets read from the device and dropped by CoDel (waited over 5 ms for over 100 ms).",
 		"ipv6.write_errors":         "Writes to the TUN device that failed.",
 
+		// show_metrics native (the native datagram API, node.native_api)
+		"native.drop_arrival_queue_full":   "Native API flows dropped because the queue to their listener's task was full.",
+		"native.drop_backlog_full":         "Native API datagrams dropped because their listener held its backlog of unaccepted flows.",
+		"native.drop_flow_queue_full":      "Native API datagrams dropped because their flow's client was not reading (its queue was full).",
+		"native.drop_listener_gone":        "Native API flows dropped because their listener closed during the hand-off.",
+		"native.drop_listener_not_reading": "Native API flows dropped because their listener's client was not reading arrivals.",
+		"native.drop_no_port":              "Native API datagrams dropped because no listener or flow held their port.",
+		"native.drop_oversize":             "Native API datagrams a client wrote that exceeded the path's payload limit.",
+		"native.drop_pending_queue_full":   "Native API datagrams dropped because their not-yet-accepted flow held its maximum.",
+		"native.drop_too_many_flows":       "Native API flows dropped because the node held node.native_api.max_flows.",
+		"native.flows_accepted":            "Native API flows accepted on a listener.",
+		"native.flows_closed":              "Native API flows closed by their client.",
+		"native.flows_expired":             "Native API flows announced on a listener and never taken.",
+		"native.flows_opened":              "Native API flows opened with connect.",
+		"native.received_bytes":            "Bytes of native API datagrams received for a flow or listener.",
+		"native.received_datagrams":        "Native API datagrams received for a flow or listener.",
+		"native.sent_bytes":                "Bytes of native API datagrams sent into sessions.",
+		"native.sent_datagrams":            "Native API datagrams sent into sessions.",
+
+		// show_metrics native_limits (ours)
+		"native_limits.drop_client_limit":      "Native API flows dropped because their listener's client held node.native_api.max_flows_per_client.",
+		"native_limits.refused_client_limit":   "Native API connect and listen calls refused at node.native_api.max_flows_per_client.",
+		"native_limits.refused_too_many_flows": "Native API connect calls refused at node.native_api.max_flows.",
+		"native_limits.refused_port_in_use":    "Native API connect and listen calls refused for a held port or an existing flow.",
+
 		// show_status link_layer
 		"link.packets_in":                   "Packets received by the link layer.",
 		"link.drop_malformed":               "Link packets dropped as malformed.",

@@ -30,7 +30,7 @@ func (n *Node) Register(r *ctl.Registry) {
 	r.Register("show_transports", func(context.Context, json.RawMessage) (any, error) { return n.showTransports(), nil })
 	r.Register("show_connections", func(context.Context, json.RawMessage) (any, error) { return n.showConnections(), nil })
 	r.Register("show_acl", func(context.Context, json.RawMessage) (any, error) { return n.showACL(), nil })
-	r.Register("show_native_flows", func(context.Context, json.RawMessage) (any, error) { return showNativeFlows(), nil })
+	r.Register("show_native_flows", func(ctx context.Context, _ json.RawMessage) (any, error) { return n.showNativeFlows(ctx) })
 	// Host facts only (/proc, nft): answered off the loop, like upstream.
 	r.Register("show_listening_sockets", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return listening.Show(ctx, n.id.IPv6()), nil
@@ -411,8 +411,4 @@ func nostrTraversal(f rendezvous.PeerFailure) ctl.NostrTraversal {
 		nt.LastObservedSkewMs = &v
 	}
 	return nt
-}
-
-func showNativeFlows() ctl.NativeFlowsJSON {
-	return ctl.NativeFlowsJSON{Flows: []struct{}{}, Listeners: []struct{}{}}
 }

@@ -96,7 +96,7 @@ func MetricsOf(s *Snapshot) ctl.MetricsJSON {
 		Tree: ctl.TreeStats(s.Tree.Stats), Bloom: ctl.BloomStats(s.Bloom.Stats), Errors: errorSignals(s.RouteStats.Errors, s.SessStats),
 		Congestion: s.congestion(),
 		Session:    sessionLayer(s),
-		IPv6:       s.IPv6}
+		IPv6:       s.IPv6, Native: s.Native, NativeLimits: s.NativeLimits}
 }
 
 // liveNpub is the npub of an active peer or a session's remote (on the

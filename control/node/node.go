@@ -17,6 +17,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/logging"
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/native"
 	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/rendezvous/lan"
@@ -104,6 +105,8 @@ type Options struct {
 	Rendezvous RendezvousOptions
 	// LAN is mDNS LAN rendezvous (zero: off).
 	LAN LANOptions
+	// NativeAPI is the native datagram API (node.native_api; zero: off).
+	NativeAPI NativeAPIOptions
 }
 
 // TUNOptions are tun.* from fips.yaml.
@@ -216,6 +219,13 @@ type Node struct {
 	// beaconDials paces handshakes to peers found by Ethernet beacons
 	// that nobody configured (loop-owned).
 	beaconDials ratelimit.Bucket
+	// native is the native API's registry (loop-owned), nativeOut the
+	// datagrams its clients wrote, nativeSrv its socket (nil when off),
+	// nativeMax the payload limit flows report.
+	native    *native.Registry
+	nativeOut chan native.Outbound
+	nativeSrv *native.Server
+	nativeMax atomic.Uint32
 }
 
 type request struct {
@@ -275,11 +285,12 @@ func New(o Options) (*Node, error) {
 		ECNLoss: o.ECNLoss, ECNETX: o.ECNETX, TransportMTU: n.transportMTU, OnForward: n.forwarded,
 		TransportCongested: func(id transport.ID) bool { return n.dropping[id] },
 		Tree:               o.Tree, Bloom: o.Bloom, Route: o.Route, Session: o.Session, SessionMMP: o.SessionMMP,
-		IdentityCacheSize: o.IdentityCacheSize, Name: n.displayName}, n)
+		IdentityCacheSize: o.IdentityCacheSize, Name: n.displayName, Deliver: n.nativeDeliver}, n)
 	if err != nil {
 		return nil, err
 	}
 	n.core, n.peers = core, core.Peers()
+	n.initNative()
 	n.seeded.max = core.ids.max
 	if !o.Dataplane.NoEngine {
 		n.eng = dataplane.New(dataplane.Config{Self: o.Identity.NodeAddr(), Links: n.peers, Loop: inbox{n},
@@ -407,12 +418,14 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.initRendezvous(tctx)
 	n.startLAN()
+	n.startNative()
 	n.flushSends()
 	n.publish(now)
 	logging.WithTarget(n.log, "fips::node::dataplane::rx_loop").Info("RX event loop started")
 	n.loop(ctx)
 	logging.WithTarget(n.log, logging.DefaultTarget).Info("RX loop exited")
 	close(n.stopped)
+	n.stopNative()
 	n.shutdown()
 	n.bg.Wait()
 	return nil
@@ -471,7 +484,20 @@ func (n *Node) loop(ctx context.Context) {
 			n.publishLocal(true)
 			n.recordHistory(now)
 			n.rdvTick(now)
+			n.native.Expire(now)
+			n.updateNativeMax()
 			n.publish(now)
+		case o := <-n.nativeOut:
+			now := time.Now()
+			n.sendNative(now, o)
+			for more := true; more; {
+				select {
+				case o := <-n.nativeOut:
+					n.sendNative(now, o)
+				default:
+					more = false
+				}
+			}
 		case r := <-n.requests:
 			now := time.Now()
 			r.resp <- r.f(now)

@@ -48,6 +48,9 @@ type Snapshot struct {
 	IPv6                         ctl.IPv6Stats
 	IDCacheMax                   int
 	MeshSize                     *uint64
+	// Native is the native datagram API's counters.
+	Native       ctl.NativeStatsJSON
+	NativeLimits ctl.NativeLimitsJSON
 	// SessStats are the session layer's counters.
 	SessStats session.Stats
 	// Retries are the configured peers waiting for a redial.
@@ -149,7 +152,8 @@ func (n *Node) publish(now time.Time) {
 		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane,
-		Sparklines: n.hist.Sparklines(), History: n.hist.Stats()}
+		Sparklines: n.hist.Sparklines(), History: n.hist.Stats(), Native: nativeStats(n.native.Counters),
+		NativeLimits: nativeLimits(n.native.Counters)}
 	s.Dataplane.Engine = n.engineView()
 	s.Dataplane.OuterCE = n.outerCE.Load()
 	if n.eng != nil {

@@ -127,7 +127,7 @@ func TestStatsEmptyFixtures(t *testing.T) {
 		"show_stats_all_history":       ok(n.statsAllHistory(rawParams(t, "window", "10s", "granularity", "1s"))),
 		"show_stats_peers":             n.statsPeers(time.Now()),
 		"show_stats_history_all_peers": ok(n.statsHistoryAllPeers(rawParams(t, "metric", "srtt_ms", "window", "10s", "granularity", "1s"))),
-		"show_native_flows":            showNativeFlows(),
+		"show_native_flows":            ok(n.showNativeFlows(context.Background())),
 	} {
 		got := respondPretty(t, data)
 		want := bytes.TrimSuffix(readGolden(t, filepath.Join("..", "ctl", "testdata", "snapshots", cmd+".json")), []byte("\n"))
