@@ -13,7 +13,7 @@ import (
 //
 //	off  size  field
 //	0    1     version (PQVersion)
-//	1    1     kind (PQKindOffer, PQKindAccept)
+//	1    1     kind (PQKindOffer, PQKindAccept, PQKindConfirm)
 //	2    1     index (0-based)
 //	3    1     count (= ceil(total / PQChunkMax))
 //	4    8     exchange id (the offerer's, echoed by the accept)
@@ -24,7 +24,9 @@ import (
 //
 // An offer's payload is the 1,184-byte ML-KEM-768 encapsulation key; an
 // accept's is the 1,088-byte ciphertext followed by a 32-byte key
-// confirmation tag. Decoding is exact: one encoding per value.
+// confirmation tag; a confirm's (the offerer's first message on the new
+// keys) is a 32-byte key confirmation tag. Decoding is exact: one encoding
+// per value.
 const (
 	PQVersion = 1
 	// PQChunkMax is the most payload one fragment carries.
@@ -42,6 +44,8 @@ const (
 	PQConfirmSize = 32
 	// PQAcceptSize is an accept's payload: ciphertext ‖ confirmation.
 	PQAcceptSize = PQCiphertextSize + PQConfirmSize
+	// PQConfirmPayloadSize is a confirm's payload: its tag.
+	PQConfirmPayloadSize = PQConfirmSize
 	// PQIDSize is the exchange id.
 	PQIDSize = 8
 )
@@ -51,8 +55,9 @@ type PQKind uint8
 
 // Fragment kinds.
 const (
-	PQKindOffer  PQKind = 1
-	PQKindAccept PQKind = 2
+	PQKindOffer   PQKind = 1
+	PQKindAccept  PQKind = 2
+	PQKindConfirm PQKind = 3
 )
 
 func (k PQKind) String() string {
@@ -61,6 +66,8 @@ func (k PQKind) String() string {
 		return "offer"
 	case PQKindAccept:
 		return "accept"
+	case PQKindConfirm:
+		return "confirm"
 	}
 	return fmt.Sprintf("PQKind(%d)", uint8(k))
 }
@@ -72,6 +79,8 @@ func (k PQKind) PayloadSize() int {
 		return PQOfferSize
 	case PQKindAccept:
 		return PQAcceptSize
+	case PQKindConfirm:
+		return PQConfirmPayloadSize
 	}
 	return 0
 }

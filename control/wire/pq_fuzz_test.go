@@ -11,7 +11,7 @@ import (
 // decodes a value that re-encodes to exactly its input (one encoding per
 // value: lengths, count, padding are all fixed).
 func FuzzPQFragment(f *testing.F) {
-	for _, k := range []wire.PQKind{wire.PQKindOffer, wire.PQKindAccept} {
+	for _, k := range []wire.PQKind{wire.PQKindOffer, wire.PQKindAccept, wire.PQKindConfirm} {
 		frags, err := wire.PQFragments(k, [8]byte{1, 2, 3}, bytes.Repeat([]byte{0xab}, k.PayloadSize()))
 		if err != nil {
 			f.Fatal(err)

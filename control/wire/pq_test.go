@@ -10,7 +10,7 @@ import (
 )
 
 func TestPQFragmentsRoundTrip(t *testing.T) {
-	for _, k := range []wire.PQKind{wire.PQKindOffer, wire.PQKindAccept} {
+	for _, k := range []wire.PQKind{wire.PQKindOffer, wire.PQKindAccept, wire.PQKindConfirm} {
 		payload := make([]byte, k.PayloadSize())
 		for i := range payload {
 			payload[i] = byte(i * 7)
@@ -19,8 +19,8 @@ func TestPQFragmentsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(frags) != 2 {
-			t.Fatalf("%s: %d fragments, want 2", k, len(frags))
+		if len(frags) != wire.PQFragmentCount(k.PayloadSize()) {
+			t.Fatalf("%s: %d fragments", k, len(frags))
 		}
 		got := make([]byte, len(payload))
 		for _, fr := range frags {
@@ -56,7 +56,7 @@ func TestPQFragmentRejects(t *testing.T) {
 	}{
 		{"short", func(b []byte) []byte { return b[:len(b)-1] }, wire.ErrLength},
 		{"version", func(b []byte) []byte { b[0] = 2; return b }, wire.ErrVersion},
-		{"kind", func(b []byte) []byte { b[1] = 3; return b }, wire.ErrType},
+		{"kind", func(b []byte) []byte { b[1] = 4; return b }, wire.ErrType},
 		{"index", func(b []byte) []byte { b[2] = 2; return b }, wire.ErrValue},
 		{"count", func(b []byte) []byte { b[3] = 3; return b }, wire.ErrLength},
 		{"total", func(b []byte) []byte { binary.LittleEndian.PutUint16(b[12:], 1184); return b }, wire.ErrLength},
