@@ -70,3 +70,20 @@ func TestPQFragmentRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestPQFragmentAllocs: decoding and encoding a fragment allocate nothing.
+func TestPQFragmentAllocs(t *testing.T) {
+	frags, err := wire.PQFragments(wire.PQKindOffer, [8]byte{5}, make([]byte, wire.PQOfferSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, wire.PQFragmentSize)
+	sink := 0
+	if n := testing.AllocsPerRun(100, func() { n, _ := frags[1].MarshalTo(b); sink += n }); n != 0 {
+		t.Errorf("MarshalTo: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { f, _ := wire.ParsePQFragment(b); sink += len(f.Chunk) }); n != 0 {
+		t.Errorf("ParsePQFragment: %v allocs", n)
+	}
+	_ = sink
+}
