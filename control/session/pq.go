@@ -32,6 +32,7 @@ type pqState struct {
 	mode    PQMode
 	cur     bool // the current epoch's keys are post-quantum
 	pend    bool // the pending epoch's keys are post-quantum
+	prev    bool // the previous (draining) epoch's keys are post-quantum
 	classic bool // recorded classical for this session (preferred)
 	// deadline: the current classical epoch must be upgraded by then
 	// (zero: nothing awaited).
@@ -90,17 +91,37 @@ func (t *Table) PQMode(dest identity.NodeAddr) PQMode {
 // the epoch is classical).
 func (t *Table) pqHold(e *entry) bool { return e.pq.mode == PQRequired && !e.pq.cur }
 
+// pqRefuseData: a data packet that authenticated under slot hit (after
+// any promotion it caused) came on a classical epoch under pq required.
+func (t *Table) pqRefuseData(e *entry, hit slot) bool {
+	if e.pq.mode != PQRequired {
+		return false
+	}
+	if hit == slotPrevious {
+		return !e.pq.prev
+	}
+	return !e.pq.cur
+}
+
 // pqEpochStart runs when e's current epoch became a classical one.
 func (t *Table) pqEpochStart(now time.Time, e *entry) {
 	p := &e.pq
 	p.mode = t.PQMode(e.addr)
 	p.resetExchange()
 	p.cur, p.deadline = false, time.Time{}
-	if p.mode == PQOff || p.classic {
+	if p.mode == PQOff {
 		return
 	}
 	p.epoch = e.cur
-	if !e.initiator {
+	if p.classic {
+		// Recorded classical: neither offer nor wait again, but answer
+		// an offer (a peer that offers can upgrade after all).
+		return
+	}
+	// The side that sent this epoch's msg1 offers: the session's
+	// initiator for the first epoch, the rekey's for a rekey (which may
+	// be the other side, or a restarted peer re-establishing).
+	if e.cur.Role() != noise.Initiator {
 		// The answerer waits for the offer, its accept's round trip and
 		// the offerer's confirm: twice the offerer's wait.
 		p.deadline = now.Add(2 * t.cfg.PQTimeout)
@@ -160,7 +181,7 @@ func (t *Table) pqTick(now time.Time, e *entry) {
 	}
 	if !now.Before(p.deadline) {
 		why := "no post-quantum offer from the peer"
-		if e.initiator {
+		if p.offering {
 			why = "no post-quantum accept from the peer"
 		} else if p.answered {
 			why = "no frame from the peer on the post-quantum keys"
@@ -172,8 +193,11 @@ func (t *Table) pqTick(now time.Time, e *entry) {
 		if err := t.pqSend(now, e, wire.PQKindOffer, p.dk.EncapsulationKey().Bytes()); err == nil {
 			t.stats.PQOfferResends++
 		}
+		// At the resend interval, without backoff, until the deadline:
+		// two fragments each way must get through, so under loss the
+		// tries matter more than the bytes (1.3 kB a second at most).
 		p.resends++
-		p.nextResend = now.Add(t.backoff(p.resends))
+		p.nextResend = now.Add(t.cfg.HandshakeResendInterval)
 	}
 }
 
@@ -209,9 +233,11 @@ func (t *Table) pqRefuse(what string, e *entry) {
 	t.log.Debug("post-quantum message refused", "why", what, "peer", t.name(e.addr))
 }
 
-// handlePQ handles one SessionMsgPQ that authenticated under slot hit.
+// handlePQ handles one SessionMsgPQ that authenticated under slot hit
+// (slotPending: under the epoch it has just promoted to current).
 func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 	p := &e.pq
+	onCurrent := hit == slotCurrent || hit == slotPending
 	if p.mode == PQOff {
 		// As a classic peer: an unknown type, dropped.
 		t.stats.UnknownMessageType++
@@ -226,9 +252,7 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 	switch f.Kind {
 	case wire.PQKindOffer:
 		switch {
-		case e.initiator:
-			t.pqRefuse("offer from the session's responder", e)
-		case hit != slotCurrent || p.epoch == nil || e.cur != p.epoch:
+		case !onCurrent || p.epoch == nil || e.cur != p.epoch:
 			t.pqRefuse("offer outside the classical epoch it must upgrade", e)
 		case p.answered && f.ID == p.id:
 			// The offer again: our accept was lost. Answered once per
@@ -240,6 +264,8 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 			}
 		case p.answered:
 			t.pqRefuse("second offer in one epoch (replayed)", e)
+		case p.epoch.Role() == noise.Initiator:
+			t.pqRefuse("offer from the side that answered this epoch's handshake", e)
 		default:
 			if payload, ok := t.pqReassemble(e, f); ok {
 				t.pqAnswer(now, e, f.ID, payload)
@@ -247,11 +273,11 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 		}
 	case wire.PQKindAccept:
 		switch {
-		case !e.initiator || !p.offering:
+		case !p.offering:
 			t.pqRefuse("accept without an offer", e)
 		case f.ID != p.id:
 			t.pqRefuse("accept for another exchange", e)
-		case hit != slotCurrent || e.cur != p.epoch:
+		case !onCurrent || e.cur != p.epoch:
 			t.pqRefuse("accept outside the offer's epoch", e)
 		default:
 			if payload, ok := t.pqReassemble(e, f); ok {
@@ -261,7 +287,7 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 	case wire.PQKindConfirm:
 		tag := PQConfirmTag(p.keys, "confirm", p.th)
 		switch {
-		case e.initiator || !p.cur || f.ID != p.id:
+		case !p.answered || !p.cur || f.ID != p.id:
 			t.pqRefuse("confirm without an exchange on the current keys", e)
 		case !hmac.Equal(f.Chunk, tag[:]):
 			t.stats.PQConfirmFailed++
@@ -409,8 +435,9 @@ func (t *Table) sealCopy(now time.Time, e *entry, flags wire.FSPFlags, typ wire.
 // a classical one to upgrade.
 func (t *Table) pqPromoted(now time.Time, e *entry) {
 	p := &e.pq
+	p.prev = p.cur
 	if p.pend {
-		p.cur, p.pend = true, false
+		p.cur, p.pend, p.classic = true, false, false
 		p.deadline, p.dk, p.offering, p.epoch = time.Time{}, nil, false, nil
 		p.rx = pqRx{}
 		t.stats.PQUpgrades++

@@ -443,3 +443,95 @@ func TestParsePQMode(t *testing.T) {
 		t.Error("on accepted")
 	}
 }
+
+// TestPQRestartAndCrossing: a restarted peer's new session upgrades
+// afresh; crossing setups leave one initiator, which offers.
+func TestPQRestartAndCrossing(t *testing.T) {
+	var buf bytes.Buffer
+	m, a, b := pqPair(t, 10, PQPreferred, PQPreferred, &buf)
+	establish(t, m, a, b)
+	cfg := DefaultConfig()
+	cfg.PQ = PQPreferred
+	m.restart(b, cfg)
+	m.advance(time.Second)
+	if err := b.tbl.Send(m.now, a.addr, 1, 1, []byte("after restart")); err != nil {
+		t.Fatal(err)
+	}
+	m.run()
+	if !a.pq(b) || !b.pq(a) || delivered(a, "after restart") != 1 {
+		t.Fatalf("after restart: pq %v %v, delivered %d", a.pq(b), b.pq(a), delivered(a, "after restart"))
+	}
+
+	m2, c, d := pqPair(t, 11, PQPreferred, PQPreferred, &buf)
+	if err := c.tbl.Send(m2.now, d.addr, 1, 1, []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.tbl.Send(m2.now, c.addr, 1, 1, []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	m2.run()
+	if !c.pq(d) || !d.pq(c) || delivered(d, "c") != 1 || delivered(c, "d") != 1 {
+		t.Fatalf("crossing: pq %v %v, delivered %d %d", c.pq(d), d.pq(c), delivered(d, "c"), delivered(c, "d"))
+	}
+}
+
+// TestPQRequiredUnderLoss: both ends required, 5% loss, rekeys: every
+// packet is delivered, lost on the channel, or counted as dropped from a
+// held queue — nothing vanishes uncounted, nothing travels classically.
+func TestPQRequiredUnderLoss(t *testing.T) {
+	var buf bytes.Buffer
+	m, a, b := pqPair(t, 18, PQRequired, PQRequired, &buf)
+	establish(t, m, a, b)
+	m.loss = 0.05
+	const size = 100
+	sent := map[*node]int{}
+	for step := range 3000 {
+		m.advance(100 * time.Millisecond)
+		for _, n := range []*node{a, b} {
+			peer := b
+			if n == b {
+				peer = a
+			}
+			if err := n.tbl.Send(m.now, peer.addr, 1, 1, make([]byte, size)); err != nil {
+				t.Fatal(err)
+			}
+			sent[n]++
+		}
+		if step%10 == 0 {
+			m.tickAll()
+		}
+		m.run()
+	}
+	lost := map[identity.NodeAddr]int{}
+	for _, p := range m.dropped {
+		if e, err := wire.ParseFSPEncrypted(p.b); err == nil && e.Header.PayloadLen == wire.FSPInnerHeaderSize+4+size {
+			lost[p.src]++
+		}
+	}
+	for _, n := range []*node{a, b} {
+		peer := b
+		if n == b {
+			peer = a
+		}
+		got := 0
+		for _, d := range peer.delivered {
+			if len(d.payload) == size {
+				got++
+			}
+		}
+		st, pst := n.tbl.Stats(), peer.tbl.Stats()
+		accounted := got + lost[n.addr] + int(st.PendingDropped) + int(pst.PQClassicDropped)
+		if accounted != sent[n] {
+			t.Errorf("sent %d: delivered %d + lost %d + dropped from the queue %d + refused classical %d = %d",
+				sent[n], got, lost[n.addr], st.PendingDropped, pst.PQClassicDropped, accounted)
+		}
+		if pst.PQClassicDropped != 0 {
+			t.Errorf("%d packets came on a classical epoch between required ends", pst.PQClassicDropped)
+		}
+	}
+	sa, sb := a.tbl.Stats(), b.tbl.Stats()
+	t.Logf("upgrades a=%d b=%d refused a=%d b=%d queue drops a=%d b=%d", sa.PQUpgrades, sb.PQUpgrades, sa.PQRefused, sb.PQRefused, sa.PendingDropped, sb.PendingDropped)
+	if sa.PQUpgrades < 2 {
+		t.Fatalf("upgrades a %d", sa.PQUpgrades)
+	}
+}

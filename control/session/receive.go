@@ -430,7 +430,7 @@ func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit sl
 			t.stats.Malformed++
 			return
 		}
-		if t.pqHold(e) {
+		if t.pqRefuseData(e, hit) {
 			// pq required: nothing classical is delivered (counted;
 			// the session goes when its upgrade deadline passes).
 			t.stats.PQClassicDropped++
