@@ -45,8 +45,8 @@ python3          python3       root,interop                     HTTP servers, pa
 ethtool          ethtool       root,bench,profile               turns veths' segmentation offloads off (TestEngineMMPLoss, the bench's wire-like underlay)
 tmux             tmux          root                             drives fipstop with send-keys and capture-pane (testing/netns)
 turnserver       coturn        root                             the STUN server of the NAT scenarios (testing/netns)
-node             nodejs        root                             runs the Nostr relay of the NAT scenarios (testing/netns)
-npm              npm           root                             installs that relay from its lockfile
+node             nodejs        unit,root                        runs the post-quantum KAT check (testing/pqkat) and the Nostr relay of the NAT scenarios (testing/netns)
+npm              npm           unit,root                        installs their npm modules from their lockfiles
 g++              g++           root                             builds the relay's SQLite store
 make             make          root                             testing/packaging runs make deb and make tarball
 dpkg-deb         dpkg          root                             testing/packaging inspects, installs and purges the .deb
@@ -130,6 +130,24 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 	done
 	rm -f "$log"
 fi
+
+# The independent check of the post-quantum upgrade's vectors
+# (@noble/post-quantum, @noble/hashes), pinned by its lockfile; npm ci
+# again only when the lockfile changed.
+pqkat=testing/pqkat
+case " ${want[*]} " in *" unit "*)
+	if [ ! -f $pqkat/node_modules/.package-lock.json ] || [ $pqkat/package-lock.json -nt $pqkat/node_modules/.package-lock.json ]; then
+		echo "deps: installing testing/pqkat's npm modules (npm ci, pinned by $pqkat/package-lock.json): control/session's TestPQKATIndependent runs them"
+		log=$(mktemp /tmp/fips-deps.XXXXXX)
+		if ! npm ci --prefix $pqkat --no-audit --no-fund </dev/null >"$log" 2>&1; then
+			grep -qE 'code (EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH)' "$log" &&
+				fail "cannot reach the npm registry: $(first '^npm (ERR!|error) (code|request|network)' "$log") (log: $log)"
+			fail "npm ci in $pqkat failed: $(first '^npm (ERR!|error)' "$log") (log: $log)"
+		fi
+		rm -f "$log"
+	fi
+	;;
+esac
 
 # The relay the NAT scenarios run (@nostr-relay), pinned by its lockfile;
 # npm ci again only when the lockfile changed.

@@ -421,6 +421,20 @@ func sessionConfig(cfg *config.Config) session.Config {
 	c.HandshakeMaxResends = int(n.RateLimit.HandshakeMaxResends)
 	c.HandshakeTimeout = secs(n.RateLimit.HandshakeTimeoutSecs)
 	c.RekeyEnabled, c.RekeyAfter, c.RekeyMessages = n.Rekey.Enabled, secs(n.Rekey.AfterSecs), n.Rekey.AfterMessages
+	// Validate accepted the spellings, so a parse error cannot happen here.
+	c.PQ, _ = session.ParsePQMode(n.Session.PQ)
+	c.PQTimeout = ms(n.Session.PQTimeoutMs)
+	peers := session.PQPeerModes{}
+	for _, p := range cfg.Peers {
+		pk, err := identity.DecodeNpub(p.Npub)
+		if err != nil || p.PQ == "" {
+			continue
+		}
+		peers[pk.NodeAddr()], _ = session.ParsePQMode(p.PQ)
+	}
+	if len(peers) > 0 {
+		c.PQPeers = &peers
+	}
 	return c
 }
 

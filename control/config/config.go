@@ -499,7 +499,20 @@ type SessionConfig struct {
 	// MaxSessions (fips-go addition) bounds the end-to-end session
 	// table, handshakes included (upstream has no bound).
 	MaxSessions uint `yaml:"max_sessions"`
+	// PQ (fips-go addition) is the post-quantum upgrade policy of
+	// end-to-end sessions: off, preferred or required (PQOff...).
+	PQ string `yaml:"pq" fips:"optional"`
+	// PQTimeoutMs (fips-go addition) is how long a classical session
+	// epoch waits for its post-quantum upgrade.
+	PQTimeoutMs uint64 `yaml:"pq_timeout_ms"`
 }
+
+// Post-quantum policies (node.session.pq, peers[].pq).
+const (
+	PQOff       = "off"
+	PQPreferred = "preferred"
+	PQRequired  = "required"
+)
 
 func defaultSessionConfig() SessionConfig {
 	return SessionConfig{
@@ -510,6 +523,8 @@ func defaultSessionConfig() SessionConfig {
 		CoordsWarmupPackets:      5,
 		CoordsResponseIntervalMs: 2000,
 		MaxSessions:              4096,
+		PQ:                       PQOff,
+		PQTimeoutMs:              10_000,
 	}
 }
 

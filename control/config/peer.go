@@ -29,6 +29,9 @@ type PeerConfig struct {
 	AutoReconnect bool          `yaml:"auto_reconnect"`
 	// ViaNostr appends advert-derived endpoints after the static ones.
 	ViaNostr bool `yaml:"via_nostr"`
+	// PQ (fips-go addition) overrides node.session.pq for sessions with
+	// this peer: off, preferred or required; "" inherits.
+	PQ string `yaml:"pq"`
 }
 
 func (*PeerConfig) denyUnknownKeys() {}

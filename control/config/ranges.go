@@ -216,6 +216,12 @@ func (c *Config) checkRanges() []*Error {
 	r.uint("node.session.idle_timeout_secs", se.IdleTimeoutSecs, 1, yearSecs, s)
 	r.uint("node.session.coords_response_interval_ms", se.CoordsResponseIntervalMs, 0, hourSecs*1000, ms)
 	r.uint("node.session.max_sessions", uint64(se.MaxSessions), 16, 1<<20, "sessions")
+	r.uint("node.session.pq_timeout_ms", se.PQTimeoutMs, 100, 600_000, ms)
+	switch se.PQ {
+	case PQOff, PQPreferred, PQRequired:
+	default:
+		r.errs = append(r.errs, r.c.invalid("node.session.pq", "`node.session.pq` is %s, but must be off, preferred or required", strconv.Quote(se.PQ)))
+	}
 	r.uint("node.rendezvous.lan.dial_burst", uint64(n.Rendezvous.LAN.DialBurst), 1, 1024, "")
 	r.float("node.rendezvous.lan.dial_rate", n.Rendezvous.LAN.DialRate, 0, 1000, true)
 

@@ -189,6 +189,24 @@ type SessionMetricsJSON struct {
 	// ClampsExpired: MtuExceeded clamps released after 10 minutes
 	// without confirmation.
 	ClampsExpired uint64 `json:"clamps_expired"`
+	// The post-quantum upgrade of sessions (issue 32): exchanges offered
+	// and offers sent again, offers answered, epochs cut over to
+	// ML-KEM-768-derived keys, sessions left classical (pq preferred) or
+	// torn down (pq required) because the peer did not upgrade, key
+	// confirmations that failed, offers/accepts/confirms refused
+	// (replayed, out of epoch, unexpected), malformed or conflicting
+	// fragments, and data packets refused on a classical epoch under pq
+	// required.
+	PQOffered          uint64 `json:"pq_offered"`
+	PQOfferResends     uint64 `json:"pq_offer_resends"`
+	PQAccepted         uint64 `json:"pq_accepted"`
+	PQUpgrades         uint64 `json:"pq_upgrades"`
+	PQFallbacks        uint64 `json:"pq_fallbacks"`
+	PQRefused          uint64 `json:"pq_refused"`
+	PQConfirmFailed    uint64 `json:"pq_confirm_failed"`
+	PQMessagesRefused  uint64 `json:"pq_messages_refused"`
+	PQFragmentsRefused uint64 `json:"pq_fragments_refused"`
+	PQClassicDropped   uint64 `json:"pq_classic_dropped"`
 }
 
 // IdentityCacheJSON is show_identity_cache.

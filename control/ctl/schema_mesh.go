@@ -370,6 +370,9 @@ type SessionEntry struct {
 	CurrentKBit           *bool             `json:"current_k_bit,omitempty"`
 	CoordsWarmupRemaining *uint8            `json:"coords_warmup_remaining,omitempty"`
 	IsDraining            *bool             `json:"is_draining,omitempty"`
+	// PostQuantum (fips-go addition, issue 32): the session's current
+	// keys come from an ML-KEM-768 upgrade; established sessions only.
+	PostQuantum *bool `json:"post_quantum,omitempty"`
 }
 
 // SessionEntryStats is one show_sessions entry's stats object

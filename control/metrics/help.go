@@ -163,6 +163,16 @@ func counterHelp() map[string]string {
 		"session.mtu_exceeded_contradicted":         "MtuExceeded signals ignored for naming less than the path MTU the destination reported end to end.",
 		"session.clamps_expired":                    "MtuExceeded path-MTU clamps released after 10 minutes without confirmation.",
 		"session.responder_superseded":              "Answered session handshakes replaced by our own SessionSetup: traffic waited past a resend interval with no msg3.",
+		"session.pq_offered":                        "Post-quantum (ML-KEM-768) upgrades this node offered, one per classical session epoch.",
+		"session.pq_offer_resends":                  "Post-quantum upgrade offers sent again for want of an accept.",
+		"session.pq_accepted":                       "Post-quantum upgrade offers this node answered.",
+		"session.pq_upgrades":                       "Session epochs cut over to keys derived from an ML-KEM-768 exchange.",
+		"session.pq_fallbacks":                      "Sessions left classical under node.session.pq preferred: the peer did not upgrade in time.",
+		"session.pq_refused":                        "Sessions torn down under pq required: the peer did not upgrade in time.",
+		"session.pq_confirm_failed":                 "Post-quantum key confirmations that did not verify (a changed ciphertext): no cutover.",
+		"session.pq_messages_refused":               "Post-quantum offers, accepts and confirms refused: replayed, outside their epoch, or unexpected.",
+		"session.pq_fragments_refused":              "Post-quantum fragments refused: malformed, or conflicting with the one reassembly a session holds.",
+		"session.pq_classic_dropped":                "Data packets refused because they came on a classical epoch under pq required.",
 
 		// show_metrics ipv6 (fips-go)
 		"ipv6.sent":                 "IPv6 packets read from the TUN device and sent into sessions.",

@@ -75,7 +75,10 @@ func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
 		ResponderSuperseded: st.ResponderSuperseded, RespondersEvicted: st.RespondersEvicted,
 		SessionsEvicted: st.SessionsEvicted, SessionsRefused: st.SessionsRefused,
 		MtuExceededOffPath: st.MtuExceededOffPath, PathBrokenOffPath: st.PathBrokenOffPath,
-		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired}
+		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired,
+		PQOffered: st.PQOffered, PQOfferResends: st.PQOfferResends, PQAccepted: st.PQAccepted, PQUpgrades: st.PQUpgrades,
+		PQFallbacks: st.PQFallbacks, PQRefused: st.PQRefused, PQConfirmFailed: st.PQConfirmFailed,
+		PQMessagesRefused: st.PQMessagesRefused, PQFragmentsRefused: st.PQFragmentsRefused, PQClassicDropped: st.PQClassicDropped}
 }
 
 func (s *Snapshot) congestion() ctl.CongestionJSON {

@@ -85,7 +85,8 @@ var fipsGoAdditions = map[string][]string{
 	"show_tree":    {".data.stats.verify_deferred", ".data.stats.ancestry_contradicted"},
 	"show_sessions": {".data.sessions[].mmp.rtt_trend", ".data.sessions[].mmp.loss_trend", ".data.sessions[].mmp.goodput_trend",
 		".data.sessions[].mmp.jitter_trend", ".data.sessions[].mmp.etx_trend", ".data.sessions[].mmp.spin_bit_role",
-		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats"},
+		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats",
+		".data.sessions[].post_quantum"},
 	"show_stats_list": {".data.recorder"},
 	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed", ".data.transports[].stats.inbound_source_refused", ".data.transports[].stats.unauthenticated_evicted", ".data.transports[].stats.reply_dials_refused", ".data.transports[].stats.invalid_closed"},
 }
@@ -215,15 +216,18 @@ func TestShapesMatchUpstream(t *testing.T) {
 	ms := uint16(1203)
 	sessions := n.sessionRows([]session.SnapshotEntry{
 		func() session.SnapshotEntry {
-			k, w, d, st := false, uint8(0), false, int64(1)
+			k, w, d, st, pq := false, uint8(0), false, int64(1), true
 			return session.SnapshotEntry{RemoteAddr: a.String(), State: "established", IsInitiator: true, Npub: n.staticNpubs[a],
-				SessionStartMs: &st, CurrentKBit: &k, CoordsWarmupRemaining: &w, IsDraining: &d}
+				SessionStartMs: &st, CurrentKBit: &k, CoordsWarmupRemaining: &w, IsDraining: &d, PostQuantum: &pq}
 		}(),
 		func() session.SnapshotEntry {
 			rc := 1
 			return session.SnapshotEntry{RemoteAddr: a.String(), State: "initiating", Npub: n.staticNpubs[a], ResendCount: &rc}
 		}(),
 	}, func(identity.NodeAddr) (mmp.Snapshot, bool) { return fullMMP(true), true })
+	if js, err := json.Marshal(sessions); err != nil || !strings.Contains(string(js), `"post_quantum":true`) {
+		t.Fatalf("show_sessions lacks post_quantum: %v %s", err, js)
+	}
 	cache := n.cacheJSON(route.CacheSnapshot{Count: 1, MaxEntries: 50000, FillRatio: 0, DefaultTTLMs: 300000,
 		Entries: []route.CacheEntryView{{NodeAddr: a, IPv6Addr: a.IPv6().String(), Depth: 1, Coords: []identity.NodeAddr{a}, PathMTU: &ms}}})
 	all := map[string]any{

@@ -201,6 +201,7 @@ func (h *handshake) Session() (*Session, error) {
 		remoteStatic: h.rs,
 		remoteEpoch:  h.remoteEpoch,
 		hash:         h.ss.h,
+		exporter:     exporterOf(&h.ss.ck),
 	}
 	clear(k1[:])
 	clear(k2[:])

@@ -2,6 +2,8 @@ package noise
 
 import (
 	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -122,6 +124,7 @@ type Session struct {
 	remoteStatic *secp256k1.PublicKey
 	remoteEpoch  Epoch
 	hash         [32]byte
+	exporter     [32]byte
 }
 
 // Role is the side of the handshake this session came from.
@@ -137,6 +140,43 @@ func (s *Session) RemoteEpoch() Epoch { return s.remoteEpoch }
 // HandshakeHash is the final handshake hash h (unused by upstream; see
 // handshake.HandshakeHash).
 func (s *Session) HandshakeHash() [32]byte { return s.hash }
+
+// Exporter is 32 bytes of key material bound to this session's keys (not
+// a transport key): for a handshake's session HKDF-Expand over the final
+// chaining key with the label ExporterLabel, for a session made by
+// NewDerivedSession the exporter it was given. Layers above derive further
+// keys from it (the post-quantum upgrade of control/session).
+func (s *Session) Exporter() [32]byte { return s.exporter }
+
+// ExporterLabel is the HKDF-Expand info of a handshake session's exporter.
+const ExporterLabel = "fips-go/noise/exporter/v1"
+
+func exporterOf(ck *[32]byte) [32]byte {
+	b, err := hkdf.Expand(sha256.New, ck[:], ExporterLabel, 32)
+	if err != nil {
+		panic("noise: hkdf: " + err.Error()) // 32 bytes never exceeds 255*32
+	}
+	var out [32]byte
+	copy(out[:], b)
+	clear(b)
+	return out
+}
+
+// NewDerivedSession makes a transport session from keys derived outside a
+// handshake (a post-quantum upgrade of parent): send and receive keys as
+// given, counters at 0, a fresh replay window, the parent's role, peer key
+// and epoch, and exporter as its Exporter.
+func NewDerivedSession(parent *Session, send, recv, exporter [KeySize]byte) *Session {
+	return &Session{
+		role:         parent.role,
+		send:         newCipherState(send),
+		recv:         newCipherState(recv),
+		remoteStatic: parent.remoteStatic,
+		remoteEpoch:  parent.remoteEpoch,
+		hash:         parent.hash,
+		exporter:     exporter,
+	}
+}
 
 // Send is the sending CipherState (initiator: k1, responder: k2).
 func (s *Session) Send() *CipherState { return s.send }

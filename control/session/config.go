@@ -45,7 +45,20 @@ type Config struct {
 	CutoverDelay  time.Duration // FSP_CUTOVER_DELAY_MS
 	DrainWindow   time.Duration // DRAIN_WINDOW_SECS
 	Dampening     time.Duration // REKEY_DAMPENING_SECS
+
+	// PQ is the post-quantum policy (node.session.pq, ours), PQPeers the
+	// per-peer ones (peers[].pq) by NodeAddr, PQTimeout how long a
+	// classical epoch waits for its upgrade (node.session.pq_timeout_ms)
+	// before the peer is recorded classical (preferred) or the session
+	// is torn down (required).
+	PQ        PQMode
+	PQPeers   *PQPeerModes
+	PQTimeout time.Duration
 }
+
+// PQPeerModes are per-peer post-quantum policies by NodeAddr (Config holds
+// a pointer so that it stays comparable).
+type PQPeerModes map[identity.NodeAddr]PQMode
 
 // DefaultConfig returns upstream's defaults. The established-peer setup
 // bucket is what upstream derives from its defaults: burst max_peers (128),
@@ -75,6 +88,7 @@ func DefaultConfig() Config {
 		CutoverDelay:            2000 * time.Millisecond,
 		DrainWindow:             10 * time.Second,
 		Dampening:               30 * time.Second,
+		PQTimeout:               10 * time.Second,
 	}
 }
 

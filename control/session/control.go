@@ -50,6 +50,10 @@ type Info struct {
 	HasPending            bool
 	PathMTU               uint16
 	PendingPackets        int
+	// PQ: the current epoch's keys are post-quantum (ML-KEM-768 derived);
+	// PQMode the policy the session runs under.
+	PQ     bool
+	PQMode PQMode
 }
 
 func (t *Table) info(e *entry) Info {
@@ -60,6 +64,7 @@ func (t *Table) info(e *entry) Info {
 		SessionStart: e.sessionStart, KBit: e.k, CoordsWarmupRemaining: e.warmup,
 		Draining: !e.drainStarted.IsZero(), RekeyInProgress: e.rekeyInProgress(),
 		HasPending: e.pending != nil, PathMTU: e.pathMTU, PendingPackets: len(t.pending[e.addr]),
+		PQ: e.pq.cur, PQMode: e.pq.mode,
 	}
 }
 
@@ -135,6 +140,9 @@ type SnapshotEntry struct {
 	CurrentKBit           *bool         `json:"current_k_bit,omitempty"`
 	CoordsWarmupRemaining *uint8        `json:"coords_warmup_remaining,omitempty"`
 	IsDraining            *bool         `json:"is_draining,omitempty"`
+	// PostQuantum (ours): the session's current keys are derived from an
+	// ML-KEM-768 exchange (issue 32); established sessions only.
+	PostQuantum *bool `json:"post_quantum,omitempty"`
 }
 
 // Snapshot lists the sessions in NodeAddr order for show_sessions.
@@ -154,6 +162,8 @@ func (t *Table) Snapshot() []SnapshotEntry {
 		} else {
 			ms, k, w, d := in.SessionStart.UnixMilli(), in.KBit, in.CoordsWarmupRemaining, in.Draining
 			s.SessionStartMs, s.CurrentKBit, s.CoordsWarmupRemaining, s.IsDraining = &ms, &k, &w, &d
+			pq := in.PQ
+			s.PostQuantum = &pq
 		}
 		out = append(out, s)
 	}
@@ -214,6 +224,21 @@ type Stats struct {
 	// hold at most MaxSessions. SessionsRefused (ours): SessionSetups
 	// refused because the table held only proven sessions.
 	SessionsEvicted, SessionsRefused uint64
+
+	// Post-quantum upgrade (ours, issue 32). PQOffered: exchanges offered
+	// (PQOfferResends: offers sent again); PQAccepted: offers answered;
+	// PQUpgrades: epochs cut over to ML-KEM-derived keys; PQFallbacks:
+	// sessions left classical under pq preferred; PQRefused: sessions torn
+	// down under pq required; PQConfirmFailed: key confirmations that did
+	// not verify; PQMessagesRefused: offers, accepts and confirms refused
+	// (replayed, out of epoch, unexpected, invalid key); PQFragmentsRefused:
+	// malformed fragments and fragments conflicting with a reassembly;
+	// PQClassicDropped: data packets refused on a classical epoch under pq
+	// required.
+	PQOffered, PQOfferResends, PQAccepted, PQUpgrades uint64
+	PQFallbacks, PQRefused, PQConfirmFailed           uint64
+	PQMessagesRefused, PQFragmentsRefused             uint64
+	PQClassicDropped                                  uint64
 }
 
 // Stats returns a copy of the counters.

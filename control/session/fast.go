@@ -154,7 +154,7 @@ func (t *Table) fastKeyOf(e *entry) (fastKey, bool) {
 	// A msg3 still resent with no rekey pending is cleared by the next
 	// message on the current epoch: the loop's. Queued packets must leave
 	// before new ones.
-	if e.state != StateEstablished || e.cur == nil || (e.msg3Payload != nil && e.pending == nil) || len(t.pending[e.addr]) > 0 {
+	if e.state != StateEstablished || e.cur == nil || (e.msg3Payload != nil && e.pending == nil) || len(t.pending[e.addr]) > 0 || t.pqHold(e) {
 		return fastKey{}, false
 	}
 	return fastKey{cur: e.cur, pending: e.pending, k: e.k, start: e.sessionStart, send: e.warmup == 0}, true

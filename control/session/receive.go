@@ -207,7 +207,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.abandonRekey(e)
 			return
 		}
-		e.pending = s
+		e.pending, e.pq.pend = s, false
 		e.rekeyCompleted = now
 		e.msg3Payload, e.msg3NextResend, e.msg3ResendCount = msg3, now.Add(t.cfg.HandshakeResendInterval), 0
 		return
@@ -240,6 +240,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	t.log.Info("Session established (initiator, XK)", "src", t.name(src))
 	t.env.CacheCoords(now, src, ack.SrcCoords.Addrs())
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: true})
+	t.pqEpochStart(now, e)
 	t.flush(now, src)
 }
 
@@ -286,7 +287,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 			return
 		}
 		superseded := e.pending != nil
-		e.pending, e.rekeyR = s, nil
+		e.pending, e.rekeyR, e.pq.pend = s, nil, false
 		e.rekeyCompleted = now
 		if superseded {
 			t.stats.PendingReplaced++
@@ -329,6 +330,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	t.stats.Established++
 	t.log.Info("Session established (responder, XK)", "src", t.name(src))
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: false})
+	t.pqEpochStart(now, ne)
 	t.flush(now, src)
 }
 
@@ -428,6 +430,12 @@ func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit sl
 			t.stats.Malformed++
 			return
 		}
+		if t.pqRefuseData(e, hit) {
+			// pq required: nothing classical is delivered (counted;
+			// the session goes when its upgrade deadline passes).
+			t.stats.PQClassicDropped++
+			return
+		}
 		t.up.Deliver(now, src, d.SrcPort, d.DstPort, d.Payload, ce)
 		if e := t.sessions[src]; e != nil {
 			e.hot.received(now, len(in.Body))
@@ -442,6 +450,8 @@ func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit sl
 			t.stats.PathMtuNotifBelowFloor++
 		}
 	case wire.SessionMsgSenderReport, wire.SessionMsgReceiverReport, wire.SessionMsgCoordsWarmup:
+	case wire.SessionMsgPQ:
+		t.handlePQ(now, e, hit, in.Body)
 	default:
 		t.stats.UnknownMessageType++
 	}
@@ -450,6 +460,7 @@ func (t *Table) afterOpen(now time.Time, src identity.NodeAddr, e *entry, hit sl
 
 func (e *entry) clearMsg3() {
 	e.msg3Payload, e.msg3NextResend, e.msg3ResendCount = nil, time.Time{}, 0
+	e.pq.confirming = false
 }
 
 // promote makes pending current (upstream promote_pending): current
@@ -468,10 +479,12 @@ func (t *Table) promote(now time.Time, e *entry) {
 	e.jitter = t.drawJitter()
 	t.stats.Cutovers++
 	t.up.Event(now, Event{Kind: EventRekeyed, Remote: e.addr})
+	t.pqPromoted(now, e)
 }
 
 func (t *Table) abandonRekey(e *entry) {
 	e.rekeyI, e.rekeyR, e.pending = nil, nil, nil
+	e.pq.pend = false
 	e.rekeyInitiator = false
 	e.rekeyCompleted = time.Time{}
 	e.clearMsg3()

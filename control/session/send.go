@@ -19,7 +19,7 @@ import (
 // nor a cached identity.
 func (t *Table) Send(now time.Time, dest identity.NodeAddr, srcPort, dstPort uint16, payload []byte) error {
 	if e := t.sessions[dest]; e != nil {
-		if e.state == StateEstablished {
+		if e.state == StateEstablished && !t.pqHold(e) {
 			return t.sendData(now, e, srcPort, dstPort, payload)
 		}
 		t.queue(dest, srcPort, dstPort, payload)
@@ -189,8 +189,11 @@ func (t *Table) flush(now time.Time, dest identity.NodeAddr) {
 	if !ok {
 		return
 	}
-	delete(t.pending, dest)
 	e := t.sessions[dest]
+	if e != nil && e.state == StateEstablished && t.pqHold(e) {
+		return // held for the post-quantum upgrade
+	}
+	delete(t.pending, dest)
 	for _, p := range q {
 		if e == nil || e.state != StateEstablished {
 			return

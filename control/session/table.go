@@ -83,6 +83,7 @@ type entry struct {
 	jitter                     time.Duration
 
 	pathMTU uint16
+	pq      pqState
 }
 
 func (e *entry) rekeyInProgress() bool { return e.rekeyI != nil || e.rekeyR != nil }

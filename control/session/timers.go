@@ -98,10 +98,21 @@ func (t *Table) Tick(now time.Time) {
 				t.abandonRekey(e)
 				continue
 			}
-			if err := t.send(now, e, a, e.msg3Payload); err == nil {
+			var err error
+			if e.pq.confirming {
+				_, err = t.pqConfirm(now, e)
+			} else {
+				err = t.send(now, e, a, e.msg3Payload)
+			}
+			if err == nil {
 				e.msg3ResendCount++
 				e.msg3NextResend = now.Add(t.backoff(e.msg3ResendCount))
 			}
+		}
+	}
+	for _, a := range due {
+		if e := t.sessions[a]; e != nil && e.state == StateEstablished {
+			t.pqTick(now, e)
 		}
 	}
 	for _, a := range due {
@@ -121,7 +132,7 @@ func (t *Table) tickDue(now time.Time, e *entry) bool {
 	if t.cfg.IdleTimeout > 0 && now.Sub(e.hot.last()) > t.cfg.IdleTimeout {
 		return true
 	}
-	if e.msg3Payload != nil || e.pending != nil || !e.drainStarted.IsZero() || e.rekeyInProgress() {
+	if e.msg3Payload != nil || e.pending != nil || !e.drainStarted.IsZero() || e.rekeyInProgress() || !e.pq.deadline.IsZero() {
 		return true
 	}
 	return t.cfg.RekeyEnabled && (now.Sub(e.sessionStart) >= t.cfg.RekeyAfter+e.jitter ||
@@ -162,7 +173,7 @@ func (t *Table) rekeyTick(now time.Time, e *entry) {
 	if !t.cfg.RekeyEnabled {
 		return
 	}
-	if e.rekeyInProgress() || e.pending != nil || e.msg3Payload != nil ||
+	if e.rekeyInProgress() || e.pending != nil || e.msg3Payload != nil || e.pq.offering ||
 		(!e.lastPeerRekey.IsZero() && now.Sub(e.lastPeerRekey) < t.cfg.Dampening) {
 		return
 	}

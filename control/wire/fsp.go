@@ -532,6 +532,11 @@ const (
 	SessionMsgReceiverReport      SessionMessageType = 0x12
 	SessionMsgPathMtuNotification SessionMessageType = 0x13
 	SessionMsgCoordsWarmup        SessionMessageType = 0x14
+	// SessionMsgPQ (ours, not upstream's): a fragment of a post-quantum
+	// upgrade offer or accept (PQFragment). Upstream master and next drop
+	// an unknown session message type with a debug line and keep the
+	// session, so a classic peer never answers it.
+	SessionMsgPQ SessionMessageType = 0xE0
 )
 
 // Known reports whether t is a type upstream defines.
@@ -551,6 +556,8 @@ func (t SessionMessageType) String() string {
 		return "PathMtuNotification"
 	case SessionMsgCoordsWarmup:
 		return "CoordsWarmup"
+	case SessionMsgPQ:
+		return "PQ"
 	}
 	return fmt.Sprintf("SessionMessageType(0x%02x)", uint8(t))
 }

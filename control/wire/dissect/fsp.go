@@ -284,6 +284,19 @@ type FSPPathMtuNotification struct {
 	PathMTU uint16 `json:"path_mtu"`
 }
 
+// FSPPQFragment is the body of a post-quantum upgrade fragment (type
+// 0xE0, fips-go's; docs/wire.md).
+type FSPPQFragment struct {
+	Version  uint8       `json:"version"`
+	Kind     string      `json:"kind"`
+	Index    uint8       `json:"index"`
+	Count    uint8       `json:"count"`
+	ID       fspHexBytes `json:"exchange_id"`
+	Total    uint16      `json:"total"`
+	ChunkLen int         `json:"chunk_len"`
+	Chunk    fspHexBytes `json:"chunk"`
+}
+
 // FSPUnknownBody is the body of a message type upstream does not define.
 type FSPUnknownBody struct {
 	BodyLen int         `json:"body_len"`
@@ -341,6 +354,13 @@ func fspInner(b []byte) (any, error) {
 			return nil, err
 		}
 		out.Body = struct{}{}
+	case wire.SessionMsgPQ:
+		f, err := wire.ParsePQFragment(in.Body)
+		if err != nil {
+			return nil, err
+		}
+		out.Body = FSPPQFragment{Version: wire.PQVersion, Kind: f.Kind.String(), Index: f.Index, Count: f.Count,
+			ID: f.ID[:], Total: f.Total, ChunkLen: len(f.Chunk), Chunk: f.Chunk}
 	default:
 		out.Body = FSPUnknownBody{BodyLen: len(in.Body), Body: in.Body}
 	}

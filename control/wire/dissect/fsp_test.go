@@ -198,6 +198,19 @@ func TestFSPDissectInner(t *testing.T) {
 	fspJSON(t, dissect.FSPInner, fspPlain(t, 4, wire.SessionMsgCoordsWarmup, 0, nil),
 		`{"layer":"fsp-inner","timestamp":4,"msg_type":20,"msg_type_name":"CoordsWarmup","inner_flags":0,"spin_bit":false,"body":{}}`)
 
+	frags, err := wire.PQFragments(wire.PQKindConfirm, [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, bytes.Repeat([]byte{0xab}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq := make([]byte, wire.PQFragmentSize)
+	if _, err := frags[0].MarshalTo(pq); err != nil {
+		t.Fatal(err)
+	}
+	fspJSON(t, dissect.FSPInner, fspPlain(t, 6, wire.SessionMsgPQ, 0, pq),
+		`{"layer":"fsp-inner","timestamp":6,"msg_type":224,"msg_type_name":"PQ","inner_flags":0,"spin_bit":false,
+		"body":{"version":1,"kind":"confirm","index":0,"count":1,"exchange_id":"0102030405060708","total":32,"chunk_len":32,
+		"chunk":"`+strings.Repeat("ab", 32)+`"}}`)
+
 	fspJSON(t, dissect.FSPInner, fspPlain(t, 5, 0x99, 0, []byte{0xDE, 0xAD}),
 		`{"layer":"fsp-inner","timestamp":5,"msg_type":153,"msg_type_name":"SessionMessageType(0x99)","inner_flags":0,"spin_bit":false,
 		"body":{"body_len":2,"body":"dead"}}`)
