@@ -51,7 +51,7 @@ func TestEthernetV1(t *testing.T) {
 	if err != nil || n != 8 || hex.EncodeToString(b[:8]) != "0000040001020304" {
 		t.Fatalf("%x %d %v", b[:8], n, err)
 	}
-	b[1] = 0x80 // reserved flags are ignored
+	b[1] = 0x80                      // reserved flags are ignored
 	d, err := ParseEthernetDataV1(b) // padded to 60
 	if err != nil || !bytes.Equal(d.Packet, []byte{1, 2, 3, 4}) {
 		t.Fatalf("%x %v", d.Packet, err)
