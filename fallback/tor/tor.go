@@ -139,8 +139,9 @@ func checkHostPort(s string) error {
 // transport.Transport.
 type Transport struct {
 	*tcp.Transport
-	opts Options
-	log  *slog.Logger
+	opts    Options
+	invalid error // from Options.Validate: Start fails with it
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	names  map[netip.AddrPort]socksTarget // synthetic address → name
@@ -158,18 +159,20 @@ type Transport struct {
 
 var _ transport.Transport = (*Transport)(nil)
 
-// New validates opts and returns a transport in StateConfigured.
+// New returns a transport in StateConfigured. Options that Validate
+// refuses (an unknown mode, directory_service in socks5 mode, …) make
+// Start fail, as upstream's transport fails to start with them, so the
+// node runs degraded on its other transports; New itself fails only
+// where the stream transport cannot be built.
 func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transport, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
+	invalid := opts.Validate()
 	if opts.RetryMin <= 0 {
 		opts.RetryMin = time.Second
 	}
 	if opts.RetryMax < opts.RetryMin {
 		opts.RetryMax = max(60*time.Second, opts.RetryMin)
 	}
-	t := &Transport{opts: opts, log: transport.Logger(log, "tor", id, name),
+	t := &Transport{opts: opts, invalid: invalid, log: transport.Logger(log, "tor", id, name),
 		names: map[netip.AddrPort]socksTarget{}, byName: map[string]netip.AddrPort{}}
 	to := tcp.Defaults()
 	to.Kind = "tor"
@@ -187,6 +190,9 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 		if opts.DirectoryService {
 			to.BindAddr = opts.BindAddr
 		}
+	}
+	if invalid != nil {
+		to.BindAddr = ""
 	}
 	inner, err := tcp.New(id, name, to, log)
 	if err != nil {
@@ -214,6 +220,9 @@ func (t *Transport) OnionAddress() string {
 // modes), then brings the onion service up in the background, retrying
 // with backoff: Tor not running yet disturbs nothing but the service.
 func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error {
+	if t.invalid != nil {
+		return t.invalid
+	}
 	if err := t.Transport.Start(ctx, deliver); err != nil {
 		return fmt.Errorf("tor: %w", err)
 	}

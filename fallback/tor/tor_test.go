@@ -380,6 +380,15 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
+	// New accepts them; Start refuses (the node runs degraded without it).
+	tr, err := New(1, "", Options{Mode: "embedded", MTU: DefaultMTU, ConnectTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background(), transporttest.NewSink(1).Deliver); err == nil || !strings.Contains(err.Error(), `unsupported mode "embedded"`) {
+		t.Errorf("Start with mode embedded: %v", err)
+	}
+	tr.Close()
 	u := baseOptions(ModeControlPort)
 	u.ControlAddr = "/run/tor/control"
 	if err := u.Validate(); err != nil {

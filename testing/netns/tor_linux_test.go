@@ -3,6 +3,7 @@
 package netns
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/fallback/tor"
 )
 
 // A private Tor network (TestingTorNetwork 1) in the namespace "tor":
@@ -131,7 +134,7 @@ ExitPolicy accept *:*
 	}
 	client := fmt.Sprintf("HashedControlPassword %s\n", strings.TrimSpace(string(out)))
 	for _, a := range clientAddrs {
-		client += fmt.Sprintf("SocksPort %s:9050\nControlPort %s:9051\n", a, a)
+		client += fmt.Sprintf("SocksPort %s:9050 ExtendedErrors\nControlPort %s:9051\n", a, a)
 	}
 	torrcs["client"] = client
 	var stopping atomic.Bool
@@ -285,8 +288,34 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 	t.Logf("C-B link (connect, control_port onion) up %v after the network started", time.Since(start).Round(time.Second))
 	torPing(t, m, "c", b)
 
+	// An onion no service runs (a valid key: Tor refuses one that is no
+	// curve point as an invalid address): Tor's refusal is logged by name.
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := [32]byte(pub)
+	nowhere := fmt.Sprintf("%s:%d", tor.OnionAddress(k), torOnionPort)
+	if err := c.Call("connect", map[string]any{"npub": a.Npub(), "address": nowhere, "transport": "tor"}, &res); err != nil {
+		t.Fatalf("connect to %s: %v", nowhere, err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(c.Logs(), "Tor SOCKS5 connection failed"); time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no SOCKS5 failure logged for %s:\n%s", nowhere, tail(c.Logs(), 30))
+		}
+	}
+	for _, l := range strings.Split(c.Logs(), "\n") {
+		if strings.Contains(l, "Tor SOCKS5 connection failed") {
+			t.Logf("C logs: %s", l)
+			if !strings.Contains(l, "SOCKS5 proxy refused CONNECT: onion service") {
+				t.Errorf("the refusal is not named: %s", l)
+			}
+			break
+		}
+	}
+
 	// Malformed onion addresses are refused at connect, with the reason.
-	err := c.Call("connect", map[string]any{"npub": a.Npub(), "address": "abc.onion:443", "transport": "tor"}, &res)
+	err = c.Call("connect", map[string]any{"npub": a.Npub(), "address": "abc.onion:443", "transport": "tor"}, &res)
 	if err == nil || !strings.Contains(err.Error(), "malformed onion address") {
 		t.Errorf("connect to a malformed onion: %v", err)
 	}

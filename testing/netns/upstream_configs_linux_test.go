@@ -3,7 +3,6 @@
 package netns
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fips-go/fips/control/config"
+	"github.com/fips-go/fips/control/transport/transporttest"
 	"github.com/fips-go/fips/testing/daemons"
 )
 
@@ -33,6 +33,16 @@ var upstreamConfigs = map[string]string{
 	"testing_native-api_node.yaml":                        "",
 	"testing_tor_socks5-outbound_configs_node-a.yaml":     "", // no Tor here: dials warn and retry
 	"testing_tor_directory-mode_configs_node-a.yaml":      "", // no hostname file: the service retries
+}
+
+// upstreamLogs are lines a file's daemon logs while it runs: the Tor
+// configs find no Tor here, and say so, one line each, while the node
+// runs on.
+var upstreamLogs = map[string][]string{
+	"testing_tor_directory-mode_configs_node-a.yaml": {"Tor onion service not up; retrying",
+		"read onion hostname (is HiddenServiceDir in torrc, and has Tor started?)"},
+	"testing_tor_socks5-outbound_configs_node-a.yaml": {"Tor SOCKS5 connection failed",
+		"remote=test-us01.fips.network:443", "SOCKS5 proxy unreachable (is Tor running"},
 }
 
 // upstreamDegraded are the files that start degraded, as upstream's
@@ -74,7 +84,8 @@ func TestUpstreamConfigsStart(t *testing.T) {
 			if err := os.WriteFile(n.Config, cfg, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
+			// Locked: the Tor configs' log is read while the daemon runs.
+			var out transporttest.LogBuffer
 			cmd := exec.Command("ip", "netns", "exec", n.NS, "env", config.EtcDirEnv+"="+n.Dir,
 				m.Binaries().Fips, "-c", n.Config)
 			cmd.Stdout, cmd.Stderr = &out, &out
@@ -131,6 +142,11 @@ func TestUpstreamConfigsStart(t *testing.T) {
 			}
 			if st.State != wantState || !strings.HasPrefix(st.Npub, "npub1") {
 				t.Errorf("show_status: %+v\n%s", st, out.String())
+			}
+			for _, line := range upstreamLogs[base] {
+				if _, ok := daemons.WaitFor(10*time.Second, func() bool { return strings.Contains(out.String(), line) }); !ok {
+					t.Errorf("no line %q\n%s", line, out.String())
+				}
 			}
 			stopAt := time.Now()
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
