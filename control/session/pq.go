@@ -16,9 +16,9 @@ import (
 // pqkdf.go for the key schedule and docs/wire.md for the messages).
 //
 // Every classical epoch (the XK handshake's, and each XK rekey's) of a
-// session whose policy is not off is upgraded: the session's initiator
-// offers a fresh ML-KEM-768 encapsulation key in SessionMsgPQ fragments
-// sealed under that epoch, the responder encapsulates and answers, and both
+// session whose policy is not off is upgraded: the side that sent the
+// epoch's msg1 offers a fresh ML-KEM-768 encapsulation key in SessionMsgPQ
+// fragments sealed under that epoch, the other encapsulates and answers, and both
 // install the derived keys as the pending epoch. The offerer cuts over as
 // soon as the accept's key confirmation verifies and sends a confirm on the
 // new keys (resent, as a rekey's msg3, until the answerer is seen on them);
