@@ -62,7 +62,7 @@ func TestPQUpgradeBothWays(t *testing.T) {
 	var buf bytes.Buffer
 	m, a, b := pqPair(t, 1, PQPreferred, PQPreferred, &buf)
 	establish(t, m, a, b)
-	if !a.pq(b) || !b.pq(a) {
+	if !a.pq(b) || !b.pq(a) || a.tbl.PQLen() != 1 || b.tbl.PQLen() != 1 {
 		t.Fatalf("not post-quantum after establishment: a %v b %v\n%s", a.pq(b), b.pq(a), buf.String())
 	}
 	for _, n := range []*node{a, b} {
