@@ -178,6 +178,7 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_peers", "gauge", "peers", "Active (authenticated) peers.", "show_status peer_count", nil},
 		{"fips_connections", "gauge", "connections", "Link handshakes in progress.", "show_status connection_count", nil},
 		{"fips_sessions", "gauge", "sessions", "End-to-end sessions in the session table.", "show_status session_count", nil},
+		{"fips_sessions_post_quantum", "gauge", "sessions", "Established sessions whose current keys come from an ML-KEM-768 upgrade (node.session.pq).", "show_sessions post_quantum", nil},
 		{"fips_tree_depth", "gauge", "hops", "This node's depth in the spanning tree (0 at the root).", "show_tree depth", nil},
 		{"fips_tree_is_root", "gauge", "", "1 when this node is the root of its spanning tree.", "show_tree is_root", nil},
 		{"fips_tree_peers", "gauge", "peers", "Peers with an accepted tree declaration.", "show_tree peer_tree_count", nil},
@@ -346,6 +347,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge("fips_connections", float64(connecting))
 	gauge("fips_sessions", float64(s.Sessions))
+	gauge("fips_sessions_post_quantum", float64(s.PQSessions))
 	gauge("fips_tree_depth", float64(s.Tree.Depth))
 	gauge("fips_tree_is_root", b2f(s.Tree.IsRoot))
 	gauge("fips_tree_peers", float64(s.Tree.PeerTreeCount))

@@ -40,6 +40,7 @@ type Snapshot struct {
 	RouteStats  route.Stats
 	IDCacheLen  int
 	Sessions    int
+	PQSessions  int // established sessions on post-quantum keys
 	SessionMMP  []SessionMMPView
 
 	CEReceived, KernelDropEvents uint64
@@ -149,7 +150,7 @@ func (n *Node) publish(now time.Time) {
 		RxDrops: n.rxDrops.Load(), AQMDrops: n.aqm.Drops.Load() + n.engineAQMDrops(), LinkMsgs: map[string]uint64{}, Rejected: map[string]uint64{},
 		Tree: c.tree.Snapshot(), Names: map[identity.NodeAddr]nameInfo{},
 		Routing: c.route.Snapshot(now), RouteStats: c.route.Stats(), IDCacheLen: c.ids.Len(), IDCacheMax: c.ids.max,
-		Sessions: c.sess.Len(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
+		Sessions: c.sess.Len(), PQSessions: c.sess.PQLen(), CEReceived: c.ceReceived, KernelDropEvents: n.dropEvents,
 		NoRouteLookups: c.noRouteLookups, SessStats: c.sess.Stats(),
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane,
 		Sparklines: n.hist.Sparklines(), History: n.hist.Stats(), Native: nativeStats(n.native.Counters),

@@ -114,6 +114,18 @@ func (t *Table) Established(dest identity.NodeAddr) bool {
 // Len is the number of sessions.
 func (t *Table) Len() int { return len(t.sessions) }
 
+// PQLen is the number of established sessions whose current keys are
+// post-quantum.
+func (t *Table) PQLen() int {
+	n := 0
+	for _, e := range t.sessions {
+		if e.state == StateEstablished && e.pq.cur {
+			n++
+		}
+	}
+	return n
+}
+
 // PendingDestinations is the number of destinations with queued packets.
 func (t *Table) PendingDestinations() int { return len(t.pending) }
 

@@ -16,9 +16,9 @@ import (
 // pqkdf.go for the key schedule and docs/wire.md for the messages).
 //
 // Every classical epoch (the XK handshake's, and each XK rekey's) of a
-// session whose policy is not off is upgraded: the session's initiator
-// offers a fresh ML-KEM-768 encapsulation key in SessionMsgPQ fragments
-// sealed under that epoch, the responder encapsulates and answers, and both
+// session whose policy is not off is upgraded: the side that sent the
+// epoch's msg1 offers a fresh ML-KEM-768 encapsulation key in SessionMsgPQ
+// fragments sealed under that epoch, the other encapsulates and answers, and both
 // install the derived keys as the pending epoch. The offerer cuts over as
 // soon as the accept's key confirmation verifies and sends a confirm on the
 // new keys (resent, as a rekey's msg3, until the answerer is seen on them);
@@ -205,14 +205,6 @@ func (t *Table) pqTick(now time.Time, e *entry) {
 // required tears the session down with one line.
 func (t *Table) pqGiveUp(now time.Time, e *entry, why string) {
 	p := &e.pq
-	if p.pend {
-		e.pending, p.pend = nil, false
-		e.rekeyCompleted = time.Time{}
-	}
-	if e.msg3Payload != nil && e.pending == nil && p.cur {
-		e.clearMsg3()
-	}
-	p.resetExchange()
 	p.deadline = time.Time{}
 	if p.mode == PQRequired {
 		t.stats.PQRefused++
@@ -222,6 +214,15 @@ func (t *Table) pqGiveUp(now time.Time, e *entry, why string) {
 			"peer", t.name(e.addr), "why", why, "queued_dropped", n)
 		t.drop(now, e.addr, "pq_required")
 		return
+	}
+	if p.pend {
+		// An answered exchange whose offerer has not been heard on the
+		// new keys: they stay pending (a late frame on them still
+		// promotes them, so a peer that did cut over is never a black
+		// hole); the session is classical until then.
+		p.dk, p.offering, p.rx = nil, false, pqRx{}
+	} else {
+		p.resetExchange()
 	}
 	p.classic = true
 	t.stats.PQFallbacks++

@@ -62,7 +62,7 @@ func TestPQUpgradeBothWays(t *testing.T) {
 	var buf bytes.Buffer
 	m, a, b := pqPair(t, 1, PQPreferred, PQPreferred, &buf)
 	establish(t, m, a, b)
-	if !a.pq(b) || !b.pq(a) {
+	if !a.pq(b) || !b.pq(a) || a.tbl.PQLen() != 1 || b.tbl.PQLen() != 1 {
 		t.Fatalf("not post-quantum after establishment: a %v b %v\n%s", a.pq(b), b.pq(a), buf.String())
 	}
 	for _, n := range []*node{a, b} {
@@ -258,7 +258,7 @@ func TestPQTamperedAccept(t *testing.T) {
 			t.Fatalf("delivered %d %d", delivered(b, "ab"), delivered(a, "ba"))
 		}
 		if b.tbl.Stats().PQFallbacks != 1 || b.pq(a) {
-			t.Fatalf("b did not give its pending keys up: %+v", b.tbl.Stats())
+			t.Fatalf("b did not fall back: %+v", b.tbl.Stats())
 		}
 	})
 	t.Run("required", func(t *testing.T) {
@@ -533,5 +533,46 @@ func TestPQRequiredUnderLoss(t *testing.T) {
 	t.Logf("upgrades a=%d b=%d refused a=%d b=%d queue drops a=%d b=%d", sa.PQUpgrades, sb.PQUpgrades, sa.PQRefused, sb.PQRefused, sa.PendingDropped, sb.PendingDropped)
 	if sa.PQUpgrades < 2 {
 		t.Fatalf("upgrades a %d", sa.PQUpgrades)
+	}
+}
+
+// TestPQLateFrameAfterAnswererDeadline: the offerer cut over, but nothing
+// it sent reached the answerer before the answerer's deadline; the
+// answerer falls back yet keeps the answered keys pending, so the
+// offerer's next frame still promotes them: no black hole.
+func TestPQLateFrameAfterAnswererDeadline(t *testing.T) {
+	var buf bytes.Buffer
+	m, a, b := pqPair(t, 12, PQPreferred, PQPreferred, &buf)
+	cut := false
+	m.drop = func(p packet) bool { return cut && p.src == a.addr }
+	sawAccept := 0
+	inner := m.drop
+	m.drop = func(p packet) bool {
+		if e, err := wire.ParseFSPEncrypted(p.b); err == nil && p.src == b.addr &&
+			int(e.Header.PayloadLen) == wire.FSPInnerHeaderSize+wire.PQFragmentSize {
+			sawAccept++
+			if sawAccept == 2 {
+				cut = true // a's confirm and everything after it are lost
+			}
+		}
+		return inner(p)
+	}
+	establish(t, m, a, b)
+	if !a.pq(b) || b.pq(a) {
+		t.Fatalf("setup: a %v b %v", a.pq(b), b.pq(a))
+	}
+	for range 25 {
+		m.advance(time.Second)
+		_ = a.tbl.Send(m.now, b.addr, 1, 1, []byte("lost"))
+		m.tickAll()
+	}
+	if b.tbl.Stats().PQFallbacks != 1 || b.pq(a) {
+		t.Fatalf("b: %+v", b.tbl.Stats())
+	}
+	cut = false
+	_ = a.tbl.Send(m.now, b.addr, 1, 1, []byte("late"))
+	m.run()
+	if delivered(b, "late") != 1 || !b.pq(a) {
+		t.Fatalf("late frame: delivered %d, b pq %v", delivered(b, "late"), b.pq(a))
 	}
 }
