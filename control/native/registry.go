@@ -45,9 +45,9 @@ type ClientID uint64
 
 // Limits bound the registry (node.native_api.*).
 type Limits struct {
-	PerFlow   int // pending_per_flow: datagrams held per flow
-	Backlog   int // flows announced on one listener and not yet taken
-	MaxFlows  int // flows on this node, pending and established
+	PerFlow  int // pending_per_flow: datagrams held per flow
+	Backlog  int // flows announced on one listener and not yet taken
+	MaxFlows int // flows on this node, pending and established
 	// PerClient bounds the flows and listeners one client holds (0: a
 	// quarter of MaxFlows, at least 1; MaxFlows: no per-client bound, as
 	// upstream).
