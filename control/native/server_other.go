@@ -29,3 +29,6 @@ func (*Server) Close() error { return nil }
 
 // Path is empty.
 func (*Server) Path() string { return "" }
+
+// Refused is 0.
+func (*Server) Refused() uint64 { return 0 }

@@ -23,6 +23,15 @@ import (
 // Supported reports whether this platform builds the API server.
 const Supported = true
 
+// Setup connections: at most MaxConns at once (more are closed on
+// accept, counted by Refused), each closed after IdleTimeout without a
+// complete command. A connection carries setup calls only and owns
+// nothing, so closing an idle one costs its client nothing it holds.
+const (
+	MaxConns    = 64
+	IdleTimeout = 60 * time.Second
+)
+
 // errCommandTooLarge ends a connection (nothing is written back).
 var errCommandTooLarge = errors.New("native API command too large")
 
@@ -42,6 +51,9 @@ type Server struct {
 	others map[*PacketConn]struct{} // listeners' halves, RPC connections
 	conns  map[net.Conn]struct{}
 	closed bool
+
+	sem     chan struct{}
+	refused atomic.Uint64
 }
 
 // flowConn is one flow's node-side half and what its reader counted.
@@ -73,8 +85,13 @@ func Bind(cfg Config, host Host, log *slog.Logger) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	log.Info("Native API socket listening", "path", cfg.Path)
 	return &Server{cfg: cfg, host: host, log: log, ln: ln, ctx: ctx, cancel: cancel,
-		flows: map[uint64]*flowConn{}, others: map[*PacketConn]struct{}{}, conns: map[net.Conn]struct{}{}}, nil
+		flows: map[uint64]*flowConn{}, others: map[*PacketConn]struct{}{}, conns: map[net.Conn]struct{}{},
+		sem: make(chan struct{}, MaxConns)}, nil
 }
+
+// Refused is how many connections were closed on accept because
+// MaxConns were open.
+func (s *Server) Refused() uint64 { return s.refused.Load() }
 
 // Path is the socket's path.
 func (s *Server) Path() string { return s.cfg.Path }
@@ -99,11 +116,21 @@ func (s *Server) Serve() error {
 			}
 			continue
 		}
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			s.refused.Add(1)
+			s.log.Debug("Native API connection refused: too many connections", "max", MaxConns)
+			c.Close()
+			continue
+		}
 		if !s.track(c) {
+			<-s.sem
 			c.Close()
 			return nil
 		}
 		s.wg.Go(func() {
+			defer func() { <-s.sem }()
 			defer s.untrack(c)
 			if err := s.serveConn(c); err != nil {
 				s.log.Debug("Native API connection ended", "error", err)
@@ -160,6 +187,7 @@ func (s *Server) serveConn(c *net.UnixConn) error {
 	}
 	r := bufio.NewReaderSize(c, 4096)
 	for {
+		_ = c.SetReadDeadline(time.Now().Add(IdleTimeout))
 		line, err := readCommand(r)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -168,6 +196,7 @@ func (s *Server) serveConn(c *net.UnixConn) error {
 			return err
 		}
 		reply, fd := s.answer(client, line)
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second)) // a client that reads no reply
 		err = writeReply(c, reply.Line(), fd)
 		if fd != nil {
 			fd.Close() // the client now holds the only copy
