@@ -239,7 +239,7 @@ func TestServerDebugArrivalHandOver(t *testing.T) {
 func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
 
 // TestServerConnectionBound: at most MaxConns setup connections at once;
-// one more is closed at once and counted, and a freed slot serves again.
+// one more evicts the longest-idle connection and is served.
 func TestServerConnectionBound(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
 	s, _, path := startServer(t, false)
@@ -255,24 +255,16 @@ func TestServerConnectionBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		held = append(held, c)
+		time.Sleep(time.Millisecond) // distinct idle times: held[0] is the oldest
 	}
-	// Serve accepts in order, so the 64 held take every slot first.
-	extra, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	extra.SetDeadline(time.Now().Add(5 * time.Second))
-	if n, err := extra.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
-		t.Fatalf("connection past the bound: %d, %v", n, err)
-	}
-	if s.Refused() != 1 {
-		t.Fatal("the refusal was not counted")
-	}
-	held[0].Close()
-	held = held[1:]
-	time.Sleep(50 * time.Millisecond)
 	if r := ask(t, path, `{"command":"teleport"}`); errnoOf(r[0]) != "EINVAL" {
-		t.Fatalf("after a slot freed: %v", r)
+		t.Fatalf("past the bound: %v", r)
+	}
+	if s.Evicted() != 1 || s.Refused() != 0 {
+		t.Fatalf("evicted %d, refused %d", s.Evicted(), s.Refused())
+	}
+	held[0].SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := held[0].Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("the oldest idle connection: %d, %v", n, err)
 	}
 }

@@ -136,6 +136,7 @@ func (n *Node) publish(now time.Time) {
 		NativeLimits: nativeLimits(n.native.Counters)}
 	if n.nativeSrv != nil {
 		s.NativeLimits.RefusedConnections = n.nativeSrv.Refused()
+		s.NativeLimits.EvictedConnections = n.nativeSrv.Evicted()
 	}
 	s.Dataplane.Engine = n.engineView()
 	s.Dataplane.OuterCE = n.outerCE.Load()
