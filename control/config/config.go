@@ -571,8 +571,8 @@ type NativeAPIConfig struct {
 	MaxFlows       uint   `yaml:"max_flows"`
 	DebugCommands  bool   `yaml:"debug_commands"`
 	// MaxFlowsPerClient (fips-go's, not upstream's) bounds the flows and
-	// listeners one client process holds; 0 means max_flows (upstream's
-	// behaviour: no per-client cap).
+	// listeners one client process holds; 0 means a quarter of max_flows
+	// (at least 1); max_flows means no per-client bound, as upstream.
 	MaxFlowsPerClient uint `yaml:"max_flows_per_client"`
 }
 

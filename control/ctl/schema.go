@@ -156,6 +156,11 @@ type NativeLimitsJSON struct {
 	// RefusedPortInUse: connect and listen calls refused (EADDRINUSE)
 	// for a held port or an existing flow.
 	RefusedPortInUse uint64 `json:"refused_port_in_use"`
+	// RefusedConnections: setup connections closed on accept because 64
+	// were open, every one running a command; EvictedConnections: idle
+	// setup connections closed to make room for a new one.
+	RefusedConnections uint64 `json:"refused_connections"`
+	EvictedConnections uint64 `json:"evicted_connections"`
 }
 
 // SessionMetricsJSON is what the node counts about its own sessions.

@@ -213,6 +213,8 @@ func counterHelp() map[string]string {
 		"native_limits.refused_client_limit":   "Native API connect and listen calls refused at node.native_api.max_flows_per_client.",
 		"native_limits.refused_too_many_flows": "Native API connect calls refused at node.native_api.max_flows.",
 		"native_limits.refused_port_in_use":    "Native API connect and listen calls refused for a held port or an existing flow.",
+		"native_limits.refused_connections":    "Native API setup connections closed on accept because 64 were open, each running a command.",
+		"native_limits.evicted_connections":    "Idle native API setup connections closed to make room for a new one.",
 
 		// show_status link_layer
 		"link.packets_in":                   "Packets received by the link layer.",

@@ -45,10 +45,13 @@ type ClientID uint64
 
 // Limits bound the registry (node.native_api.*).
 type Limits struct {
-	PerFlow   int // pending_per_flow: datagrams held per flow
-	Backlog   int // flows announced on one listener and not yet taken
-	MaxFlows  int // flows on this node, pending and established
-	PerClient int // flows and listeners one client holds (0: MaxFlows)
+	PerFlow  int // pending_per_flow: datagrams held per flow
+	Backlog  int // flows announced on one listener and not yet taken
+	MaxFlows int // flows on this node, pending and established
+	// PerClient bounds the flows and listeners one client holds (0: a
+	// quarter of MaxFlows, at least 1; MaxFlows: no per-client bound, as
+	// upstream).
+	PerClient int
 }
 
 // Arrival tells a listener's task a flow arrived.
@@ -217,9 +220,10 @@ type Registry struct {
 // NewRegistry is an empty registry; limits below 1 are raised to 1.
 func NewRegistry(l Limits) *Registry {
 	l.PerFlow, l.Backlog, l.MaxFlows = max(l.PerFlow, 1), max(l.Backlog, 1), max(l.MaxFlows, 1)
-	if l.PerClient <= 0 || l.PerClient > l.MaxFlows {
-		l.PerClient = l.MaxFlows
+	if l.PerClient <= 0 {
+		l.PerClient = max(l.MaxFlows/4, 1)
 	}
+	l.PerClient = min(l.PerClient, l.MaxFlows)
 	return &Registry{limits: l, ports: map[uint16]owner{}, listeners: map[uint16]*listener{},
 		flows: map[FlowKey]*flow{}, byID: map[uint64]FlowKey{}, pending: map[uint64]*pending{},
 		pendKey: map[FlowKey]uint64{}, clients: map[ClientID]int{}, nextFlow: 1, nextEph: PortEphemeralMin}

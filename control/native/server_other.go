@@ -29,3 +29,9 @@ func (*Server) Close() error { return nil }
 
 // Path is empty.
 func (*Server) Path() string { return "" }
+
+// Refused is 0.
+func (*Server) Refused() uint64 { return 0 }
+
+// Evicted is 0.
+func (*Server) Evicted() uint64 { return 0 }

@@ -237,3 +237,34 @@ func TestServerDebugArrivalHandOver(t *testing.T) {
 }
 
 func itoa(v uint64) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestServerConnectionBound: at most MaxConns setup connections at once;
+// one more evicts the longest-idle connection and is served.
+func TestServerConnectionBound(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t, goleak.IgnoreCurrent()) })
+	s, _, path := startServer(t, false)
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range native.MaxConns {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		time.Sleep(time.Millisecond) // distinct idle times: held[0] is the oldest
+	}
+	if r := ask(t, path, `{"command":"teleport"}`); errnoOf(r[0]) != "EINVAL" {
+		t.Fatalf("past the bound: %v", r)
+	}
+	if s.Evicted() != 1 || s.Refused() != 0 {
+		t.Fatalf("evicted %d, refused %d", s.Evicted(), s.Refused())
+	}
+	held[0].SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := held[0].Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("the oldest idle connection: %d, %v", n, err)
+	}
+}

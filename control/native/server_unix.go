@@ -23,6 +23,14 @@ import (
 // Supported reports whether this platform builds the API server.
 const Supported = true
 
+// MaxConns bounds the setup connections served at once. When all are
+// taken, a new connection closes the one that has waited longest without
+// a command in progress (counted by Evicted); when every one is running
+// a command, the new one is closed (counted by Refused). A connection
+// carries setup calls only and owns nothing, so closing an idle one costs
+// its client nothing it holds: upstream's client opens one per call.
+const MaxConns = 64
+
 // errCommandTooLarge ends a connection (nothing is written back).
 var errCommandTooLarge = errors.New("native API command too large")
 
@@ -40,8 +48,18 @@ type Server struct {
 	mu     sync.Mutex
 	flows  map[uint64]*flowConn     // every flow the node holds a half of
 	others map[*PacketConn]struct{} // listeners' halves, RPC connections
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*connState
 	closed bool
+
+	sem     chan struct{}
+	refused atomic.Uint64
+	evicted atomic.Uint64
+}
+
+// connState is what eviction needs of a connection (under Server.mu).
+type connState struct {
+	busy  bool      // a command is being answered
+	since time.Time // idle since
 }
 
 // flowConn is one flow's node-side half and what its reader counted.
@@ -73,7 +91,55 @@ func Bind(cfg Config, host Host, log *slog.Logger) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	log.Info("Native API socket listening", "path", cfg.Path)
 	return &Server{cfg: cfg, host: host, log: log, ln: ln, ctx: ctx, cancel: cancel,
-		flows: map[uint64]*flowConn{}, others: map[*PacketConn]struct{}{}, conns: map[net.Conn]struct{}{}}, nil
+		flows: map[uint64]*flowConn{}, others: map[*PacketConn]struct{}{}, conns: map[net.Conn]*connState{},
+		sem: make(chan struct{}, MaxConns)}, nil
+}
+
+// Refused is how many connections were closed on accept because
+// MaxConns were open and all were running a command.
+func (s *Server) Refused() uint64 { return s.refused.Load() }
+
+// Evicted is how many idle connections were closed to make room.
+func (s *Server) Evicted() uint64 { return s.evicted.Load() }
+
+// admit takes a connection slot, evicting the longest-idle connection
+// when all are taken; false: every connection is running a command.
+func (s *Server) admit() bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	default:
+	}
+	s.mu.Lock()
+	var victim net.Conn
+	var oldest time.Time
+	for c, st := range s.conns {
+		if !st.busy && (victim == nil || st.since.Before(oldest)) {
+			victim, oldest = c, st.since
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.Close() // its goroutine ends and gives the slot back
+	s.evicted.Add(1)
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-time.After(time.Second):
+		return false
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) setBusy(c net.Conn, busy bool) {
+	s.mu.Lock()
+	if st := s.conns[c]; st != nil {
+		st.busy, st.since = busy, time.Now()
+	}
+	s.mu.Unlock()
 }
 
 // Path is the socket's path.
@@ -99,11 +165,19 @@ func (s *Server) Serve() error {
 			}
 			continue
 		}
+		if !s.admit() {
+			s.refused.Add(1)
+			s.log.Debug("Native API connection refused: every connection is running a command", "max", MaxConns)
+			c.Close()
+			continue
+		}
 		if !s.track(c) {
+			<-s.sem
 			c.Close()
 			return nil
 		}
 		s.wg.Go(func() {
+			defer func() { <-s.sem }()
 			defer s.untrack(c)
 			if err := s.serveConn(c); err != nil {
 				s.log.Debug("Native API connection ended", "error", err)
@@ -140,7 +214,7 @@ func (s *Server) track(c net.Conn) bool {
 	if s.closed {
 		return false
 	}
-	s.conns[c] = struct{}{}
+	s.conns[c] = &connState{since: time.Now()}
 	return true
 }
 
@@ -167,8 +241,11 @@ func (s *Server) serveConn(c *net.UnixConn) error {
 			}
 			return err
 		}
+		s.setBusy(c, true)
 		reply, fd := s.answer(client, line)
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second)) // a client that reads no reply
 		err = writeReply(c, reply.Line(), fd)
+		s.setBusy(c, false)
 		if fd != nil {
 			fd.Close() // the client now holds the only copy
 		}

@@ -22,14 +22,19 @@ type NativeAPIOptions struct {
 	Debug   bool
 }
 
+// maxNativeQueue bounds the queue of datagrams clients wrote.
+const maxNativeQueue = 16384
+
 // initNative builds the native API's registry (always: show_native_flows
 // answers with the API off too) and its outbound queue.
 func (n *Node) initNative() {
 	n.native = native.NewRegistry(n.opts.NativeAPI.Limits)
 	l := n.native.Limits()
 	// Every flow holds at most PerFlow datagrams in this queue (the
-	// server's per-flow slots), so a send into it never waits.
-	n.nativeOut = make(chan native.Outbound, l.MaxFlows*l.PerFlow)
+	// server's per-flow slots), so with the defaults (256 × 16) a send
+	// into it never waits; the capacity is capped so a large max_flows
+	// does not allocate it up front (past it, writers wait their turn).
+	n.nativeOut = make(chan native.Outbound, min(l.MaxFlows*l.PerFlow, maxNativeQueue))
 }
 
 // startNative binds the API socket when node.native_api.enabled; a

@@ -155,6 +155,10 @@ func (n *Node) publish(now time.Time) {
 		TunName: "-", TunState: n.tunState, IPv6: c.IPv6Stats(), Dataplane: n.dataplane,
 		Sparklines: n.hist.Sparklines(), History: n.hist.Stats(), Native: nativeStats(n.native.Counters),
 		NativeLimits: nativeLimits(n.native.Counters)}
+	if n.nativeSrv != nil {
+		s.NativeLimits.RefusedConnections = n.nativeSrv.Refused()
+		s.NativeLimits.EvictedConnections = n.nativeSrv.Evicted()
+	}
 	s.Dataplane.Engine = n.engineView()
 	s.Dataplane.OuterCE = n.outerCE.Load()
 	if n.eng != nil {

@@ -80,3 +80,27 @@ func FuzzParseAddr(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeArrival: an arrival decodes to two ends with valid keys, or
+// to ErrProtocol.
+func FuzzDecodeArrival(f *testing.F) {
+	id, _ := identity.Generate(nil)
+	f.Add([]byte(`{"flow_id":9,"held":1,"local_port":4242,"max_payload":1362,"node":"` + id.Npub() +
+		`","peer":"` + id.Npub() + `","remote_port":5000}`))
+	f.Add([]byte(`{"flow_id":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, local, remote, err := decodeArrival(b)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if _, err := identity.DecodeNpub(local.Key.Npub()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := identity.DecodeNpub(remote.Key.Npub()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

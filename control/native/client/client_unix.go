@@ -178,19 +178,12 @@ func (l *Listener) Accept() (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m native.ArrivalMessage
-	if err := json.Unmarshal(buf[:n], &m); err != nil {
+	m, local, remote, err := decodeArrival(buf[:n])
+	if err != nil {
 		pc.Close() // refusing the flow rather than leaking it
-		return nil, fmt.Errorf("%w: arrival: %w", ErrProtocol, err)
+		return nil, err
 	}
-	peer, err1 := identity.DecodeNpub(m.Peer)
-	node, err2 := identity.DecodeNpub(m.Node)
-	if err := errors.Join(err1, err2); err != nil {
-		pc.Close()
-		return nil, fmt.Errorf("%w: arrival: %w", ErrProtocol, err)
-	}
-	return &Conn{pc: pc, local: Addr{node, m.LocalPort}, remote: Addr{peer, m.RemotePort},
-		maxPayload: int(m.MaxPayload), flowID: m.FlowID}, nil
+	return &Conn{pc: pc, local: local, remote: remote, maxPayload: int(m.MaxPayload), flowID: m.FlowID}, nil
 }
 
 func rights(oob []byte) []int {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/native"
 )
 
 // Error is a refusal from the node: Errno is the errno it named (mapped
@@ -62,4 +65,19 @@ func decodeReply(command string, line []byte) (json.RawMessage, error) {
 		return nil, &Error{Op: command, Errno: errno, Message: r.Message}
 	}
 	return nil, fmt.Errorf("%w: %s reply status %q", ErrProtocol, command, r.Status)
+}
+
+// decodeArrival reads a listener's arrival message: the flow's two ends,
+// or ErrProtocol.
+func decodeArrival(b []byte) (native.ArrivalMessage, Addr, Addr, error) {
+	var m native.ArrivalMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, Addr{}, Addr{}, fmt.Errorf("%w: arrival: %w", ErrProtocol, err)
+	}
+	peer, err1 := identity.DecodeNpub(m.Peer)
+	node, err2 := identity.DecodeNpub(m.Node)
+	if err := errors.Join(err1, err2); err != nil {
+		return m, Addr{}, Addr{}, fmt.Errorf("%w: arrival: %w", ErrProtocol, err)
+	}
+	return m, Addr{node, m.LocalPort}, Addr{peer, m.RemotePort}, nil
 }
