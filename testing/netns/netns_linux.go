@@ -116,6 +116,10 @@ type Node struct {
 	// ExtraConfig is YAML appended to this node's fips.yaml only (after
 	// Options.ExtraConfig); set it before Start.
 	ExtraConfig string
+	// NodeConfig is YAML added to this node's node: section only (after
+	// Options.NodeConfig), each line indented two spaces; set it before
+	// Start.
+	NodeConfig string
 	// Bin is the fips and fipsctl this node runs when set (another
 	// implementation, say); the zero value runs the mesh's.
 	Bin daemons.Binaries
@@ -347,7 +351,7 @@ func (n *Node) config() string {
 	if lv != "" {
 		level = fmt.Sprintf("  log_level: %s\n", lv)
 	}
-	level += n.m.opts.NodeConfig
+	level += n.m.opts.NodeConfig + n.NodeConfig
 	p := "peers: []\n"
 	if peers.Len() > 0 {
 		p = "peers:\n" + peers.String()
