@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,7 +21,8 @@ import (
 // TestNativeAPIAcrossALine: three daemons in a line over UDP, TUN off,
 // the ends with node.native_api on; a program on each end exchanges
 // datagrams by npub:port through the relay, the API socket has mode 0770,
-// and both ends list the flow in show_native_flows.
+// and both ends list the flow in show_native_flows; then the example
+// program docs/examples/native-echo does the same on each end.
 func TestNativeAPIAcrossALine(t *testing.T) {
 	const n = 3
 	ids := make([]*identity.Identity, n)
@@ -121,4 +123,29 @@ func TestNativeAPIAcrossALine(t *testing.T) {
 	if len(fb.Flows) != 1 || fb.Flows[0].Peer != ids[0].Npub() || len(fb.Listeners) != 1 || fb.Stats.FlowsAccepted != 1 {
 		t.Errorf("B: %+v", fb)
 	}
+
+	// The example program of docs/native-api.md, on each end: an echo
+	// served at C, a message sent to it from A by npub:port.
+	echo := filepath.Join(t.TempDir(), "native-echo")
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", echo, "./docs/examples/native-echo")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build native-echo: %v\n%s", err, out)
+	}
+	serve := exec.Command(echo, "-socket", sockB, "serve", "4343")
+	var served strings.Builder
+	serve.Stdout = &served
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+	out, err := exec.Command(echo, "-socket", sockA, "-wait", "30s", "send", ids[2].Npub()+":4343", "hello", "mesh").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "hello mesh (from "+ids[2].Npub()+":4343)") {
+		t.Fatalf("native-echo send: %v\n%s\nC:\n%s", err, out, ds[2].Logs())
+	}
+	t.Logf("native-echo send: %s", strings.TrimSpace(string(out)))
 }
