@@ -119,3 +119,31 @@ func ParseEthernetBeaconV1(b []byte) error {
 func AppendEthernetBeaconV1(dst []byte) []byte {
 	return append(dst, EthernetFrameBeacon, 0, 1, 0, EthernetBeaconVersion)
 }
+
+// EthernetDataVersion tells which format an Ethernet data frame (type
+// 0x00 first) is in, for a transport that meets both (docs/next.md §15.2):
+// version 1 when its flags byte is 0 and the FMP packet at byte 4 has
+// version 1, else version 0 (length at bytes 1–2, packet at byte 3). A
+// conforming version-0 frame cannot pass the first test: its byte 4 is
+// the FMP flags byte, at most 0x07. (Testing for version 0 first would
+// not work: a version-1 frame's byte 3, the length's high byte, also has
+// a zero high nibble.)
+func EthernetDataVersion(b []byte) uint8 {
+	if len(b) > EthernetV1HeaderSize && b[1] == 0 && b[4]>>4 == FMPVersionNext {
+		return FMPVersionNext
+	}
+	return FMPVersion
+}
+
+// EthernetBeaconFormat tells a master beacon (34 bytes: type 1, version
+// 1, then the sender's x-only key) from a `next` one (type 1, flags 0, a
+// length of 1, version 1): 0, 1, or false when b is neither.
+func EthernetBeaconFormat(b []byte) (uint8, bool) {
+	if len(b) >= EthernetBeaconSize && b[0] == EthernetFrameBeacon && b[1] == EthernetBeaconVersion {
+		return FMPVersion, true
+	}
+	if ParseEthernetBeaconV1(b) == nil {
+		return FMPVersionNext, true
+	}
+	return 0, false
+}

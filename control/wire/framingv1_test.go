@@ -85,6 +85,44 @@ func TestEthernetV1(t *testing.T) {
 	}
 }
 
+// The discriminators of docs/next.md §15.2 on frames of both formats,
+// including a version-0 frame whose length's low byte is 0 (512 bytes).
+func TestEthernetFormats(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		plen int
+		k    uint8
+	}{{"short", 40, 0}, {"512 bytes, flags K|CE|SP", 512, FMPFlagK | FMPFlagCE | FMPFlagSP}, {"1024", 1024, 0}} {
+		pkt := make([]byte, c.plen)
+		if _, err := PutFMPFrameHeader(pkt, c.k, 1, 2, c.plen-FMPFrameMinSize); err != nil {
+			t.Fatal(err)
+		}
+		v0 := make([]byte, c.plen+EthernetDataHeaderSize)
+		EthernetData{Packet: pkt}.MarshalTo(v0)
+		if v := EthernetDataVersion(v0); v != FMPVersion {
+			t.Errorf("%s: v0 frame read as version %d", c.name, v)
+		}
+		pkt1 := append([]byte{}, pkt...)
+		pkt1[0] = FMPVersionNext << 4
+		v1 := make([]byte, c.plen+EthernetV1HeaderSize)
+		EthernetData{Packet: pkt1}.MarshalV1To(v1)
+		if v := EthernetDataVersion(v1); v != FMPVersionNext {
+			t.Errorf("%s: v1 frame read as version %d", c.name, v)
+		}
+	}
+	master := make([]byte, EthernetBeaconSize)
+	EthernetBeacon{XOnly: bytes.Repeat([]byte{0x01}, 32)}.MarshalTo(master)
+	if v, ok := EthernetBeaconFormat(master); !ok || v != FMPVersion {
+		t.Errorf("master beacon (key bytes 0x01, which a v1 parse would accept): %d %v", v, ok)
+	}
+	if v, ok := EthernetBeaconFormat(AppendEthernetBeaconV1(nil)); !ok || v != FMPVersionNext {
+		t.Errorf("next beacon: %d %v", v, ok)
+	}
+	if _, ok := EthernetBeaconFormat([]byte{1, 2, 3}); ok {
+		t.Error("junk read as a beacon")
+	}
+}
+
 func FuzzFMPv1Stream(f *testing.F) {
 	f.Add([]byte{0x12, 0, 114, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
