@@ -253,6 +253,7 @@ func counterHelp() map[string]string {
 		"link.discovered_limit":             "Dials to mDNS-discovered peers refused for the discovered-peer handshake budget.",
 		"link.discovered_evicted":           "Handshakes to mDNS-discovered peers dropped to give a configured peer a slot.",
 		"link.beacon_dial_limited":          "Peers found by Ethernet beacons that nobody configured, not dialled for the discovered-dial pace (node.rendezvous.lan.dial_burst/dial_rate).",
+		"link.drop_other_version":           "Packets of another FMP version dropped before dispatch (version 1 is upstream's next format, not spoken yet); also in drop_malformed.",
 		"link.peers_promoted":               "Handshakes promoted to active peers.",
 		"link.peers_removed":                "Active peers removed.",
 		"link.peer_restarts":                "Peer restarts detected and proved.",

@@ -54,11 +54,16 @@ type Stats struct {
 	// configured, not dialled for the discovered-dial pace
 	// (node.rendezvous.lan.dial_burst / dial_rate; fips-go addition).
 	BeaconDialLimited uint64 `json:"beacon_dial_limited"`
-	PeersPromoted     uint64 `json:"peers_promoted"`
-	PeersRemoved      uint64 `json:"peers_removed"`
-	PeerRestarts      uint64 `json:"peer_restarts"`
-	CrossConnections  uint64 `json:"cross_connections"`
-	LinksDead         uint64 `json:"links_dead"`
+	// DropOtherVersion: packets of another FMP version dropped before
+	// dispatch (version 1 is upstream's `next` format, which this node
+	// does not speak yet: docs/next.md); they count in drop_malformed too,
+	// as before (fips-go addition).
+	DropOtherVersion uint64 `json:"drop_other_version"`
+	PeersPromoted    uint64 `json:"peers_promoted"`
+	PeersRemoved     uint64 `json:"peers_removed"`
+	PeerRestarts     uint64 `json:"peer_restarts"`
+	CrossConnections uint64 `json:"cross_connections"`
+	LinksDead        uint64 `json:"links_dead"`
 	// Answered handshakes awaiting their first authenticated frame:
 	// proved, evicted (table full, oldest first), expired (handshake
 	// timeout), and a peer's unproven rekeys evicted beyond four.
