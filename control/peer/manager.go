@@ -174,8 +174,8 @@ type Manager struct {
 	mmpLog *slog.Logger
 	// rxLog is upstream's receive-loop target, for drops before dispatch.
 	rxLog *slog.Logger
-	// versionLog paces the INFO line for packets of another FMP version
-	// (once a minute); the rest go to debug, all are counted.
+	// versionLog paces our INFO line for packets of another FMP version
+	// (once a minute, besides upstream's DEBUG line for each).
 	versionLog ratelimit.Bucket
 
 	cfg   Config
@@ -373,13 +373,13 @@ func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.
 	if v := pkt[0] >> 4; v != wire.FMPVersion {
 		m.stats.DropMalformed++
 		m.stats.DropOtherVersion++
+		m.rxLog.Debug("Unknown FMP version, dropping", "version", v, "transport_id", t)
 		if m.versionLog.Take(now, ratelimit.Every(1, time.Minute)) {
-			// Ours, at most once a minute: a neighbour running
-			// upstream's next (version 1) shows up without debug logs.
+			// Ours, besides upstream's line, at most once a minute: a
+			// neighbour running upstream's next (version 1) shows up
+			// without debug logs.
 			m.rxLog.Info("Packet of another FMP version dropped", "version", v, "our_version", wire.FMPVersion,
 				"transport_id", t, "remote_addr", from.String(), "hint", "version 1 is upstream's next format (docs/next.md)")
-		} else {
-			m.rxLog.Debug("Unknown FMP version, dropping", "version", v, "transport_id", t)
 		}
 		m.rejected(t, from)
 		return

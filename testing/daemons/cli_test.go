@@ -17,6 +17,13 @@ func TestStartsWithoutAnyConfig(t *testing.T) {
 	if _, err := os.Stat("/etc/fips/fips.yaml"); err == nil {
 		t.Fatal("/etc/fips/fips.yaml exists on this machine; this test needs a machine without one")
 	}
+	// The control socket's default directory is /run/fips when it exists
+	// (as upstream's), else $XDG_RUNTIME_DIR/fips, which this test sets.
+	for _, d := range []string{"/run/fips", "/var/run/fips"} {
+		if _, err := os.Stat(d); err == nil {
+			t.Fatalf("%s exists on this machine (an installed fips, or a run that left it); this test needs a machine without one", d)
+		}
+	}
 	dir := t.TempDir()
 	cmd := exec.Command(bins.Fips)
 	cmd.Dir = dir

@@ -166,8 +166,11 @@ func TestUpstreamConfigsStart(t *testing.T) {
 	}
 }
 
-// withSocketPath sets node.control.socket_path in a YAML document,
-// keeping everything else (comments included) as it was.
+// withSocketPath sets node.control.socket_path in a YAML document to
+// path, and node.native_api.socket_path, where the document has a
+// native_api section, to api.sock beside it (its default is under
+// /run/fips, which a test must not create), keeping everything else
+// (comments included) as it was.
 func withSocketPath(data []byte, path string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -175,14 +178,21 @@ func withSocketPath(data []byte, path string) ([]byte, error) {
 	}
 	root := doc.Content[0]
 	node := mapChild(root, "node")
-	control := mapChild(node, "control")
-	if v := mapValue(control, "socket_path"); v != nil {
-		v.Kind, v.Tag, v.Value, v.Style = yaml.ScalarNode, "!!str", path, yaml.DoubleQuotedStyle
-	} else {
-		control.Content = append(control.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "socket_path"},
-			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path, Style: yaml.DoubleQuotedStyle})
+	setString(mapChild(node, "control"), "socket_path", path)
+	if mapValue(node, "native_api") != nil {
+		setString(mapChild(node, "native_api"), "socket_path", filepath.Join(filepath.Dir(path), "api.sock"))
 	}
 	return yaml.Marshal(&doc)
+}
+
+// setString sets m's key to the string v, added when absent.
+func setString(m *yaml.Node, key, v string) {
+	if n := mapValue(m, key); n != nil {
+		n.Kind, n.Tag, n.Value, n.Style = yaml.ScalarNode, "!!str", v, yaml.DoubleQuotedStyle
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle})
 }
 
 // mapChild is m's mapping under key, created (or made a mapping from a
