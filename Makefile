@@ -7,9 +7,10 @@ BIN         ?= bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X main.Version=$(VERSION)
 
-# go test's per-package limit: testing/netns runs about 9 minutes on CI's
-# 2 cores, near go test's default of 10, and its private Tor network test
-# (TestTorOnionLink) 1 to 2.5 minutes more.
+# go test's per-package limit: testing/netns ran 9 to 10 minutes on CI's
+# 2 cores before its private Tor network test (TestTorOnionLink, 1 to 2.5
+# minutes) and the post-quantum one (40 s) joined it; 17 minutes on the
+# 2-vCPU development machine of 2026-12-02, beside testing/packaging.
 TEST_TIMEOUT ?= 25m
 
 # Packages that own mutable state shared between goroutines: run under -race.
