@@ -8,9 +8,10 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 LDFLAGS     := -X main.Version=$(VERSION)
 
 # go test's per-package limit: testing/netns ran 9 to 10 minutes on CI's
-# 2 cores before its private Tor network test (TestTorOnionLink, 1 to 2.5
-# minutes) and the post-quantum one (40 s) joined it; 17 minutes on the
-# 2-vCPU development machine of 2026-12-02, beside testing/packaging.
+# 2 cores, 17 on the 2-vCPU development machine of 2026-12-02 beside
+# testing/packaging. The private Tor network test (1 to 2.5 minutes,
+# mostly waiting on Tor's bootstrap) is a package of its own,
+# testing/netns/tornet, so that go test runs it beside testing/netns.
 TEST_TIMEOUT ?= 25m
 
 # Packages that own mutable state shared between goroutines: run under -race.
@@ -19,7 +20,7 @@ RACE_PKGS   ?= ./control/... ./fallback/... ./dataplane/...
 # Packages whose tests need root (network namespaces, BPF programs, TUN
 # devices, installing the .deb): without it they fail, never skip, so
 # `make test` does not start as another user.
-PRIV_PKGS   := bpf dataplane/afxdp dataplane/ethernet dataplane/tun dataplane/xdp testing/bench testing/netns testing/packaging
+PRIV_PKGS   := bpf dataplane/afxdp dataplane/ethernet dataplane/tun dataplane/xdp testing/bench testing/netns testing/netns/tornet testing/packaging
 
 # sudo replaces PATH with its secure_path, which lacks Go's usual home:
 # take go from there (the recipes and the tests that run go too).

@@ -53,7 +53,7 @@ dpkg-deb         dpkg          root                             testing/packagin
 lintian          lintian       root                             lints the .deb (testing/packaging)
 systemd-analyze  systemd       root                             verifies the systemd units (testing/packaging)
 dnsmasq          dnsmasq-base  root                             the dnsmasq DNS backend end to end (testing/packaging)
-tor              tor           root                             the private Tor network of the Tor transport's end-to-end test (testing/netns; tor-gencert comes with it)
+tor              tor           root                             the private Tor network of the Tor transport's end-to-end test (testing/netns/tornet; tor-gencert comes with it)
 perf             linux-perf    profile                          samples the daemons' call chains (make bench-profile)
 EOF
 )

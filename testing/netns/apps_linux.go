@@ -135,3 +135,27 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// SessionStart is n's show_sessions session_start_ms for its session
+// with peer (a rekey's cutover restarts it), 0 without one.
+func SessionStart(tb TB, n, peer *Node) int64 {
+	helper(tb)
+	var s struct {
+		Sessions []struct {
+			RemoteAddr     string `json:"remote_addr"`
+			SessionStartMs *int64 `json:"session_start_ms"`
+		} `json:"sessions"`
+	}
+	if err := n.Call("show_sessions", nil, &s); err != nil {
+		tb.Fatalf("show_sessions on %s: %v", n.Name, err)
+	}
+	for _, e := range s.Sessions {
+		if e.RemoteAddr == peer.NodeAddr() && e.SessionStartMs != nil {
+			return *e.SessionStartMs
+		}
+	}
+	return 0
+}
+
+// Tail is the last lines of s.
+func Tail(s string, lines int) string { return tail(s, lines) }

@@ -420,6 +420,11 @@ func (n *Node) bin() daemons.Binaries {
 	return n.m.bin
 }
 
+// StartWithConfig starts n's daemon on the fips.yaml the caller wrote to
+// n.Config (a test that builds a config the harness does not, such as a
+// Tor transport's); Close stops it as any other.
+func (n *Node) StartWithConfig() error { return n.start() }
+
 func (n *Node) start() error {
 	log := filepath.Join(n.Dir, "fips.log")
 	n.m.mu.Lock()

@@ -54,26 +54,8 @@ func linkRekeysOf(t *testing.T, n *Node) uint64 {
 	return s.LinkLayer.RekeyCutovers
 }
 
-// sessionStartOf is n's show_sessions session_start_ms for the session
-// with peer (a rekey's cutover restarts it), 0 without one.
-func sessionStartOf(t *testing.T, n, peer *Node) int64 {
-	t.Helper()
-	var s struct {
-		Sessions []struct {
-			RemoteAddr     string `json:"remote_addr"`
-			SessionStartMs *int64 `json:"session_start_ms"`
-		} `json:"sessions"`
-	}
-	if err := n.Call("show_sessions", nil, &s); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range s.Sessions {
-		if e.RemoteAddr == peer.NodeAddr() && e.SessionStartMs != nil {
-			return *e.SessionStartMs
-		}
-	}
-	return 0
-}
+// sessionStartOf is SessionStart.
+func sessionStartOf(t *testing.T, n, peer *Node) int64 { return SessionStart(t, n, peer) }
 
 // TestDaemonRekeysLoseNoPacket is the daemons' half of the forced-rekey
 // acceptance (control/node's TestEngineRekeysLoseNoPacket does 20 of

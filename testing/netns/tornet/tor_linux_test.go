@@ -1,6 +1,6 @@
 //go:build linux
 
-package netns
+package tornet
 
 import (
 	"crypto/ed25519"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/fallback/tor"
+	"github.com/fips-go/fips/testing/netns"
 )
 
 // A private Tor network (TestingTorNetwork 1) in the namespace "tor":
@@ -69,7 +70,7 @@ V3AuthDistDelay 2
 // every torrc and starts every tor in ns. hsTarget is where the onion
 // service of A forwards; clientAddrs are the addresses the SOCKS and
 // control ports listen on (9050, 9051).
-func startTorNetwork(t *testing.T, m *Mesh, ns, hsTarget string, clientAddrs []string) *torNet {
+func startTorNetwork(t *testing.T, m *netns.Mesh, ns, hsTarget string, clientAddrs []string) *torNet {
 	t.Helper()
 	for _, bin := range []string{"tor", "tor-gencert"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -170,7 +171,7 @@ func (tn *torNet) waitBootstrapped(t *testing.T, timeout time.Duration, names ..
 	for _, n := range names {
 		for !strings.Contains(tn.log(n), "Bootstrapped 100%") {
 			if time.Since(start) > timeout {
-				t.Fatalf("tor %s not bootstrapped after %v; its log:\n%s", n, timeout, tail(tn.log(n), 30))
+				t.Fatalf("tor %s not bootstrapped after %v; its log:\n%s", n, timeout, netns.Tail(tn.log(n), 30))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -185,7 +186,7 @@ func (tn *torNet) waitBootstrapped(t *testing.T, timeout time.Duration, names ..
 // by `connect` to dial B's onion service, which B runs over Tor's
 // control port (control_port mode, ADD_ONION), and pings B by name.
 func TestTorOnionLink(t *testing.T) {
-	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	m := netns.New(t, netns.Options{IPv6: true, LogLevel: "debug"})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
 	torNS := m.AddNode("tor")
 	la, lb, lc := m.Link(a, torNS), m.Link(b, torNS), m.Link(c, torNS)
@@ -201,10 +202,10 @@ func TestTorOnionLink(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no onion hostname after 30 s:\n%s", tail(tn.log("hs"), 30))
+			t.Fatalf("no onion hostname after 30 s:\n%s", netns.Tail(tn.log("hs"), 30))
 		}
 	}
-	cfg := func(n *Node, tor, peers string) {
+	cfg := func(n *netns.Node, tor, peers string) {
 		t.Helper()
 		body := fmt.Sprintf(`node:
   identity: { nsec: %q }
@@ -220,7 +221,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 		if err := os.WriteFile(n.Config, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := n.start(); err != nil {
+		if err := n.StartWithConfig(); err != nil {
 			t.Fatalf("start %s: %v", n.Name, err)
 		}
 	}
@@ -243,7 +244,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 	linkUp := waitTorPeer(t, a, b, 4*time.Minute)
 	t.Logf("A-B link over Tor up %v after the network started", time.Since(start).Round(time.Second))
 	if !linkUp {
-		t.Fatalf("no A-B link\n--- a ---\n%s\n--- b ---\n%s", tail(a.Logs(), 40), tail(b.Logs(), 40))
+		t.Fatalf("no A-B link\n--- a ---\n%s\n--- b ---\n%s", netns.Tail(a.Logs(), 40), netns.Tail(b.Logs(), 40))
 	}
 	var pb struct {
 		Peers []struct {
@@ -257,7 +258,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 		t.Errorf("B's show_peers: %+v (%v), want A at %s:%d over tor", pb, err, onionA, torOnionPort)
 	}
 	torPing(t, m, "b", a)
-	if sessionStartOf(t, b, a) == 0 {
+	if netns.SessionStart(t, b, a) == 0 {
 		t.Errorf("B holds no session with A after the ping")
 	}
 
@@ -274,7 +275,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 			onionB = st.Transports[0].OnionAddress
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("B's control-port onion service never came up:\n%s", tail(b.Logs(), 40))
+			t.Fatalf("B's control-port onion service never came up:\n%s", netns.Tail(b.Logs(), 40))
 		}
 	}
 	t.Logf("B's onion service (ADD_ONION): %s", onionB)
@@ -283,7 +284,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 		t.Fatalf("connect: %v", err)
 	}
 	if !waitTorPeer(t, c, b, 4*time.Minute) {
-		t.Fatalf("no C-B link\n--- c ---\n%s\n--- b ---\n%s", tail(c.Logs(), 40), tail(b.Logs(), 40))
+		t.Fatalf("no C-B link\n--- c ---\n%s\n--- b ---\n%s", netns.Tail(c.Logs(), 40), netns.Tail(b.Logs(), 40))
 	}
 	t.Logf("C-B link (connect, control_port onion) up %v after the network started", time.Since(start).Round(time.Second))
 	torPing(t, m, "c", b)
@@ -301,7 +302,7 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 	}
 	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(c.Logs(), "Tor SOCKS5 connection failed"); time.Sleep(250 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no SOCKS5 failure logged for %s:\n%s", nowhere, tail(c.Logs(), 30))
+			t.Fatalf("no SOCKS5 failure logged for %s:\n%s", nowhere, netns.Tail(c.Logs(), 30))
 		}
 	}
 	for _, l := range strings.Split(c.Logs(), "\n") {
@@ -322,9 +323,9 @@ dns: { enabled: true, bind_addr: "::1", port: 5354 }
 }
 
 // waitTorPeer waits until each of x and y lists the other as a peer.
-func waitTorPeer(t *testing.T, x, y *Node, timeout time.Duration) bool {
+func waitTorPeer(t *testing.T, x, y *netns.Node, timeout time.Duration) bool {
 	t.Helper()
-	has := func(n, other *Node) bool {
+	has := func(n, other *netns.Node) bool {
 		var p struct {
 			Peers []struct {
 				Npub string `json:"npub"`
@@ -350,18 +351,15 @@ func waitTorPeer(t *testing.T, x, y *Node, timeout time.Duration) bool {
 
 // torPing pings to by .fips name from the namespace from: at least 8 of
 // 10 replies (a Tor circuit's first packets may wait for it).
-func torPing(t *testing.T, m *Mesh, from string, to *Node) {
+func torPing(t *testing.T, m *netns.Mesh, from string, to *netns.Node) {
 	t.Helper()
 	out, err := m.Exec(from, "ping", "-6", "-c", "10", "-i", "0.5", "-W", "5", to.Npub()+".fips")
-	t.Logf("ping6 %s -> %s.fips over Tor:\n%s", from, to.Name, tail(string(out), 3))
-	got := regexp.MustCompile(`(\d+) received`).FindStringSubmatch(string(out))
-	if n := 0; got != nil {
-		n, _ = strconv.Atoi(got[1])
-		if n >= 8 {
+	t.Logf("ping6 %s -> %s.fips over Tor:\n%s", from, to.Name, netns.Tail(string(out), 3))
+	// Tor circuits may lose a reply or two: 8 of 10 is a working link.
+	if got := regexp.MustCompile(`(\d+) received`).FindStringSubmatch(string(out)); got != nil {
+		if n, _ := strconv.Atoi(got[1]); n >= 8 {
 			return
 		}
 	}
-	{
-		t.Fatalf("ping6 by name over Tor: %v\n%s", err, out)
-	}
+	t.Fatalf("ping6 by name over Tor: %v\n%s", err, out)
 }
