@@ -1,5 +1,7 @@
 package dataplane
 
+import "time"
+
 // Options are dataplane.* from fips.yaml plus the handshake limit
 // the XDP program enforces per source.
 type Options struct {
@@ -30,4 +32,8 @@ type Options struct {
 	// the sockets' TX rings (dataplane.afxdp_transmit: xsk) instead of
 	// the UDP sockets.
 	XSKTransmit bool
+	// AFXDPBusyPoll is how long an AF_XDP reader keeps polling its empty
+	// RX ring before it parks (dataplane.afxdp_busy_poll_us); 0 parks at
+	// once.
+	AFXDPBusyPoll time.Duration
 }

@@ -154,6 +154,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 		Dataplane: node.DataplaneOptions{Mode: cfg.Dataplane.Mode, Interfaces: cfg.Dataplane.XDPInterfaces, NoEngine: !cfg.Dataplane.EngineEnabled(),
 			NoECN: !cfg.Dataplane.ECNEnabled(), AFXDP: cfg.Dataplane.AFXDP,
 			XSKTransmit:    cfg.Dataplane.AFXDPTransmit == config.AFXDPTransmitXSK,
+			AFXDPBusyPoll:  time.Duration(cfg.Dataplane.AFXDPBusyPollUS) * time.Microsecond,
 			XDPAttach:      cfg.Dataplane.XDPAttach,
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 		Rendezvous: rdv,

@@ -186,6 +186,8 @@ func TestValidateRanges(t *testing.T) {
 		{"dataplane: {xdp_attach: native}", "", ""},
 		{"dataplane: {xdp_attach: driver}", "dataplane.xdp_attach", "`dataplane.xdp_attach` is \"driver\", but must be auto, native or generic"},
 		{"dataplane: {afxdp_transmit: ring}", "dataplane.afxdp_transmit", "`dataplane.afxdp_transmit` is \"ring\", but must be socket or xsk"},
+		{"dataplane: {afxdp: true, afxdp_busy_poll_us: 50}", "", ""},
+		{"dataplane: {afxdp_busy_poll_us: 1001}", "dataplane.afxdp_busy_poll_us", "`dataplane.afxdp_busy_poll_us` is 1001, but must be from 0 to 1000"},
 		{"node: {routing: {next_hop: upstream, filter_schedule: tick}}", "", ""},
 		{"node: {routing: {next_hop: distance, filter_schedule: change}}", "", ""},
 		{"node: {routing: {next_hop: shortest}}", "node.routing.next_hop", "`node.routing.next_hop` is \"shortest\", but must be distance or upstream"},

@@ -730,11 +730,20 @@ type DataplaneConfig struct {
 	// AF_XDP sockets' TX rings, headers built from the kernel's route and
 	// neighbour tables).
 	AFXDPTransmit string `yaml:"afxdp_transmit" fips:"optional"`
+	// AFXDPBusyPollUS is how long, in microseconds, an AF_XDP reader
+	// keeps polling its RX ring after it emptied before it parks (and
+	// the socket's SO_BUSY_POLL, with SO_PREFER_BUSY_POLL): 0 (the
+	// default) parks at once; at most MaxAFXDPBusyPollUS.
+	AFXDPBusyPollUS uint32 `yaml:"afxdp_busy_poll_us" fips:"optional"`
 	// XDPAttach is how the XDP program is attached: "auto" (native, else
 	// generic; the default), "native" (driver mode or fail) or "generic"
 	// (skb mode).
 	XDPAttach string `yaml:"xdp_attach" fips:"optional"`
 }
+
+// MaxAFXDPBusyPollUS bounds dataplane.afxdp_busy_poll_us: a millisecond
+// of spinning per empty ring is already a core's worth at low rates.
+const MaxAFXDPBusyPollUS = 1000
 
 // dataplane.afxdp_transmit values.
 const (

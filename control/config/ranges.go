@@ -426,6 +426,9 @@ func (r *rangeChecker) dataplane(d *DataplaneConfig) {
 	if t := d.AFXDPTransmit; t != "" && t != AFXDPTransmitSocket && t != AFXDPTransmitXSK {
 		r.errs = append(r.errs, r.c.invalid("dataplane.afxdp_transmit", "`dataplane.afxdp_transmit` is %s, but must be socket or xsk", strconv.Quote(t)))
 	}
+	if us := d.AFXDPBusyPollUS; us > MaxAFXDPBusyPollUS {
+		r.errs = append(r.errs, r.c.invalid("dataplane.afxdp_busy_poll_us", "`dataplane.afxdp_busy_poll_us` is %d, but must be from 0 to %d", us, MaxAFXDPBusyPollUS))
+	}
 	switch d.XDPAttach {
 	case "", "auto", "native", "generic":
 	default:

@@ -188,12 +188,15 @@ type XSKStatistics struct {
 	RxRingFull      uint64 `json:"rx_ring_full"`          // frames dropped because the RX ring was full
 	RxFillRingEmpty uint64 `json:"fill_ring_empty_descs"` // times the fill ring had no frame for the kernel
 	TxRingEmpty     uint64 `json:"tx_ring_empty_descs"`
-	Received        uint64 `json:"received"`       // frames read from the RX ring
-	Wakeups         uint64 `json:"wakeups"`        // need_wakeup kicks of the fill ring
-	Transmitted     uint64 `json:"transmitted"`    // frames the kernel completed from the TX ring
-	TxPoolEmpty     uint64 `json:"tx_pool_empty"`  // TX frames asked for when none was free (the caller fell back)
-	TxKicks         uint64 `json:"tx_kicks"`       // sendto calls that drove the TX ring
-	TxKickErrors    uint64 `json:"tx_kick_errors"` // of which failed other than EAGAIN/ENOBUFS/EBUSY
-	ZeroCopy        bool   `json:"zero_copy"`      // bound in zero-copy mode
-	NeedWakeup      bool   `json:"need_wakeup"`    // bound with XDP_USE_NEED_WAKEUP
+	Received        uint64 `json:"received"`         // frames read from the RX ring
+	Wakeups         uint64 `json:"wakeups"`          // need_wakeup kicks of the fill ring
+	Transmitted     uint64 `json:"transmitted"`      // frames the kernel completed from the TX ring
+	TxPoolEmpty     uint64 `json:"tx_pool_empty"`    // TX frames asked for when none was free (the caller fell back)
+	TxKicks         uint64 `json:"tx_kicks"`         // sendto calls that drove the TX ring
+	TxKickErrors    uint64 `json:"tx_kick_errors"`   // of which failed other than EAGAIN/ENOBUFS/EBUSY
+	BusyPolls       uint64 `json:"busy_polls"`       // empty-ring waits that polled first (dataplane.afxdp_busy_poll_us)
+	BusyPollHits    uint64 `json:"busy_poll_hits"`   // of which found frames before parking
+	KernelBusyPoll  bool   `json:"kernel_busy_poll"` // SO_PREFER_BUSY_POLL and SO_BUSY_POLL accepted
+	ZeroCopy        bool   `json:"zero_copy"`        // bound in zero-copy mode
+	NeedWakeup      bool   `json:"need_wakeup"`      // bound with XDP_USE_NEED_WAKEUP
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,13 @@ type Socket struct {
 
 	received atomic.Uint64
 	wakeups  atomic.Uint64
+
+	// busyPoll is Options.BusyPoll; kernelBusy that the kernel took
+	// SO_PREFER_BUSY_POLL and SO_BUSY_POLL, so a recvfrom on the empty
+	// ring runs the queue's NAPI here.
+	busyPoll            time.Duration
+	kernelBusy          bool
+	busyPolls, busyHits atomic.Uint64
 
 	// The transmit half (Options.TxFrames > 0): TX ring, completion
 	// ring and the pool of TX frames, guarded by txMu; taken once per
@@ -116,10 +124,18 @@ func Open(o Options) (*Socket, error) {
 	if err != nil {
 		return nil, errorf("socket: %w", err)
 	}
-	s := &Socket{fd: fd, frameSize: uint64(o.FrameSize)}
+	s := &Socket{fd: fd, frameSize: uint64(o.FrameSize), busyPoll: o.BusyPoll}
 	fail := func(err error) (*Socket, error) {
 		s.release()
 		return nil, err
+	}
+	if o.BusyPoll > 0 {
+		// Refused (an old kernel, no CAP_NET_ADMIN for the budget): the
+		// spin on the ring alone stands.
+		us := int(o.BusyPoll / time.Microsecond)
+		s.kernelBusy = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PREFER_BUSY_POLL, 1) == nil &&
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL, max(us, 1)) == nil &&
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BUSY_POLL_BUDGET, busyPollBudget) == nil
 	}
 	// Non-blocking, so that os.NewFile registers it with the poller
 	// (the AF_XDP socket signals readiness when its RX ring has frames).
@@ -257,6 +273,9 @@ func (s *Socket) Receive(fn func(frame []byte)) (int, error) {
 			return s.drain(cons, n, fn), nil
 		}
 		s.kick()
+		if s.busyPoll > 0 && s.spin() {
+			continue
+		}
 		err := s.raw.Read(func(uintptr) bool {
 			// Done once the ring has frames or the socket closes; else
 			// the poller parks the goroutine until the socket is
@@ -267,6 +286,32 @@ func (s *Socket) Receive(fn func(frame []byte)) (int, error) {
 		if err != nil && !s.closed.Load() {
 			return 0, errorf("wait: %w", err)
 		}
+	}
+}
+
+// spin polls the empty RX ring for up to busyPoll before Receive parks:
+// at a high packet rate the next frames come sooner than a park and a
+// wake-up cost. With the kernel's busy polling on, each round is a
+// recvfrom that runs the queue's NAPI in this thread. It reports whether
+// frames came (or the socket closed).
+func (s *Socket) spin() bool {
+	s.busyPolls.Add(1)
+	deadline := time.Now().Add(s.busyPoll)
+	for {
+		if s.kernelBusy {
+			_, _, _ = unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		}
+		if atomic.LoadUint32(s.rx.producer) != atomic.LoadUint32(s.rx.consumer) {
+			s.busyHits.Add(1)
+			return true
+		}
+		if s.closed.Load() {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -316,7 +361,8 @@ func (s *Socket) Statistics() (Statistics, error) {
 		RxRingFull: k.Rx_ring_full, RxFillRingEmpty: k.Rx_fill_ring_empty_descs, TxRingEmpty: k.Tx_ring_empty_descs,
 		Received: s.received.Load(), Wakeups: s.wakeups.Load(), ZeroCopy: s.zeroCopy, NeedWakeup: s.wakeup,
 		Transmitted: s.txCounts.sent.Load(), TxPoolEmpty: s.txCounts.poolEmpty.Load(), TxKicks: s.txCounts.kicks.Load(),
-		TxKickErrors: s.txCounts.kickErrors.Load()}, nil
+		TxKickErrors: s.txCounts.kickErrors.Load(), BusyPolls: s.busyPolls.Load(), BusyPollHits: s.busyHits.Load(),
+		KernelBusyPoll: s.kernelBusy}, nil
 }
 
 // Close wakes a blocked Receive (which returns ErrClosed). The socket and

@@ -3,6 +3,7 @@ package afxdp
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -75,6 +76,14 @@ func established(t *testing.T, idx uint32, n int) []byte {
 // mode: veth has no zero-copy), an unknown index is dropped in XDP and
 // never seen, XDP_STATISTICS reads, and Close ends a blocked Receive.
 func TestSocketReceivesRedirectedFrames(t *testing.T) {
+	for _, busy := range []time.Duration{0, 200 * time.Microsecond} {
+		t.Run(fmt.Sprintf("busy_poll=%v", busy), func(t *testing.T) { testReceive(t, busy) })
+	}
+}
+
+// testReceive sends frames through the XDP program into a socket with
+// Options.BusyPoll busy and checks that each arrives once, intact.
+func testReceive(t *testing.T, busy time.Duration) {
 	defer goleak.VerifyNone(t)
 	a, b, macB := veth(t)
 	obj, err := bpf.Load(bpf.Options{NoAttach: true})
@@ -88,13 +97,17 @@ func TestSocketReceivesRedirectedFrames(t *testing.T) {
 	if _, err := obj.Attach(b, bpf.AttachNative); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(Options{Ifindex: b, Queue: 0, Frames: 64, ZeroCopy: true})
+	s, err := Open(Options{Ifindex: b, Queue: 0, Frames: 64, ZeroCopy: true, BusyPoll: busy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Statistics()
 	if err != nil || st.ZeroCopy || !st.NeedWakeup {
 		t.Fatalf("Statistics %+v, %v: want copy mode with need_wakeup on veth", st, err)
+	}
+	// As root on a kernel of 5.11 or later the socket options are taken.
+	if st.KernelBusyPoll != (busy > 0) {
+		t.Fatalf("kernel busy poll %v with BusyPoll %v", st.KernelBusyPoll, busy)
 	}
 	if err := obj.BindXSK(b, 0, 0, s.FD()); err != nil {
 		t.Fatal(err)
@@ -159,6 +172,9 @@ func TestSocketReceivesRedirectedFrames(t *testing.T) {
 	if err != nil || st.Received != 200 || st.RxDropped != 0 {
 		t.Errorf("Statistics %+v, %v", st, err)
 	}
+	if st.BusyPollHits > st.BusyPolls || (busy == 0 && st.BusyPolls != 0) {
+		t.Errorf("busy polls %d (hits %d) with BusyPoll %v", st.BusyPolls, st.BusyPollHits, busy)
+	}
 	t.Logf("statistics: %+v", st)
 
 	// Close ends a Receive blocked on an empty ring.
@@ -167,6 +183,17 @@ func TestSocketReceivesRedirectedFrames(t *testing.T) {
 		_, err := s.Receive(func([]byte) {})
 		done <- err
 	}()
+	if busy > 0 {
+		// On the empty ring it polls before it parks.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if st, err := s.Statistics(); err == nil && st.BusyPolls > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Receive on an empty ring did not busy-poll")
+			}
+		}
+	}
 	time.Sleep(50 * time.Millisecond) // let it block in poll; the test holds either way
 	s.Close()
 	select {

@@ -1,5 +1,7 @@
 package afxdp
 
+import "time"
+
 // Options for Open.
 type Options struct {
 	Ifindex int
@@ -20,7 +22,15 @@ type Options struct {
 	// ZeroCopy asks for zero-copy mode first; copy mode is used when the
 	// driver has none (veth) or when false.
 	ZeroCopy bool
+	// BusyPoll is how long Receive keeps polling an empty RX ring before
+	// it parks the goroutine in the network poller (0: at once, at most
+	// MaxBusyPoll). The socket also gets SO_PREFER_BUSY_POLL and
+	// SO_BUSY_POLL, so each poll may run the queue's NAPI in the caller.
+	BusyPoll time.Duration
 }
+
+// MaxBusyPoll bounds Options.BusyPoll.
+const MaxBusyPoll = time.Millisecond
 
 // Statistics are the kernel's XDP_STATISTICS for one socket plus what
 // this package counted.
@@ -31,14 +41,17 @@ type Statistics struct {
 	RxRingFull      uint64 `json:"rx_ring_full"`          // frames dropped because the RX ring was full
 	RxFillRingEmpty uint64 `json:"fill_ring_empty_descs"` // times the fill ring had no frame for the kernel
 	TxRingEmpty     uint64 `json:"tx_ring_empty_descs"`
-	Received        uint64 `json:"received"`       // frames read from the RX ring
-	Wakeups         uint64 `json:"wakeups"`        // need_wakeup kicks of the fill ring
-	Transmitted     uint64 `json:"transmitted"`    // frames the kernel completed from the TX ring
-	TxPoolEmpty     uint64 `json:"tx_pool_empty"`  // TX frames asked for when none was free (the caller fell back)
-	TxKicks         uint64 `json:"tx_kicks"`       // sendto calls that drove the TX ring
-	TxKickErrors    uint64 `json:"tx_kick_errors"` // of which failed other than EAGAIN/ENOBUFS/EBUSY
-	ZeroCopy        bool   `json:"zero_copy"`      // bound in zero-copy mode
-	NeedWakeup      bool   `json:"need_wakeup"`    // bound with XDP_USE_NEED_WAKEUP
+	Received        uint64 `json:"received"`         // frames read from the RX ring
+	Wakeups         uint64 `json:"wakeups"`          // need_wakeup kicks of the fill ring
+	Transmitted     uint64 `json:"transmitted"`      // frames the kernel completed from the TX ring
+	TxPoolEmpty     uint64 `json:"tx_pool_empty"`    // TX frames asked for when none was free (the caller fell back)
+	TxKicks         uint64 `json:"tx_kicks"`         // sendto calls that drove the TX ring
+	TxKickErrors    uint64 `json:"tx_kick_errors"`   // of which failed other than EAGAIN/ENOBUFS/EBUSY
+	BusyPolls       uint64 `json:"busy_polls"`       // empty-ring waits that polled first (dataplane.afxdp_busy_poll_us)
+	BusyPollHits    uint64 `json:"busy_poll_hits"`   // of which found frames before parking
+	KernelBusyPoll  bool   `json:"kernel_busy_poll"` // SO_PREFER_BUSY_POLL and SO_BUSY_POLL accepted
+	ZeroCopy        bool   `json:"zero_copy"`        // bound in zero-copy mode
+	NeedWakeup      bool   `json:"need_wakeup"`      // bound with XDP_USE_NEED_WAKEUP
 }
 
 const (
@@ -46,6 +59,7 @@ const (
 	defaultFrameSize = 4096
 	maxFrames        = 1 << 16
 	maxTxBudget      = 256
+	busyPollBudget   = 64
 )
 
 func (o *Options) defaults() error {
@@ -63,6 +77,9 @@ func (o *Options) defaults() error {
 	}
 	if o.FrameSize != 2048 && o.FrameSize != 4096 {
 		return errorf("frame size %d: want 2048 or 4096", o.FrameSize)
+	}
+	if o.BusyPoll < 0 || o.BusyPoll > MaxBusyPoll {
+		return errorf("busy poll %v: want 0 to %v", o.BusyPoll, MaxBusyPoll)
 	}
 	if o.Ifindex <= 0 || o.Queue < 0 {
 		return errorf("ifindex %d queue %d: out of range", o.Ifindex, o.Queue)

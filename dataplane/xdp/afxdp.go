@@ -129,7 +129,7 @@ func (p *Plane) startAFXDP(o dataplane.Options, env Env) (*xskPlane, error) {
 				return nil, fmt.Errorf("more than %d RX queues", bpf.MaxSlots)
 			}
 			o := afxdp.Options{Ifindex: ifi.Index, Queue: q, ZeroCopy: true, Frames: xskRxFrames, FrameSize: xskFrameSize,
-				TxFrames: txFrames, UMEM: x.umem}
+				TxFrames: txFrames, UMEM: x.umem, BusyPoll: o.AFXDPBusyPoll}
 			s, err := afxdp.Open(o)
 			if err != nil && x.umem != nil {
 				p.log.Warn("dataplane: AF_XDP socket cannot share the UMEM, opening its own", "interface", ifi.Name, "queue", q, "error", err)
