@@ -194,6 +194,10 @@ type SessionMetricsJSON struct {
 	// ClampsExpired: MtuExceeded clamps released after 10 minutes
 	// without confirmation.
 	ClampsExpired uint64 `json:"clamps_expired"`
+	// AckIdentityMismatch: SessionAcks of XX sessions (upstream next's
+	// pattern) that authenticated another key than the one dialled; the
+	// initiation goes on (upstream next's counter of the same name).
+	AckIdentityMismatch uint64 `json:"ack_identity_mismatch"`
 	// The post-quantum upgrade of sessions (issue 32): exchanges offered
 	// and offers sent again, offers answered, epochs cut over to
 	// ML-KEM-768-derived keys, sessions left classical (pq preferred) or

@@ -31,6 +31,9 @@ var (
 	ErrReplay = errors.New("noise: replayed or too old counter")
 	// ErrMessageTooLarge: a transport plaintext exceeds MaxPlaintextSize.
 	ErrMessageTooLarge = errors.New("noise: message too large")
+	// ErrIdentityMismatch: an XX responder authenticated a static key
+	// other than the one the initiator dialled.
+	ErrIdentityMismatch = errors.New("noise: responder is not the peer dialled")
 	// ErrMessageTooShort: a transport ciphertext is shorter than the tag.
 	ErrMessageTooShort = errors.New("noise: message too short")
 )

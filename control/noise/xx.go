@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -140,6 +141,28 @@ func (h *XXInitiator) ReadMessage2(msg []byte) (*secp256k1.PublicKey, Epoch, []b
 	}
 	h.ss, h.re, h.rs, h.remoteEpoch, h.haveEpoch, h.step = ss, re, rs, epoch, true, stepMsg2
 	return rs, epoch, payload, nil
+}
+
+// ReadMessage2Expecting is ReadMessage2 for a dial that names its peer:
+// the responder's static key must have want's x-coordinate (npubs carry
+// no parity). A msg2 that authenticates under any other key returns
+// ErrIdentityMismatch and leaves the handshake as it was, like any failed
+// read: anyone holding a key pair can answer a msg1 with a valid msg2 of
+// its own, so it must not end the dial the genuine msg2 can still finish.
+func (h *XXInitiator) ReadMessage2Expecting(msg []byte, want *secp256k1.PublicKey) (Epoch, []byte, error) {
+	if want == nil {
+		return Epoch{}, nil, ErrInvalidPublicKey
+	}
+	saved := h.handshake
+	rs, epoch, payload, err := h.ReadMessage2(msg)
+	if err != nil {
+		return Epoch{}, nil, err
+	}
+	if !bytes.Equal(rs.SerializeCompressed()[1:], want.SerializeCompressed()[1:]) {
+		h.handshake = saved
+		return Epoch{}, nil, ErrIdentityMismatch
+	}
+	return epoch, payload, nil
 }
 
 // WriteMessage3 appends msg3 to dst (73 bytes, then payload encrypted

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 // XX vectors (upstream's `next` link handshake): A initiates to B, the
@@ -204,4 +206,46 @@ func FuzzXXReadMessage3(f *testing.F) {
 			t.Fatal("a failed read changed the state")
 		}
 	})
+}
+
+// A dial that names its peer: a valid msg2 from another key (a third
+// party answering the msg1 with its own) is refused and changes nothing,
+// so the genuine msg2 still completes; the check ignores the parity.
+func TestXXReadMessage2Expecting(t *testing.T) {
+	ini, res := xxPair(t)
+	m1, _ := ini.WriteMessage1(nil)
+	other, err := NewXXResponder(mustKey(t, hexA), epochR, fixedRand(0x77))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ReadMessage1(m1); err != nil {
+		t.Fatal(err)
+	}
+	forged, _ := other.WriteMessage2(nil, nil)
+	want := mustKey(t, hexB).PubKey()
+	if _, _, err := ini.ReadMessage2Expecting(forged, want); !errors.Is(err, ErrIdentityMismatch) {
+		t.Fatalf("msg2 from another key: %v", err)
+	}
+	if _, _, err := ini.ReadMessage2Expecting(forged, nil); !errors.Is(err, ErrInvalidPublicKey) {
+		t.Fatalf("no key to expect: %v", err)
+	}
+	if err := res.ReadMessage1(m1); err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := res.WriteMessage2(nil, xxPay2)
+	// The same x-coordinate with the other parity is the same npub.
+	c := want.SerializeCompressed()
+	c[0] ^= 1
+	flipped, err := secp256k1.ParsePubKey(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, p, err := ini.ReadMessage2Expecting(m2, flipped)
+	if err != nil || ep != epochR || !bytes.Equal(p, xxPay2) {
+		t.Fatalf("genuine msg2 after the forgery: %v %x %v", ep, p, err)
+	}
+	m3, _ := ini.WriteMessage3(nil, nil)
+	if _, _, _, err := res.ReadMessage3(m3); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -54,6 +54,10 @@ type Config struct {
 	PQ        PQMode
 	PQPeers   *PQPeerModes
 	PQTimeout time.Duration
+	// Patterns choose the Noise pattern of a new session with a remote,
+	// as initiator and as responder (nil: XK, upstream master's, for
+	// all). A session keeps its pattern through its rekeys.
+	Patterns *Patterns
 }
 
 // PQPeerModes are per-peer post-quantum policies by NodeAddr (Config holds

@@ -54,6 +54,9 @@ type Info struct {
 	// PQMode the policy the session runs under.
 	PQ     bool
 	PQMode PQMode
+	// Pattern is the session's Noise handshake pattern (XK: upstream
+	// master; XX: upstream next).
+	Pattern Pattern
 }
 
 func (t *Table) info(e *entry) Info {
@@ -64,7 +67,7 @@ func (t *Table) info(e *entry) Info {
 		SessionStart: e.sessionStart, KBit: e.k, CoordsWarmupRemaining: e.warmup,
 		Draining: !e.drainStarted.IsZero(), RekeyInProgress: e.rekeyInProgress(),
 		HasPending: e.pending != nil, PathMTU: e.pathMTU, PendingPackets: len(t.pending[e.addr]),
-		PQ: e.pq.cur, PQMode: e.pq.mode,
+		PQ: e.pq.cur, PQMode: e.pq.mode, Pattern: e.pattern,
 	}
 }
 
@@ -155,6 +158,9 @@ type SnapshotEntry struct {
 	// PostQuantum (ours): the session's current keys are derived from an
 	// ML-KEM-768 exchange (issue 32); established sessions only.
 	PostQuantum *bool `json:"post_quantum,omitempty"`
+	// NoisePattern (ours): "XK" (upstream master's sessions) or "XX"
+	// (upstream next's).
+	NoisePattern string `json:"noise_pattern,omitempty"`
 }
 
 // Snapshot lists the sessions in NodeAddr order for show_sessions.
@@ -165,7 +171,7 @@ func (t *Table) Snapshot() []SnapshotEntry {
 		in := t.info(t.sessions[a])
 		s := SnapshotEntry{
 			RemoteAddr: fmt.Sprintf("%x", a[:]), State: in.State.String(), IsInitiator: in.Initiator,
-			LastActivityMs: in.LastActivity.UnixMilli(), Npub: in.Remote.Npub(),
+			LastActivityMs: in.LastActivity.UnixMilli(), Npub: in.Remote.Npub(), NoisePattern: in.Pattern.String(),
 			Stats: SnapshotStats{in.PacketsSent, in.PacketsRecv, in.BytesSent, in.BytesRecv},
 		}
 		if in.State != StateEstablished {
@@ -184,13 +190,16 @@ func (t *Table) Snapshot() []SnapshotEntry {
 
 // Stats are the table's counters.
 type Stats struct {
-	Initiated, Established                uint64
-	HandshakeResends, HandshakeTimeouts   uint64
-	IdlePurged                            uint64
-	Malformed                             uint64
-	UnknownSession, BadState              uint64
-	SetupRateLimited, CrossingDropped     uint64
-	AckHandshakeFailed, Msg3Failed        uint64
+	Initiated, Established              uint64
+	HandshakeResends, HandshakeTimeouts uint64
+	IdlePurged                          uint64
+	Malformed                           uint64
+	UnknownSession, BadState            uint64
+	SetupRateLimited, CrossingDropped   uint64
+	AckHandshakeFailed, Msg3Failed      uint64
+	// AckIdentityMismatch: XX SessionAcks under another key than the
+	// one dialled (upstream next's counter).
+	AckIdentityMismatch                   uint64
 	AddrMismatch                          uint64
 	DecryptFailed, UnknownMessageType     uint64
 	RekeysInitiated, RekeyArmed, Cutovers uint64

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -97,7 +98,7 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 		t.log.Debug("session table full of proven sessions: SessionSetup refused", "src", t.name(src))
 		return
 	}
-	hs, ack, err := t.respond(setup)
+	hs, ack, err := t.respond(setup, t.patternFor(src), false)
 	if err != nil {
 		t.stats.Malformed++
 		return
@@ -107,23 +108,21 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 		return
 	}
 	ne := t.newEntry(src, t.id.PublicKey(), StateAwaitingMsg3, now, false)
-	ne.hsR = hs
+	ne.hsR, ne.pattern = hs, hs.pattern()
 	ne.setupMsg1 = bytes.Clone(setup.Handshake)
 	t.holdResponder(now, src, ne)
 	ne.hsPayload, ne.resendCount, ne.nextResend = ack, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[src] = ne
 }
 
-// respond runs the responder's msg1/msg2 and encodes the SessionAck.
-func (t *Table) respond(setup wire.SessionSetup) (*noise.XKResponder, []byte, error) {
-	hs, err := noise.NewXKResponder(t.id.Secret().Private(), t.epoch, noise.WithRand(t.rnd))
+// respond runs the responder's msg1/msg2 in pattern p and encodes the
+// SessionAck.
+func (t *Table) respond(setup wire.SessionSetup, p Pattern, rekey bool) (*responderHS, []byte, error) {
+	hs, err := t.newResponder(p, rekey)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := hs.ReadMessage1(setup.Handshake); err != nil {
-		return nil, nil, err
-	}
-	msg2, err := hs.WriteMessage2(nil)
+	msg2, err := hs.answer(setup.Handshake)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,7 +160,7 @@ func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry,
 		t.reject(&t.stats.RekeyPending, "rekey setup while a pending session awaits cutover", src)
 		return
 	}
-	hs, ack, err := t.respond(setup)
+	hs, ack, err := t.respond(setup, e.pattern, true)
 	if err != nil {
 		t.stats.Malformed++
 		return
@@ -176,24 +175,40 @@ func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry,
 }
 
 func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
-	ack, err := wire.ParseSessionAck(fsp)
+	e := t.sessions[src]
+	// The ack is read in the pattern of the handshake it answers (XK's is
+	// exactly 57 bytes, XX's 106 or more); with none, in XK's.
+	parse := wire.ParseSessionAck
+	switch {
+	case e != nil && e.state == StateEstablished && e.rekeyI != nil && e.rekeyInitiator:
+		parse = e.rekeyI.parseAck
+	case e != nil && e.hsI != nil:
+		parse = e.hsI.parseAck
+	}
+	ack, err := parse(fsp)
 	if err != nil {
 		t.stats.Malformed++
 		return
 	}
-	e := t.sessions[src]
 	if e == nil {
 		t.reject(&t.stats.UnknownSession, "ack for unknown session", src)
 		return
 	}
 	if e.state == StateEstablished && e.rekeyI != nil && e.rekeyInitiator {
 		hs := e.rekeyI
-		e.rekeyI = nil
-		if _, err := hs.ReadMessage2(ack.Handshake); err != nil {
+		if err := hs.readAck(ack.Handshake); err != nil {
+			if errors.Is(err, noise.ErrIdentityMismatch) {
+				// Another key answered (anyone may claim the source): the
+				// rekey waits for the real ack, as an XX initiation does.
+				t.reject(&t.stats.AckIdentityMismatch, "rekey ack from another key", src)
+				return
+			}
+			e.rekeyI = nil
 			t.abandonRekey(e)
 			return
 		}
-		msg3, err := t.msg3(hs)
+		e.rekeyI = nil
+		msg3, err := hs.msg3()
 		if err != nil {
 			t.abandonRekey(e)
 			return
@@ -202,7 +217,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.abandonRekey(e)
 			return
 		}
-		s, err := hs.Session()
+		s, err := hs.session()
 		if err != nil {
 			t.abandonRekey(e)
 			return
@@ -216,18 +231,25 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 		t.reject(&t.stats.BadState, "ack in wrong state", src)
 		return
 	}
-	if _, err := e.hsI.ReadMessage2(ack.Handshake); err != nil {
+	if err := e.hsI.readAck(ack.Handshake); err != nil {
+		// XX: a msg2 under another key than the one dialled is counted
+		// apart (a stale npub mapping, or someone answering under its
+		// own identity) and, like any failed read, keeps the initiation.
+		if errors.Is(err, noise.ErrIdentityMismatch) {
+			t.reject(&t.stats.AckIdentityMismatch, "ack from another key than the one dialled", src)
+			return
+		}
 		t.reject(&t.stats.AckHandshakeFailed, "ack handshake failed", src)
 		return
 	}
-	msg3, err := t.msg3(e.hsI)
+	msg3, err := e.hsI.msg3()
 	if err != nil {
 		return
 	}
 	if err := t.send(now, e, src, msg3); err != nil {
 		return
 	}
-	s, err := e.hsI.Session()
+	s, err := e.hsI.session()
 	if err != nil {
 		return
 	}
@@ -237,38 +259,34 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	e.hsPayload, e.nextResend = nil, time.Time{}
 	e.hot.touch(now)
 	t.stats.Established++
-	t.log.Info("Session established (initiator, XK)", "src", t.name(src))
+	t.log.Info("Session established (initiator, "+e.pattern.String()+")", "src", t.name(src))
 	t.env.CacheCoords(now, src, ack.SrcCoords.Addrs())
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: true})
 	t.pqEpochStart(now, e)
 	t.flush(now, src)
 }
 
-func (t *Table) msg3(hs *noise.XKInitiator) ([]byte, error) {
-	m, err := hs.WriteMessage3(nil)
-	if err != nil {
-		return nil, err
-	}
-	w := wire.SessionMsg3{Handshake: m}
-	b := make([]byte, w.Len())
-	_, err = w.MarshalTo(b)
-	return b, err
-}
-
 func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
-	m, err := wire.ParseSessionMsg3(fsp)
+	e := t.sessions[src]
+	parse := wire.ParseSessionMsg3
+	switch {
+	case e != nil && e.state == StateEstablished && e.rekeyR != nil && !e.rekeyInitiator:
+		parse = e.rekeyR.parseMsg3
+	case e != nil && e.hsR != nil:
+		parse = e.hsR.parseMsg3
+	}
+	m, err := parse(fsp)
 	if err != nil {
 		t.stats.Malformed++
 		return
 	}
-	e := t.sessions[src]
 	if e == nil {
 		t.reject(&t.stats.UnknownSession, "msg3 for unknown session", src)
 		return
 	}
 	if e.state == StateEstablished && e.rekeyR != nil && !e.rekeyInitiator {
 		hs := e.rekeyR
-		static, _, err := hs.ReadMessage3(m.Handshake)
+		static, err := hs.readMsg3(m.Handshake)
 		if err != nil {
 			// A failed read leaves the handshake as it was: a forged msg3
 			// (no cryptography to make) must not end the genuine rekey.
@@ -281,7 +299,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 			t.log.Warn("FSP rekey: initiator static key differs from the established peer key", "src", t.name(src))
 			return
 		}
-		s, err := hs.Session()
+		s, err := hs.session()
 		if err != nil {
 			e.rekeyR = nil
 			return
@@ -303,7 +321,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 	// back on failure: then one forged msg3 (no cryptography to make)
 	// claiming the source ends a genuine handshake. A failed read leaves
 	// the handshake unchanged, so here the entry stays for the real msg3.
-	static, _, err := e.hsR.ReadMessage3(m.Handshake)
+	static, err := e.hsR.readMsg3(m.Handshake)
 	if err != nil {
 		t.reject(&t.stats.Msg3Failed, "msg3 failed", src)
 		return
@@ -317,18 +335,18 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	t.env.LearnIdentity(src, pk)
-	s, err := e.hsR.Session()
+	s, err := e.hsR.session()
 	if err != nil {
 		return
 	}
 	ne := t.newEntry(src, pk, StateEstablished, now, false)
-	ne.cur = s
+	ne.cur, ne.pattern = s, e.pattern
 	ne.warmup = t.cfg.CoordsWarmupPackets
 	ne.sessionStart = now
 	ne.pathMTU = e.pathMTU
 	t.sessions[src] = ne
 	t.stats.Established++
-	t.log.Info("Session established (responder, XK)", "src", t.name(src))
+	t.log.Info("Session established (responder, "+ne.pattern.String()+")", "src", t.name(src))
 	t.up.Event(now, Event{Kind: EventUp, Remote: src, Initiator: false})
 	t.pqEpochStart(now, ne)
 	t.flush(now, src)

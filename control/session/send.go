@@ -212,11 +212,11 @@ func (t *Table) initiate(now time.Time, dest identity.NodeAddr, pk identity.Publ
 	if err != nil {
 		return err
 	}
-	hs, err := noise.NewXKInitiator(t.id.Secret().Private(), rs, t.epoch, noise.WithRand(t.rnd))
+	hs, err := t.newInitiator(t.patternFor(dest), rs, false)
 	if err != nil {
 		return err
 	}
-	msg1, err := hs.WriteMessage1(nil)
+	msg1, err := hs.msg1()
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (t *Table) initiate(now time.Time, dest identity.NodeAddr, pk identity.Publ
 	}
 	t.env.LearnIdentity(dest, pk)
 	e := t.newEntry(dest, pk, StateInitiating, now, true)
-	e.hsI = hs
+	e.hsI, e.pattern = hs, hs.pattern()
 	e.hsPayload, e.resendCount, e.nextResend = payload, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[dest] = e
 	t.stats.Initiated++

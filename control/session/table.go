@@ -48,8 +48,9 @@ type entry struct {
 	addr      identity.NodeAddr
 	remote    identity.PublicKey // responder before msg3: our own key (upstream's placeholder)
 	state     State
-	hsI       *noise.XKInitiator
-	hsR       *noise.XKResponder
+	hsI       *initiatorHS
+	hsR       *responderHS
+	pattern   Pattern // the session's handshake pattern, kept by its rekeys
 	cur       *noise.Session
 	initiator bool
 
@@ -69,8 +70,8 @@ type entry struct {
 	k                          bool
 	prev                       *noise.Session
 	drainStarted, prevLastUsed time.Time
-	rekeyI                     *noise.XKInitiator
-	rekeyR                     *noise.XKResponder
+	rekeyI                     *initiatorHS
+	rekeyR                     *responderHS
 	rekeyMsg1                  []byte // the msg1 rekeyR answered
 	rekeyStarted               time.Time
 	rekeyInitiator             bool

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
-	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -188,11 +187,11 @@ func (t *Table) initiateRekey(now time.Time, e *entry) {
 	if err != nil {
 		return
 	}
-	hs, err := noise.NewXKInitiator(t.id.Secret().Private(), rs, t.epoch, noise.WithRand(t.rnd))
+	hs, err := t.newInitiator(e.pattern, rs, true)
 	if err != nil {
 		return
 	}
-	msg1, err := hs.WriteMessage1(nil)
+	msg1, err := hs.msg1()
 	if err != nil {
 		return
 	}

@@ -395,6 +395,23 @@ func ParseSessionAck(b []byte) (SessionAck, error) {
 	return SessionAck{Flags: flags, SrcCoords: src, DestCoords: dest, Handshake: hs}, nil
 }
 
+// ParseSessionAckXX decodes a phase-2 FSP packet of upstream's `next`
+// line, whose handshake is Noise XX msg2: XXMsg2Size bytes, or more with
+// an encrypted payload (at most MaxXXPayload bytes before its tag). The
+// framing is the same as ParseSessionAck's.
+func ParseSessionAckXX(b []byte) (SessionAck, error) {
+	const msg = "SessionAck"
+	body, err := fspHandshakeBody(b, msg, FSPPhaseMsg2)
+	if err != nil {
+		return SessionAck{}, err
+	}
+	flags, src, dest, hs, err := parseCoordsHandshakeRange(body, msg, XXMsg2Size, XXMsg2Size+FMPv1HandshakeMaxExtra)
+	if err != nil {
+		return SessionAck{}, err
+	}
+	return SessionAck{Flags: flags, SrcCoords: src, DestCoords: dest, Handshake: hs}, nil
+}
+
 // Len is the encoded size: 68 + 16·(n+m) with a 57-byte handshake.
 func (a SessionAck) Len() int {
 	return coordsHandshakeLen(a.SrcCoords, a.DestCoords, a.Handshake)
@@ -414,6 +431,19 @@ type SessionMsg3 struct {
 
 // ParseSessionMsg3 decodes a whole phase-3 FSP packet (80 bytes).
 func ParseSessionMsg3(b []byte) (SessionMsg3, error) {
+	return parseSessionMsg3(b, XKMsg3Size, XKMsg3Size)
+}
+
+// ParseSessionMsg3XX decodes a phase-3 FSP packet of upstream's `next`
+// line: Noise XX msg3, XXMsg3Size bytes or more with an encrypted
+// payload.
+func ParseSessionMsg3XX(b []byte) (SessionMsg3, error) {
+	return parseSessionMsg3(b, XXMsg3Size, XXMsg3Size+FMPv1HandshakeMaxExtra)
+}
+
+// parseSessionMsg3 decodes a phase-3 FSP packet whose Noise message is
+// lo to hi bytes.
+func parseSessionMsg3(b []byte, lo, hi int) (SessionMsg3, error) {
 	const msg = "SessionMsg3"
 	body, err := fspHandshakeBody(b, msg, FSPPhaseMsg3)
 	if err != nil {
@@ -422,7 +452,7 @@ func ParseSessionMsg3(b []byte) (SessionMsg3, error) {
 	if len(body) < 1 {
 		return SessionMsg3{}, errTruncated(msg, "flags", 0, 1)
 	}
-	hs, err := parseHandshake(body[1:], msg, XKMsg3Size)
+	hs, err := parseHandshakeRange(body[1:], msg, lo, hi)
 	if err != nil {
 		return SessionMsg3{}, err
 	}
@@ -462,6 +492,12 @@ func fspHandshakeBody(b []byte, msg string, phase uint8) ([]byte, error) {
 
 // parseCoordsHandshake decodes the body shared by Setup and Ack.
 func parseCoordsHandshake(body []byte, msg string, hsSize int) (flags byte, src, dest Coords, hs []byte, err error) {
+	return parseCoordsHandshakeRange(body, msg, hsSize, hsSize)
+}
+
+// parseCoordsHandshakeRange is parseCoordsHandshake for a handshake of
+// lo to hi bytes.
+func parseCoordsHandshakeRange(body []byte, msg string, lo, hi int) (flags byte, src, dest Coords, hs []byte, err error) {
 	if len(body) < 1 {
 		return 0, nil, nil, nil, errTruncated(msg, "flags", 0, 1)
 	}
@@ -476,21 +512,25 @@ func parseCoordsHandshake(body []byte, msg string, hsSize int) (flags byte, src,
 		return 0, nil, nil, nil, err
 	}
 	off += n
-	hs, err = parseHandshake(body[off:], msg, hsSize)
+	hs, err = parseHandshakeRange(body[off:], msg, lo, hi)
 	if err != nil {
 		return 0, nil, nil, nil, err
 	}
 	return body[0], src, dest, hs, nil
 }
 
-// parseHandshake reads handshake_len and the Noise message, which must be
-// the last thing in the packet.
-func parseHandshake(b []byte, msg string, size int) ([]byte, error) {
+// parseHandshakeRange reads handshake_len and the Noise message (lo to
+// hi bytes), which must be the last thing in the packet.
+func parseHandshakeRange(b []byte, msg string, lo, hi int) ([]byte, error) {
 	if len(b) < 2 {
 		return nil, errTruncated(msg, "handshake_len", len(b), 2)
 	}
-	if n := int(binary.LittleEndian.Uint16(b)); n != size {
-		return nil, errLength(msg, "handshake_len", n, size)
+	size := int(binary.LittleEndian.Uint16(b))
+	if size < lo {
+		return nil, errLength(msg, "handshake_len", size, lo)
+	}
+	if size > hi {
+		return nil, errLength(msg, "handshake_len", size, hi)
 	}
 	if len(b) < 2+size {
 		return nil, errTruncated(msg, "handshake", len(b)-2, size)

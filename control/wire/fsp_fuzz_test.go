@@ -151,6 +151,37 @@ func FuzzParseSessionMsg3(f *testing.F) {
 	})
 }
 
+// The `next` variants: XX msg2 of 106 bytes or more, msg3 of 73 or
+// more; re-encoding gives the same bytes and the handshake stays in range.
+func FuzzParseSessionAckXX(f *testing.F) {
+	good := marshal(f, wire.SessionAck{SrcCoords: fspCoords(2), DestCoords: fspCoords(3), Handshake: fill(wire.XXMsg2Size+26, 7)})
+	fspSeeds(f, good, fspSet(good, 1, 0xFF), fspSet(good, 5, 0),
+		marshal(f, wire.SessionAck{SrcCoords: fspCoords(1), DestCoords: fspCoords(1), Handshake: fill(wire.XXMsg2Size, 1)}),
+		marshal(f, wire.SessionAck{SrcCoords: fspCoords(1), DestCoords: fspCoords(1), Handshake: fill(wire.XKMsg2Size, 1)}),
+		append(bytes.Clone(good), 0), []byte{0x02, 0x00, 0x00, 0x00})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, err := wire.ParseSessionAckXX(in)
+		fspCheckDecode(t, fspCanon(in, 2, func(b []byte) { b[1] = 0 }), a, err)
+		if err == nil && (len(a.Handshake) < wire.XXMsg2Size || len(a.Handshake) > wire.XXMsg2Size+wire.FMPv1HandshakeMaxExtra) {
+			t.Fatalf("handshake of %d bytes accepted", len(a.Handshake))
+		}
+	})
+}
+
+func FuzzParseSessionMsg3XX(f *testing.F) {
+	good := marshal(f, wire.SessionMsg3{Handshake: fill(wire.XXMsg3Size+26, 3)})
+	fspSeeds(f, good, fspSet(good, 1, 0x80), fspSet(good, 5, 0x48),
+		marshal(f, wire.SessionMsg3{Handshake: mustHex(f, fspXKMsg3)}),
+		append(bytes.Clone(good), 0), []byte{0x03, 0x00, 0x01, 0x00, 0x00})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := wire.ParseSessionMsg3XX(in)
+		fspCheckDecode(t, fspCanon(in, 2, func(b []byte) { b[1] = 0 }), m, err)
+		if err == nil && (len(m.Handshake) < wire.XXMsg3Size || len(m.Handshake) > wire.XXMsg3Size+wire.FMPv1HandshakeMaxExtra) {
+			t.Fatalf("handshake of %d bytes accepted", len(m.Handshake))
+		}
+	})
+}
+
 func FuzzParseFSPInner(f *testing.F) {
 	fspSeeds(f, mustHex(f, "39 30 00 00 10 01 aa bb cc"), mustHex(f, "00 00 00 00 14 ff"), make([]byte, 5), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -71,7 +71,21 @@ type FSPSessionAck struct {
 	SrcCoords    []identity.NodeAddr `json:"src_coords"`  // the responder's
 	DestCoords   []identity.NodeAddr `json:"dest_coords"` // the initiator's, echoed
 	HandshakeLen int                 `json:"handshake_len"`
-	Noise        FSPNoiseXKMsg2      `json:"noise"`
+	// Noise is FSPNoiseXKMsg2 (upstream master's 57 bytes) or
+	// FSPNoiseXXMsg2 (upstream next's, 106 bytes or more).
+	Noise any `json:"noise"`
+}
+
+// FSPNoiseXXMsg2 labels the parts of an XX msg2 (upstream next's
+// sessions): 106 bytes, then the encrypted negotiation payload on a fresh
+// session.
+type FSPNoiseXXMsg2 struct {
+	Pattern          string      `json:"pattern"` // "XX"
+	Hex              fspHexBytes `json:"hex"`
+	Ephemeral        fspHexBytes `json:"ephemeral"`                   // 33
+	EncryptedStatic  fspHexBytes `json:"encrypted_static"`            // 49, responder's static key + tag
+	EncryptedEpoch   fspHexBytes `json:"encrypted_epoch"`             // 24
+	EncryptedPayload fspHexBytes `json:"encrypted_payload,omitempty"` // negotiation payload + tag
 }
 
 // FSPNoiseXKMsg2 labels the parts of the 57-byte XK msg2.
@@ -98,6 +112,10 @@ type FSPNoiseXKMsg3 struct {
 	Hex             fspHexBytes `json:"hex"`
 	EncryptedStatic fspHexBytes `json:"encrypted_static"` // 49, initiator's static key + tag
 	EncryptedEpoch  fspHexBytes `json:"encrypted_epoch"`  // 24
+	// EncryptedPayload: an XX msg3 (upstream next's sessions) of a fresh
+	// session carries the encrypted negotiation payload after the same
+	// 73 bytes.
+	EncryptedPayload fspHexBytes `json:"encrypted_payload,omitempty"`
 }
 
 // FSPSignal is the dissection of a plaintext routing error signal.
@@ -158,23 +176,39 @@ func fspPacket(b []byte) (any, error) {
 		}, nil
 	case wire.FSPKindAck:
 		a, err := wire.ParseSessionAck(b)
+		var noise any
+		if err == nil {
+			noise = FSPNoiseXKMsg2{Hex: a.Handshake, Ephemeral: a.Handshake[:fspXKPubKeySize], EncryptedEpoch: a.Handshake[fspXKPubKeySize:]}
+		} else if x, xerr := wire.ParseSessionAckXX(b); xerr == nil {
+			a, err = x, nil
+			h := a.Handshake
+			noise = FSPNoiseXXMsg2{Pattern: "XX", Hex: h, Ephemeral: h[:fspXKPubKeySize],
+				EncryptedStatic: h[fspXKPubKeySize : fspXKPubKeySize+fspXKStaticSize],
+				EncryptedEpoch:  h[fspXKPubKeySize+fspXKStaticSize : wire.XXMsg2Size], EncryptedPayload: h[wire.XXMsg2Size:]}
+		}
 		if err != nil {
 			return nil, err
 		}
 		return FSPSessionAck{
 			Layer: "fsp", Type: "SessionAck", Phase: p.Phase, Flags: uint8(p.Flags), PayloadLen: p.PayloadLen,
 			AckFlags: a.Flags, SrcCoords: a.SrcCoords.Addrs(), DestCoords: a.DestCoords.Addrs(), HandshakeLen: len(a.Handshake),
-			Noise: FSPNoiseXKMsg2{Hex: a.Handshake, Ephemeral: a.Handshake[:fspXKPubKeySize], EncryptedEpoch: a.Handshake[fspXKPubKeySize:]},
+			Noise: noise,
 		}, nil
 	case wire.FSPKindMsg3:
 		m, err := wire.ParseSessionMsg3(b)
+		if err != nil {
+			if x, xerr := wire.ParseSessionMsg3XX(b); xerr == nil {
+				m, err = x, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
 		return FSPSessionMsg3{
 			Layer: "fsp", Type: "SessionMsg3", Phase: p.Phase, Flags: uint8(p.Flags), PayloadLen: p.PayloadLen,
 			Msg3Flags: m.Flags, HandshakeLen: len(m.Handshake),
-			Noise: FSPNoiseXKMsg3{Hex: m.Handshake, EncryptedStatic: m.Handshake[:fspXKStaticSize], EncryptedEpoch: m.Handshake[fspXKStaticSize:]},
+			Noise: FSPNoiseXKMsg3{Hex: m.Handshake, EncryptedStatic: m.Handshake[:fspXKStaticSize],
+				EncryptedEpoch: m.Handshake[fspXKStaticSize:wire.XXMsg3Size], EncryptedPayload: m.Handshake[wire.XXMsg3Size:]},
 		}, nil
 	default:
 		return fspSignal(b, p)

@@ -106,6 +106,24 @@ func TestFSPDissectHandshakes(t *testing.T) {
 		"noise":{"hex":"`+fspHexOf(msg3)+`","encrypted_static":"`+fspHexOf(msg3[:49])+`","encrypted_epoch":"`+fspHexOf(msg3[49:])+`"}}`)
 }
 
+// upstream next's sessions: XX msg2 of 106 bytes plus the encrypted
+// negotiation payload, msg3 of 73 plus the payload.
+func TestFSPDissectXXHandshakes(t *testing.T) {
+	msg2 := fspSeq(132, 0x01)
+	b := fspEnc(t, wire.SessionAck{SrcCoords: wire.CoordsOf(fspAddr(2)), DestCoords: wire.CoordsOf(fspAddr(1)), Handshake: msg2})
+	fspJSON(t, dissect.FSP, b, `{"layer":"fsp","type":"SessionAck","phase":2,"flags":0,"payload_len":171,"ack_flags":0,
+		"src_coords":[`+fspA("02")+`],"dest_coords":[`+fspA("01")+`],"handshake_len":132,
+		"noise":{"pattern":"XX","hex":"`+fspHexOf(msg2)+`","ephemeral":"`+fspHexOf(msg2[:33])+`",
+		"encrypted_static":"`+fspHexOf(msg2[33:82])+`","encrypted_epoch":"`+fspHexOf(msg2[82:106])+`",
+		"encrypted_payload":"`+fspHexOf(msg2[106:])+`"}}`)
+
+	msg3 := fspSeq(99, 0x80)
+	b = fspEnc(t, wire.SessionMsg3{Handshake: msg3})
+	fspJSON(t, dissect.FSP, b, `{"layer":"fsp","type":"SessionMsg3","phase":3,"flags":0,"payload_len":102,"msg3_flags":0,"handshake_len":99,
+		"noise":{"hex":"`+fspHexOf(msg3)+`","encrypted_static":"`+fspHexOf(msg3[:49])+`","encrypted_epoch":"`+fspHexOf(msg3[49:73])+`",
+		"encrypted_payload":"`+fspHexOf(msg3[73:])+`"}}`)
+}
+
 func fspHexOf(b []byte) string {
 	const digits = "0123456789abcdef"
 	var sb strings.Builder
