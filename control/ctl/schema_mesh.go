@@ -373,6 +373,9 @@ type SessionEntry struct {
 	// PostQuantum (fips-go addition, issue 32): the session's current
 	// keys come from an ML-KEM-768 upgrade; established sessions only.
 	PostQuantum *bool `json:"post_quantum,omitempty"`
+	// NoisePattern (fips-go addition, issue 30): "XK" (upstream master's
+	// sessions) or "XX" (upstream next's).
+	NoisePattern string `json:"noise_pattern,omitempty"`
 }
 
 // SessionEntryStats is one show_sessions entry's stats object

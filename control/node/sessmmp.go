@@ -18,13 +18,17 @@ import (
 // only, and upstream's receivers ignore SR content anyway.
 type sessionMetrics struct {
 	link *mmp.Link
+	// v1: an XX session (upstream next's), whose reports have next's
+	// layout (docs/next.md §6.3).
+	v1 bool
 }
 
 func (c *Core) sessionUp(now time.Time, remote identity.NodeAddr, initiator bool) {
 	l := mmp.NewLink(now, c.opts.SessionMMP, true)
 	l.SetEpoch(now)
 	l.SetInitiator(initiator)
-	c.smmp[remote] = &sessionMetrics{link: l}
+	in, _ := c.sess.Session(remote)
+	c.smmp[remote] = &sessionMetrics{link: l, v1: in.Pattern == session.PatternXX}
 }
 
 func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Frame) {
@@ -37,8 +41,9 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 	}
 	switch f.Type {
 	case wire.SessionMsgReceiverReport:
-		if rr, err := wire.ParseSessionReceiverReport(f.Body); err == nil {
-			sm.link.HandleReceiverReport(now, rr.ReceiverReport)
+		rr, err := c.parseSessionRR(sm, f.Body)
+		if err == nil {
+			sm.link.HandleReceiverReport(now, rr)
 			if srtt, ok := sm.link.SRTT(); ok {
 				sm.link.PathMTU().UpdateInterval(srtt)
 			}
@@ -52,6 +57,17 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 			sm.link.PathMTU().ApplyNotification(now, n.PathMTU)
 		}
 	}
+}
+
+// parseSessionRR decodes a SessionReceiverReport body in the session's
+// layout.
+func (c *Core) parseSessionRR(sm *sessionMetrics, body []byte) (wire.ReceiverReport, error) {
+	if sm.v1 {
+		r, err := wire.ParseSessionReceiverReportV1(body)
+		return r.V0(), err
+	}
+	r, err := wire.ParseSessionReceiverReport(body)
+	return r.ReceiverReport, err
 }
 
 // observePathMTU records the forward-path MTU a datagram from src saw.
@@ -82,8 +98,15 @@ func (c *Core) sessionReports(now time.Time) {
 		if _, rr := sm.link.Due(now); rr {
 			if r, ok := sm.link.BuildReceiverReport(now); ok {
 				var body [wire.SessionReceiverReportSize]byte
-				if _, err := (wire.SessionReceiverReport{ReceiverReport: r}).MarshalTo(body[:]); err == nil {
-					c.sessionSend(now, sm, dest, wire.SessionMsgReceiverReport, body[:])
+				var n int
+				var err error
+				if sm.v1 {
+					n, err = wire.ReceiverReportV1Of(r).MarshalSessionTo(body[:])
+				} else {
+					n, err = (wire.SessionReceiverReport{ReceiverReport: r}).MarshalTo(body[:])
+				}
+				if err == nil {
+					c.sessionSend(now, sm, dest, wire.SessionMsgReceiverReport, body[:n])
 				}
 			}
 		}

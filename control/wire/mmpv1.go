@@ -194,3 +194,25 @@ func (r ReceiverReportV1) putBody(b []byte) {
 	le.PutUint32(f[42:], r.BurstLossCount)
 	le.PutUint32(f[46:], r.CumulativeReorderCount)
 }
+
+// ReceiverReportV1Of is r in the `next` layout: the fields master's has
+// and next's dropped (burst loss maximum and mean, interval counts) are
+// left out.
+func ReceiverReportV1Of(r ReceiverReport) ReceiverReportV1 {
+	return ReceiverReportV1{
+		TimestampEcho: r.TimestampEcho, DwellTime: r.DwellTime, HighestCounter: r.HighestCounter,
+		CumulativePacketsRecv: r.CumulativePacketsRecv, CumulativeBytesRecv: r.CumulativeBytesRecv,
+		Jitter: r.Jitter, ECNCECount: r.ECNCECount, OWDTrend: r.OWDTrend, BurstLossCount: r.BurstLossCount,
+		CumulativeReorderCount: r.CumulativeReorderCount,
+	}
+}
+
+// V0 is r in master's layout, the fields `next` dropped zero.
+func (r ReceiverReportV1) V0() ReceiverReport {
+	return ReceiverReport{
+		TimestampEcho: r.TimestampEcho, DwellTime: r.DwellTime, HighestCounter: r.HighestCounter,
+		CumulativePacketsRecv: r.CumulativePacketsRecv, CumulativeBytesRecv: r.CumulativeBytesRecv,
+		Jitter: r.Jitter, ECNCECount: r.ECNCECount, OWDTrend: r.OWDTrend, BurstLossCount: r.BurstLossCount,
+		CumulativeReorderCount: r.CumulativeReorderCount,
+	}
+}
