@@ -24,6 +24,7 @@ type Objects struct {
 
 	localMu      sync.Mutex // serialises SetLocalAddrs, SetConfig and SetEthernet
 	localOnly    bool
+	next         bool                     // SetNext: FMP version 1 accepted
 	ports        int                      // how many UDP ports SetConfig gave
 	eth          map[int]uint16           // what eth_ifaces holds: EtherType by ifindex
 	local        map[xdpFipsAddr]struct{} // what local_addrs holds
@@ -231,6 +232,9 @@ func (o *Objects) SetConfig(ports []uint16, rate, burst uint32) error {
 	if o.localOnly {
 		c.LocalOnly = 1
 	}
+	if o.next {
+		c.Next = 1
+	}
 	copy(c.Ports[:], ports)
 	c.Rate, c.Burst = rate, burst
 	if err := o.objs.Config.Put(uint32(0), &c); err != nil {
@@ -297,6 +301,30 @@ func (o *Objects) SetLocalAddrs(addrs []netip.Addr) error {
 		errs = append(errs, fmt.Errorf("bpf: write config: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// SetNext makes the program take upstream next's FMP version 1 beside
+// version 0 (a node that speaks it: node.wire_format v1 or auto): XX
+// handshakes of 41, 118+ and 85+ bytes through the source's token bucket,
+// established 0x10 frames of known links, Ethernet data behind next's
+// 4-byte header and next's 5-byte beacons. Off (the default), every
+// version-1 packet is dropped as ReasonBadVersion, as before.
+func (o *Objects) SetNext(on bool) error {
+	o.localMu.Lock()
+	defer o.localMu.Unlock()
+	var c xdpFipsConfig
+	if err := o.objs.Config.Lookup(uint32(0), &c); err != nil {
+		return fmt.Errorf("bpf: read config: %w", err)
+	}
+	o.next = on
+	c.Next = 0
+	if on {
+		c.Next = 1
+	}
+	if err := o.objs.Config.Put(uint32(0), &c); err != nil {
+		return fmt.Errorf("bpf: write config: %w", err)
+	}
+	return nil
 }
 
 // SetEthernet makes the program judge frames of ethertype arriving on

@@ -25,6 +25,9 @@ func (*Objects) ProgramID() (uint32, error) { return 0, ErrNotSupported }
 // SetConfig returns ErrNotSupported.
 func (*Objects) SetConfig([]uint16, uint32, uint32) error { return ErrNotSupported }
 
+// SetNext returns ErrNotSupported.
+func (*Objects) SetNext(bool) error { return ErrNotSupported }
+
 // SetLocalAddrs returns ErrNotSupported.
 func (*Objects) SetLocalAddrs([]netip.Addr) error { return ErrNotSupported }
 

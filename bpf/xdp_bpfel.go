@@ -33,7 +33,7 @@ type xdpFipsConfig struct {
 	_         [4]byte
 	ClockNs   uint64
 	LocalOnly uint32
-	Pad       uint32
+	Next      uint32
 }
 
 type xdpFipsCounter struct {

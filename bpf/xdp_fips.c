@@ -7,7 +7,9 @@
  * the configured ports -> the FMP prefix; or, on an interface listed in
  * eth_ifaces, Ethernet with that interface's FIPS EtherType -> the FIPS
  * Ethernet frame (type 0 data: u16 LE length, then the FMP packet; type 1:
- * a beacon). No cryptography runs here: the
+ * a beacon). With config.next it also takes upstream's `next` line (FMP
+ * version 1: XX handshakes in three packets, Ethernet data behind a 4-byte
+ * header, 5-byte beacons; docs/next.md). No cryptography runs here: the
  * kernel has no ChaCha20-Poly1305 for BPF programs, so the program judges
  * only what is in the clear (version, phase, flags, payload_len, receiver
  * index) and leaves authentication to userspace.
@@ -40,22 +42,22 @@ enum fips_reason {
 	REASON_NOT_UDP,         /* pass: another transport protocol */
 	REASON_OTHER_PORT,      /* pass: UDP to a port that is not FIPS */
 	REASON_FMP_SHORT,       /* drop: FIPS port, payload shorter than the 4-byte prefix */
-	REASON_BAD_VERSION,     /* drop: FMP version is not 0 */
-	REASON_BAD_PHASE,       /* drop: phase is not 0, 1 or 2 */
+	REASON_BAD_VERSION,     /* drop: FMP version is not 0 (nor 1 with config.next) */
+	REASON_BAD_PHASE,       /* drop: phase is not 0, 1 or 2 (3 too on version 1) */
 	REASON_BAD_LENGTH,      /* drop: length or payload_len wrong for the phase */
 	REASON_BAD_FLAGS,       /* drop: handshake packet with non-zero flags */
 	REASON_UNKNOWN_INDEX,   /* drop: established frame, receiver index not in links */
 	REASON_LINK_KERNEL,     /* pass: established frame of a known link, no XSK for its interface and queue */
 	REASON_LINK_XSK,        /* redirect: established frame of a known link into its queue's XSK */
-	REASON_HANDSHAKE,       /* pass: msg1/msg2 within the source's token bucket */
-	REASON_RATE_LIMITED,    /* drop: msg1/msg2 over the source's token bucket */
+	REASON_HANDSHAKE,       /* pass: msg1/msg2 (and v1 msg3) within the source's token bucket */
+	REASON_RATE_LIMITED,    /* drop: msg1/msg2 (and v1 msg3) over the source's token bucket */
 	REASON_RATELIMIT_ERROR, /* pass: the source's bucket could not be stored */
 	REASON_MULTI_BUFFER,    /* pass: FIPS port, a frame in several buffers (loaded with xdp.frags: a jumbo frame) */
 	REASON_NOT_LOCAL,       /* pass: FIPS port, destination not a local address (config.local_only): traffic this host routes */
 	REASON_ETH_SHORT,       /* drop: FIPS EtherType, frame ends in the 3-byte header or before its length field's end */
 	REASON_ETH_BAD_TYPE,    /* drop: FIPS EtherType, frame type neither data (0) nor beacon (1) */
 	REASON_BEACON,          /* pass: beacon within its source MAC's token bucket */
-	REASON_BAD_BEACON,      /* drop: beacon shorter than 34 bytes or not version 1 */
+	REASON_BAD_BEACON,      /* drop: beacon neither master's (34 bytes, version 1) nor, with config.next, next's (5 bytes) */
 	REASON_BEACON_LIMITED,  /* drop: beacon over its source MAC's token bucket */
 	REASON_MAX,
 };
@@ -74,7 +76,7 @@ struct fips_config {
 	__u32 burst;                  /* bucket depth in packets; 0 = no handshake limit */
 	__u64 clock_ns;               /* tests only: non-zero replaces bpf_ktime_get_ns */
 	__u32 local_only;             /* 1: act only on frames to an address in local_addrs */
-	__u32 pad;
+	__u32 next;                   /* 1: also accept upstream next's FMP version 1 */
 };
 
 /* Value of `links`: one receiver index of this node's links. */
@@ -324,6 +326,10 @@ static __always_inline int handshake(struct xdp_md *ctx, const struct fips_confi
 	}
 }
 
+/* The encrypted negotiation payload after a version-1 msg2 or msg3: at
+ * most 1,024 bytes and its tag (control/wire MaxXXPayload). */
+#define V1_MAX_EXTRA (1024 + 16)
+
 /* judge_fmp gives the verdict on the FMP packet of total bytes at fmp (its
  * carrier, UDP or FIPS Ethernet, already bounds-checked against end): the
  * established frames of known links to the XSK of their queue, handshakes
@@ -336,12 +342,13 @@ static __always_inline int judge_fmp(struct xdp_md *ctx, const struct fips_confi
 	if (total < 4 || (void *)(fmp + 4) > end)
 		return drop(ctx, REASON_FMP_SHORT);
 
-	if ((fmp[0] >> 4) != 0)
+	if ((fmp[0] >> 4) > 1 || ((fmp[0] >> 4) == 1 && !cfg->next))
 		return drop(ctx, REASON_BAD_VERSION);
 	plen = (__u16)fmp[2] | (__u16)fmp[3] << 8;
 
-	switch (fmp[0] & 0xf) {
-	case 0: { /* established: 16-byte header, ciphertext, 16-byte tag */
+	switch (fmp[0]) {
+	case 0x00:   /* established: 16-byte header, ciphertext, 16-byte tag */
+	case 0x10: { /* the same on version 1 */
 		struct fips_xsk_key xk = { .ifindex = ctx->ingress_ifindex, .queue = ctx->rx_queue_index };
 		struct fips_link *l;
 		__u32 idx, *slot;
@@ -363,12 +370,24 @@ static __always_inline int judge_fmp(struct xdp_md *ctx, const struct fips_confi
 		}
 		return pass(ctx, REASON_LINK_KERNEL);
 	}
-	case 1: /* Noise IK msg1: 114 bytes, payload_len 110 */
+	case 0x01: /* Noise IK msg1: 114 bytes, payload_len 110 */
 		if (total != 114 || plen != 110)
 			return drop(ctx, REASON_BAD_LENGTH);
 		break;
-	case 2: /* Noise IK msg2: 69 bytes, payload_len 65 */
+	case 0x02: /* Noise IK msg2: 69 bytes, payload_len 65 */
 		if (total != 69 || plen != 65)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	case 0x11: /* Noise XX msg1: 41 bytes, payload_len 37 */
+		if (total != 41 || plen != 37)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	case 0x12: /* XX msg2: 118 bytes and an encrypted payload */
+		if (total < 118 || total > 118 + V1_MAX_EXTRA || plen != total - 4)
+			return drop(ctx, REASON_BAD_LENGTH);
+		break;
+	case 0x13: /* XX msg3: 85 bytes and an encrypted payload */
+		if (total < 85 || total > 85 + V1_MAX_EXTRA || plen != total - 4)
 			return drop(ctx, REASON_BAD_LENGTH);
 		break;
 	default:
@@ -397,16 +416,34 @@ static __always_inline int fips_ethernet(struct xdp_md *ctx, const struct fips_c
 	__builtin_memcpy(&src.addr[10], eth->h_source, 6);
 	switch (p[0]) {
 	case 0:
+		src.addr[8] = 1;
+		/* next's 4-byte header [0][flags 0][len LE] is told from master's
+		 * 3-byte [0][len LE] by a zero byte 1 and a version-1 FMP byte
+		 * after it: master's FMP packet starts with its flags byte there
+		 * (at most 0x07), never 0x1X (docs/next.md 15.2). */
+		if ((void *)(p + 5) <= end && p[1] == 0 && (p[4] >> 4) == 1) {
+			len = (__u32)p[2] | (__u32)p[3] << 8;
+			if ((void *)(p + 4) + len > end)
+				return drop(ctx, REASON_ETH_SHORT);
+			return judge_fmp(ctx, cfg, p + 4, len, end, &src);
+		}
 		if ((void *)(p + 3) > end)
 			return drop(ctx, REASON_ETH_SHORT);
 		len = (__u32)p[1] | (__u32)p[2] << 8;
 		if ((void *)(p + 3) + len > end)
 			return drop(ctx, REASON_ETH_SHORT);
-		src.addr[8] = 1;
 		return judge_fmp(ctx, cfg, p + 3, len, end, &src);
-	case 1: /* type, version 1, the 32-byte x-only key; the rest padding */
-		if ((void *)(p + 34) > end || p[1] != 1)
+	case 1:
+		/* master: type, version 1, the 32-byte x-only key; next: type,
+		 * flags 0, length >= 1 (LE), version 1; the rest padding. */
+		if ((void *)(p + 2) > end)
 			return drop(ctx, REASON_BAD_BEACON);
+		if (p[1] == 1) {
+			if ((void *)(p + 34) > end)
+				return drop(ctx, REASON_BAD_BEACON);
+		} else if (!cfg->next || (void *)(p + 5) > end || p[1] != 0 || (p[2] == 0 && p[3] == 0) || p[4] != 1) {
+			return drop(ctx, REASON_BAD_BEACON);
+		}
 		src.addr[8] = 2;
 		switch (take_token(cfg, &src)) {
 		case BUCKET_EMPTY:

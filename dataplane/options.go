@@ -36,4 +36,8 @@ type Options struct {
 	// RX ring before it parks (dataplane.afxdp_busy_poll_us); 0 parks at
 	// once.
 	AFXDPBusyPoll time.Duration
+	// AcceptNext makes the XDP program take upstream next's FMP version 1
+	// beside version 0 (node.wire_format v1 or auto); otherwise it drops
+	// version-1 packets as bad_version.
+	AcceptNext bool
 }

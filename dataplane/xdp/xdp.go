@@ -227,6 +227,11 @@ func loadXDP(o dataplane.Options, env Env) (*Plane, []ctl.XDPInterface, error) {
 	if err := obj.SetConfig(ports, rate, o.HandshakeBurst); err != nil {
 		return fail(fmt.Errorf("cannot configure %s: %w", bpf.ProgramName, err))
 	}
+	if o.AcceptNext {
+		if err := obj.SetNext(true); err != nil {
+			return fail(fmt.Errorf("cannot configure %s for the next wire format: %w", bpf.ProgramName, err))
+		}
+	}
 	for _, e := range eths {
 		if err := obj.SetEthernet(e.ifindex, e.etherType); err != nil {
 			return fail(fmt.Errorf("cannot configure %s for the Ethernet transport on %s: %w", bpf.ProgramName, e.name, err))
