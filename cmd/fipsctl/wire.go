@@ -17,13 +17,13 @@ const maxHexInput = 4 * 65536
 func runWire(e *env, args []string) error {
 	if len(args) == 0 || args[0] != "decode" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(e.stdout, "usage: fipsctl wire decode [--layer fmp|fsp] [--inner fmp|fsp] [HEX]")
+			fmt.Fprintln(e.stdout, "usage: fipsctl wire decode [--layer fmp|fsp] [--inner fmp|fsp|fmp-next|fsp-next] [HEX]")
 			return nil
 		}
-		return usageError{msg: "a subcommand is required", usage: "wire decode [--layer fmp|fsp] [--inner fmp|fsp] [HEX]"}
+		return usageError{msg: "a subcommand is required", usage: "wire decode [--layer fmp|fsp] [--inner fmp|fsp|fmp-next|fsp-next] [HEX]"}
 	}
-	fs := newFlags(e, "wire decode", "[--layer fmp|fsp] [--inner fmp|fsp] [HEX]")
-	inner := fs.String("inner", "", "input is a decrypted plaintext: fmp (link frame) or fsp (session message)")
+	fs := newFlags(e, "wire decode", "[--layer fmp|fsp] [--inner fmp|fsp|fmp-next|fsp-next] [HEX]")
+	inner := fs.String("inner", "", "input is a decrypted plaintext: fmp (link frame) or fsp (session message); fmp-next, fsp-next: of upstream next's line (a version-1 link, an XX session)")
 	layer := fs.String("layer", "", "outer packet layer: fmp or fsp (default: try FMP, then FSP)")
 	if err := fs.parse(args[1:]); err != nil {
 		return err
@@ -36,8 +36,12 @@ func runWire(e *env, args []string) error {
 		l = dissect.FMPInner
 	case *inner == "fsp":
 		l = dissect.FSPInner
+	case *inner == "fmp-next":
+		l = dissect.FMPInnerNext
+	case *inner == "fsp-next":
+		l = dissect.FSPInnerNext
 	case *inner != "":
-		return usageError{msg: fmt.Sprintf("--inner must be fmp or fsp, not %q", *inner), usage: fs.Name() + " " + fs.synopsis}
+		return usageError{msg: fmt.Sprintf("--inner must be fmp, fsp, fmp-next or fsp-next, not %q", *inner), usage: fs.Name() + " " + fs.synopsis}
 	case *layer == "fmp", *layer == "fsp":
 		l = dissect.Layer(*layer)
 	case *layer != "":

@@ -159,6 +159,7 @@ func TestWireDecodeRejectsMalformed(t *testing.T) {
 		{[]string{"--inner", "fmp"}, "00000000ee"},
 		{[]string{"--inner", "fmp"}, "0000000010"}, // TreeAnnounce with no body
 		{[]string{"--inner", "fsp"}, "0000"},
+		{[]string{"--inner", "fmp-next"}, "0000000002"}, // a next ReceiverReport with no body
 		{[]string{"--layer", "fsp"}, "01000000"},
 	} {
 		args := append(append([]string{"wire", "decode"}, c.flags...), c.hex)
@@ -167,8 +168,17 @@ func TestWireDecodeRejectsMalformed(t *testing.T) {
 			t.Errorf("%v %s: exit %d stdout %q stderr %q", c.flags, c.hex, code, out, errs)
 		}
 	}
+	// A next ReceiverReport (54 bytes) reads with --inner fmp-next.
+	rr := make([]byte, wire.ReceiverReportV1Size)
+	if _, err := (wire.ReceiverReportV1{TimestampEcho: 42}).MarshalTo(rr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := fipsctl(t, "", "wire", "decode", "--inner", "fmp-next", hex.EncodeToString(append([]byte{0, 0, 0, 0}, rr...)))
+	if code != 0 || !strings.Contains(out, `"timestamp_echo": 42`) {
+		t.Errorf("--inner fmp-next: %d %s", code, out)
+	}
 	// stdin works too.
-	code, out, _ := fipsctl(t, "00 00 00 00 51\n", "wire", "decode", "--inner", "fmp")
+	code, out, _ = fipsctl(t, "00 00 00 00 51\n", "wire", "decode", "--inner", "fmp")
 	if code != 0 || !strings.Contains(out, "Heartbeat") {
 		t.Errorf("stdin decode: %d %s", code, out)
 	}

@@ -23,6 +23,12 @@ const (
 	FMPInner Layer = "fmp-inner"
 	// FSPInner: a decrypted FSP plaintext (timestamp, msg_type, inner_flags, body).
 	FSPInner Layer = "fsp-inner"
+	// FMPInnerNext and FSPInnerNext: the same plaintexts from upstream's
+	// `next` line (an FMP version-1 link, an XX session), whose MMP
+	// reports and lookups have next's layouts (docs/next.md §6, §9). The
+	// plaintext itself does not say which line it came from.
+	FMPInnerNext Layer = "fmp-inner-next"
+	FSPInnerNext Layer = "fsp-inner-next"
 )
 
 // ErrUnknownLayer is returned for a Layer value Decode does not know.
@@ -36,9 +42,13 @@ func Decode(b []byte, layer Layer) (any, error) {
 	case FSP:
 		return fspPacket(b)
 	case FMPInner:
-		return fmpInner(b)
+		return fmpInner(b, false)
 	case FSPInner:
-		return fspInner(b)
+		return fspInner(b, false)
+	case FMPInnerNext:
+		return fmpInner(b, true)
+	case FSPInnerNext:
+		return fspInner(b, true)
 	case Auto:
 		v, ferr := fmpPacket(b)
 		if ferr == nil {
@@ -50,6 +60,6 @@ func Decode(b []byte, layer Layer) (any, error) {
 		}
 		return nil, fmt.Errorf("neither an FMP packet (%w) nor an FSP packet (%v)", ferr, serr)
 	default:
-		return nil, fmt.Errorf("%w %q (want fmp, fsp, fmp-inner or fsp-inner)", ErrUnknownLayer, string(layer))
+		return nil, fmt.Errorf("%w %q (want fmp, fsp, fmp-inner, fsp-inner, fmp-inner-next or fsp-inner-next)", ErrUnknownLayer, string(layer))
 	}
 }

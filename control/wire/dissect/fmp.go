@@ -281,17 +281,83 @@ type FMPDisconnect struct {
 // FMPHeartbeat is the (empty) Heartbeat body.
 type FMPHeartbeat struct{}
 
-func fmpInner(b []byte) (any, error) {
+// fmpInner dissects a link frame's plaintext; next: of a version-1
+// link, whose reports and lookups have next's layouts.
+func fmpInner(b []byte, next bool) (any, error) {
 	in, err := wire.ParseFMPInner(b)
 	if err != nil {
 		return nil, err
 	}
 	t := in.Type()
-	body, err := fmpLinkBody(t, in.Message)
+	layer := "fmp-inner"
+	var body any
+	if next {
+		layer = "fmp-inner-next"
+		body, err = fmpLinkBodyNext(t, in.Message)
+	} else {
+		body, err = fmpLinkBody(t, in.Message)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return FMPPlaintext{Layer: "fmp-inner", Timestamp: in.Timestamp, MsgType: uint8(t), MsgTypeName: t.String(), Body: body}, nil
+	return FMPPlaintext{Layer: layer, Timestamp: in.Timestamp, MsgType: uint8(t), MsgTypeName: t.String(), Body: body}, nil
+}
+
+// FMPLookupRequestNext is a `next` LookupRequest: no origin coordinates,
+// TLVs at the end.
+type FMPLookupRequestNext struct {
+	RequestID uint64            `json:"request_id"`
+	Target    identity.NodeAddr `json:"target"`
+	Origin    identity.NodeAddr `json:"origin"`
+	TTL       uint8             `json:"ttl"`
+	MinMTU    uint16            `json:"min_mtu"`
+	TLVs      []FMPTLV          `json:"tlvs"`
+}
+
+// FMPLookupResponseNext is a `next` LookupResponse: master's fields, TLVs
+// after the proof.
+type FMPLookupResponseNext struct {
+	FMPLookupResponse
+	TLVs []FMPTLV `json:"tlvs"`
+}
+
+// FMPTLV is one TLV extension entry.
+type FMPTLV struct {
+	Field uint16      `json:"field"`
+	Value fmpHexBytes `json:"value"`
+}
+
+func fmpTLVs(in []wire.TLV) []FMPTLV {
+	out := make([]FMPTLV, len(in))
+	for i, t := range in {
+		out[i] = FMPTLV{Field: t.Field, Value: t.Value}
+	}
+	return out
+}
+
+// fmpLinkBodyNext is fmpLinkBody for a version-1 link: MMP reports and
+// lookups in next's layouts, everything else as on master.
+func fmpLinkBodyNext(t wire.MsgType, m []byte) (any, error) {
+	switch t {
+	case wire.MsgSenderReport:
+		return wire.ParseSenderReportV1(m)
+	case wire.MsgReceiverReport:
+		return wire.ParseReceiverReportV1(m)
+	case wire.MsgLookupRequest:
+		r, err := wire.ParseLookupRequestV1(m)
+		if err != nil {
+			return nil, err
+		}
+		return FMPLookupRequestNext{RequestID: r.RequestID, Target: r.Target, Origin: r.Origin, TTL: r.TTL, MinMTU: r.MinMTU, TLVs: fmpTLVs(r.TLVs)}, nil
+	case wire.MsgLookupResponse:
+		r, err := wire.ParseLookupResponseV1(m)
+		if err != nil {
+			return nil, err
+		}
+		return FMPLookupResponseNext{FMPLookupResponse: FMPLookupResponse{RequestID: r.RequestID, Target: r.Target, PathMTU: r.PathMTU,
+			TargetCoords: r.TargetCoords.Addrs(), Proof: r.Proof}, TLVs: fmpTLVs(r.TLVs)}, nil
+	}
+	return fmpLinkBody(t, m)
 }
 
 func fmpLinkBody(t wire.MsgType, m []byte) (any, error) {

@@ -375,3 +375,34 @@ func TestDissectFMPInnerRejects(t *testing.T) {
 		}
 	}
 }
+
+// A version-1 link's plaintexts: reports and lookups in next's layouts;
+// the same bytes read as master's fail.
+func TestDissectFMPInnerNext(t *testing.T) {
+	rr := make([]byte, wire.ReceiverReportV1Size)
+	if _, err := (wire.ReceiverReportV1{TimestampEcho: 77, DwellTime: 3, HighestCounter: 9, OWDTrend: -5}).MarshalTo(rr); err != nil {
+		t.Fatal(err)
+	}
+	fmpWant(t, fmpJSON(t, fmpPlain(1, rr), dissect.FMPInnerNext), map[string]any{
+		"layer": "fmp-inner-next", "msg_type": 2, "msg_type_name": "ReceiverReport",
+		"body.timestamp_echo": 77, "body.dwell_time": 3, "body.highest_counter": 9, "body.owd_trend": -5,
+	})
+	if _, err := dissect.Decode(fmpPlain(1, rr), dissect.FMPInner); err == nil {
+		t.Error("a next ReceiverReport read as master's")
+	}
+	sr := make([]byte, wire.SenderReportV1Size)
+	if _, err := (wire.SenderReportV1{IntervalPacketsSent: 4, CumulativePacketsSent: 40}).MarshalTo(sr); err != nil {
+		t.Fatal(err)
+	}
+	fmpWant(t, fmpJSON(t, fmpPlain(1, sr), dissect.FMPInnerNext), map[string]any{
+		"msg_type_name": "SenderReport", "body.interval_packets_sent": 4, "body.cumulative_packets_sent": 40,
+	})
+	req := wire.LookupRequestV1{RequestID: 5, TTL: 8, MinMTU: 1280, TLVs: []wire.TLV{{Field: 9, Value: []byte{1, 2}}}}
+	fmpWant(t, fmpJSON(t, fmpPlain(2, fmpEncode(t, req)), dissect.FMPInnerNext), map[string]any{
+		"msg_type_name": "LookupRequest", "body.request_id": 5, "body.ttl": 8, "body.min_mtu": 1280,
+	})
+	// Heartbeats, disconnects and the rest are master's.
+	fmpWant(t, fmpJSON(t, fmpPlain(3, []byte{byte(wire.MsgHeartbeat)}), dissect.FMPInnerNext), map[string]any{
+		"msg_type_name": "Heartbeat",
+	})
+}

@@ -337,13 +337,19 @@ type FSPUnknownBody struct {
 	Body    fspHexBytes `json:"body"`
 }
 
-func fspInner(b []byte) (any, error) {
+// fspInner dissects a session plaintext; next: of an XX session (upstream
+// next's), whose reports have next's layouts.
+func fspInner(b []byte, next bool) (any, error) {
 	in, err := wire.ParseFSPInner(b)
 	if err != nil {
 		return nil, err
 	}
+	layer := "fsp-inner"
+	if next {
+		layer = "fsp-inner-next"
+	}
 	out := FSPPlaintext{
-		Layer: "fsp-inner", Timestamp: in.Timestamp, MsgType: uint8(in.MsgType), MsgTypeName: in.MsgType.String(),
+		Layer: layer, Timestamp: in.Timestamp, MsgType: uint8(in.MsgType), MsgTypeName: in.MsgType.String(),
 		InnerFlags: b[5], SpinBit: in.Flags.SpinBit(),
 	}
 	switch in.MsgType {
@@ -366,12 +372,28 @@ func fspInner(b []byte) (any, error) {
 		}
 		out.Body = body
 	case wire.SessionMsgSenderReport:
+		if next {
+			r, err := wire.ParseSessionSenderReportV1(in.Body)
+			if err != nil {
+				return nil, err
+			}
+			out.Body = r
+			break
+		}
 		r, err := wire.ParseSessionSenderReport(in.Body)
 		if err != nil {
 			return nil, err
 		}
 		out.Body = r.SenderReport
 	case wire.SessionMsgReceiverReport:
+		if next {
+			r, err := wire.ParseSessionReceiverReportV1(in.Body)
+			if err != nil {
+				return nil, err
+			}
+			out.Body = r
+			break
+		}
 		r, err := wire.ParseSessionReceiverReport(in.Body)
 		if err != nil {
 			return nil, err

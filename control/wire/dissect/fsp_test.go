@@ -234,6 +234,21 @@ func TestFSPDissectInner(t *testing.T) {
 		"body":{"body_len":2,"body":"dead"}}`)
 }
 
+// An XX session's reports have next's layout.
+func TestFSPDissectInnerNext(t *testing.T) {
+	body := make([]byte, wire.SessionReceiverReportV1Size)
+	if _, err := (wire.ReceiverReportV1{TimestampEcho: 12, HighestCounter: 3}).MarshalSessionTo(body); err != nil {
+		t.Fatal(err)
+	}
+	pt := append([]byte{1, 0, 0, 0, byte(wire.SessionMsgReceiverReport), 0}, body...)
+	fspJSON(t, dissect.FSPInnerNext, pt, `{"layer":"fsp-inner-next","timestamp":1,"msg_type":18,"msg_type_name":"ReceiverReport",
+		"inner_flags":0,"spin_bit":false,"body":{"timestamp_echo":12,"dwell_time":0,"highest_counter":3,"cumulative_packets_recv":0,
+		"cumulative_bytes_recv":0,"jitter":0,"ecn_ce_count":0,"owd_trend":0,"burst_loss_count":0,"cumulative_reorder_count":0}}`)
+	if _, err := dissect.Decode(pt, dissect.FSPInner); err == nil {
+		t.Error("a next session report read as master's")
+	}
+}
+
 func TestFSPDissectRejects(t *testing.T) {
 	good := fspEnc(t, wire.CoordsRequired{})
 	for _, c := range []struct {
