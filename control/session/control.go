@@ -199,7 +199,10 @@ type Stats struct {
 	AckHandshakeFailed, Msg3Failed      uint64
 	// AckIdentityMismatch: XX SessionAcks under another key than the
 	// one dialled (upstream next's counter).
-	AckIdentityMismatch                   uint64
+	AckIdentityMismatch uint64
+	// DualAcks (ours): SessionSetups answered with both an XK and an XX
+	// SessionAck (PatternAuto, a remote of unknown line).
+	DualAcks                              uint64
 	AddrMismatch                          uint64
 	DecryptFailed, UnknownMessageType     uint64
 	RekeysInitiated, RekeyArmed, Cutovers uint64

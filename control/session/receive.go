@@ -82,8 +82,11 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 				t.log.Debug("SessionSetup with a new msg1 replaces the unanswered one", "src", t.name(src))
 				break
 			}
-			if e.hsPayload != nil {
-				if err := t.send(now, e, src, e.hsPayload); err != nil {
+			for _, ack := range [][]byte{e.hsPayload, e.hsPayloadAlt} {
+				if ack == nil {
+					continue
+				}
+				if err := t.send(now, e, src, ack); err != nil {
 					t.log.Debug("ack resend failed", "src", src, "err", err)
 				}
 			}
@@ -98,7 +101,7 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 		t.log.Debug("session table full of proven sessions: SessionSetup refused", "src", t.name(src))
 		return
 	}
-	hs, ack, err := t.respond(setup, t.patternFor(src), false)
+	hs, ack, alt, err := t.respond(setup, t.patternFor(src), false)
 	if err != nil {
 		t.stats.Malformed++
 		return
@@ -107,31 +110,47 @@ func (t *Table) handleSetup(now time.Time, src, fromPeer identity.NodeAddr, fsp 
 		t.log.Debug("ack send failed", "src", src, "err", err)
 		return
 	}
+	if alt != nil {
+		// A dual responder's second ack (XX's): the initiator's line
+		// reads the one of its size and drops the other.
+		if err := t.send(now, nil, src, alt); err != nil {
+			t.log.Debug("ack send failed", "src", src, "err", err)
+		}
+		t.stats.DualAcks++
+	}
 	ne := t.newEntry(src, t.id.PublicKey(), StateAwaitingMsg3, now, false)
 	ne.hsR, ne.pattern = hs, hs.pattern()
 	ne.setupMsg1 = bytes.Clone(setup.Handshake)
 	t.holdResponder(now, src, ne)
-	ne.hsPayload, ne.resendCount, ne.nextResend = ack, 0, now.Add(t.cfg.HandshakeResendInterval)
+	ne.hsPayload, ne.hsPayloadAlt, ne.resendCount, ne.nextResend = ack, alt, 0, now.Add(t.cfg.HandshakeResendInterval)
 	t.sessions[src] = ne
 }
 
 // respond runs the responder's msg1/msg2 in pattern p and encodes the
-// SessionAck.
-func (t *Table) respond(setup wire.SessionSetup, p Pattern, rekey bool) (*responderHS, []byte, error) {
-	hs, err := t.newResponder(p, rekey)
+// SessionAck; a dual responder (PatternAuto) also the XX one as alt.
+func (t *Table) respond(setup wire.SessionSetup, p Pattern, rekey bool) (hs *responderHS, ack, alt []byte, err error) {
+	if hs, err = t.newResponder(p, rekey); err != nil {
+		return nil, nil, nil, err
+	}
+	msg2, msg2Alt, err := hs.answer(setup.Handshake)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	msg2, err := hs.answer(setup.Handshake)
-	if err != nil {
-		return nil, nil, err
+	encode := func(m []byte) ([]byte, error) {
+		a := wire.SessionAck{SrcCoords: coordsOf(t.env.Coords()), DestCoords: bytes.Clone(setup.SrcCoords), Handshake: m}
+		b := make([]byte, a.Len())
+		_, err := a.MarshalTo(b)
+		return b, err
 	}
-	ack := wire.SessionAck{SrcCoords: coordsOf(t.env.Coords()), DestCoords: bytes.Clone(setup.SrcCoords), Handshake: msg2}
-	b := make([]byte, ack.Len())
-	if _, err := ack.MarshalTo(b); err != nil {
-		return nil, nil, err
+	if ack, err = encode(msg2); err != nil {
+		return nil, nil, nil, err
 	}
-	return hs, b, nil
+	if msg2Alt != nil {
+		if alt, err = encode(msg2Alt); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return hs, ack, alt, nil
 }
 
 func (e *entry) pendingStale(now time.Time, idle time.Duration) bool {
@@ -160,7 +179,7 @@ func (t *Table) handleRekeySetup(now time.Time, src identity.NodeAddr, e *entry,
 		t.reject(&t.stats.RekeyPending, "rekey setup while a pending session awaits cutover", src)
 		return
 	}
-	hs, ack, err := t.respond(setup, e.pattern, true)
+	hs, ack, _, err := t.respond(setup, e.pattern, true)
 	if err != nil {
 		t.stats.Malformed++
 		return
@@ -253,6 +272,7 @@ func (t *Table) handleAck(now time.Time, src identity.NodeAddr, fsp []byte) {
 	if err != nil {
 		return
 	}
+	e.pattern = e.hsI.pattern() // a dual initiator's is decided by the ack
 	e.hsI, e.cur, e.state = nil, s, StateEstablished
 	e.warmup = t.cfg.CoordsWarmupPackets
 	e.sessionStart = now
@@ -340,7 +360,7 @@ func (t *Table) handleMsg3(now time.Time, src identity.NodeAddr, fsp []byte) {
 		return
 	}
 	ne := t.newEntry(src, pk, StateEstablished, now, false)
-	ne.cur, ne.pattern = s, e.pattern
+	ne.cur, ne.pattern = s, e.hsR.pattern() // a dual responder's is decided by the msg3
 	ne.warmup = t.cfg.CoordsWarmupPackets
 	ne.sessionStart = now
 	ne.pathMTU = e.pathMTU

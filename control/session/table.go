@@ -60,9 +60,11 @@ type entry struct {
 	// dataplane workers update too.
 	hot sessHot
 
-	hsPayload   []byte
-	resendCount int
-	nextResend  time.Time
+	hsPayload []byte
+	// hsPayloadAlt is a dual responder's second SessionAck (XX's).
+	hsPayloadAlt []byte
+	resendCount  int
+	nextResend   time.Time
 	// setupMsg1 is the msg1 of the SessionSetup a responder entry
 	// answered: a setup with another one is another attempt.
 	setupMsg1 []byte

@@ -240,3 +240,65 @@ func TestPatternsPerPeer(t *testing.T) {
 		}
 	}
 }
+
+// PatternAuto meets either line: as initiator one SessionSetup serves
+// both handshakes and the ack's size decides; as responder both acks go
+// out (XK's first) and the msg3 decides. Every pairing establishes, in
+// the pattern the other side runs (XK between two auto nodes), and
+// carries data both ways; rekeys keep the pattern.
+func TestAutoPatternMeetsEither(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ai, bi Pattern // a initiates to b
+		want   Pattern
+	}{
+		{"auto to XK", PatternAuto, PatternXK, PatternXK},
+		{"auto to XX", PatternAuto, PatternXX, PatternXX},
+		{"XK to auto", PatternXK, PatternAuto, PatternXK},
+		{"XX to auto", PatternXX, PatternAuto, PatternXX},
+		{"auto to auto", PatternAuto, PatternAuto, PatternXK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMesh(t, 47)
+			ca, cb := DefaultConfig(), DefaultConfig()
+			ca.Patterns, cb.Patterns = &Patterns{Default: tc.ai}, &Patterns{Default: tc.bi}
+			a, b := m.addNode(ca), m.addNode(cb)
+			establish(t, m, a, b)
+			if err := b.tbl.Send(m.now, a.addr, 3, 4, []byte("back")); err != nil {
+				t.Fatal(err)
+			}
+			m.run()
+			if len(a.delivered) != 1 || len(b.delivered) != 1 {
+				t.Fatalf("delivered a %d b %d", len(a.delivered), len(b.delivered))
+			}
+			for _, p := range [][2]*node{{a, b}, {b, a}} {
+				if in, _ := p[0].tbl.Session(p[1].addr); in.Pattern != tc.want {
+					t.Fatalf("%x's session: %v, want %v", p[0].addr[:2], in.Pattern, tc.want)
+				}
+			}
+			if dual := b.tbl.Stats().DualAcks; (tc.bi == PatternAuto) != (dual == 1) {
+				t.Fatalf("responder sent %d dual acks", dual)
+			}
+			// Over a few rekeys the pattern stays and traffic flows.
+			for step := 0; step < 1500; step++ {
+				m.advance(100 * time.Millisecond)
+				if err := a.tbl.Send(m.now, b.addr, 1, 1, []byte("x")); err != nil {
+					t.Fatal(err)
+				}
+				if step%10 == 0 {
+					m.tickAll()
+				}
+				m.run()
+			}
+			if ca, cb := a.tbl.Stats().Cutovers, b.tbl.Stats().Cutovers; ca+cb < 1 {
+				t.Fatalf("no rekey cutover: a %d b %d", ca, cb)
+			}
+			if in, _ := a.tbl.Session(b.addr); in.Pattern != tc.want || in.State != StateEstablished {
+				t.Fatalf("after rekeys: %+v", in)
+			}
+			if got := len(b.delivered); got != 1+1500 {
+				t.Fatalf("b delivered %d of %d", got, 1+1500)
+			}
+		})
+	}
+}
