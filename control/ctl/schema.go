@@ -198,6 +198,9 @@ type SessionMetricsJSON struct {
 	// pattern) that authenticated another key than the one dialled; the
 	// initiation goes on (upstream next's counter of the same name).
 	AckIdentityMismatch uint64 `json:"ack_identity_mismatch"`
+	// DualAcks: SessionSetups answered with both an XK and an XX
+	// SessionAck (a remote whose line is unknown, session pattern auto).
+	DualAcks uint64 `json:"dual_acks"`
 	// The post-quantum upgrade of sessions (issue 32): exchanges offered
 	// and offers sent again, offers answered, epochs cut over to
 	// ML-KEM-768-derived keys, sessions left classical (pq preferred) or

@@ -163,6 +163,7 @@ func counterHelp() map[string]string {
 		"session.mtu_exceeded_contradicted":         "MtuExceeded signals ignored for naming less than the path MTU the destination reported end to end.",
 		"session.clamps_expired":                    "MtuExceeded path-MTU clamps released after 10 minutes without confirmation.",
 		"session.ack_identity_mismatch":             "SessionAcks of XX sessions (upstream next's pattern) that authenticated another key than the one dialled; the initiation goes on.",
+		"session.dual_acks":                         "SessionSetups answered with both an XK and an XX SessionAck (a remote whose line is unknown: session pattern auto).",
 		"session.responder_superseded":              "Answered session handshakes replaced by our own SessionSetup: traffic waited past a resend interval with no msg3.",
 		"session.pq_offered":                        "Post-quantum (ML-KEM-768) upgrades this node offered, one per classical session epoch.",
 		"session.pq_offer_resends":                  "Post-quantum upgrade offers sent again for want of an accept.",

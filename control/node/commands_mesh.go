@@ -76,8 +76,8 @@ func sessionLayer(s *Snapshot) ctl.SessionMetricsJSON {
 		SessionsEvicted: st.SessionsEvicted, SessionsRefused: st.SessionsRefused,
 		MtuExceededOffPath: st.MtuExceededOffPath, PathBrokenOffPath: st.PathBrokenOffPath,
 		MtuExceededContradicted: st.MtuExceededContradicted, ClampsExpired: st.ClampsExpired,
-		AckIdentityMismatch: st.AckIdentityMismatch,
-		PQOffered:           st.PQOffered, PQOfferResends: st.PQOfferResends, PQAccepted: st.PQAccepted, PQUpgrades: st.PQUpgrades,
+		AckIdentityMismatch: st.AckIdentityMismatch, DualAcks: st.DualAcks,
+		PQOffered: st.PQOffered, PQOfferResends: st.PQOfferResends, PQAccepted: st.PQAccepted, PQUpgrades: st.PQUpgrades,
 		PQFallbacks: st.PQFallbacks, PQRefused: st.PQRefused, PQConfirmFailed: st.PQConfirmFailed,
 		PQMessagesRefused: st.PQMessagesRefused, PQFragmentsRefused: st.PQFragmentsRefused, PQClassicDropped: st.PQClassicDropped}
 }
