@@ -77,13 +77,36 @@ func SplitFMPStream(b []byte, mtu uint16) ([]byte, error) {
 // Framing errors are *DecodeError; after any error the stream cannot be
 // resynchronised.
 func ReadFMPPacket(r io.Reader, buf []byte, mtu uint16) ([]byte, error) {
+	return readFMPPacket(r, buf, mtu, false)
+}
+
+// ReadFMPPacketAny is ReadFMPPacket for a node that also speaks upstream's
+// `next` line: a packet whose version nibble is 1 is framed by
+// FMPv1StreamPacketLen (buf must then also hold FMPv1StreamMax bytes).
+// Each packet is framed by its own version; the link layer drops one whose
+// version is not its link's.
+func ReadFMPPacketAny(r io.Reader, buf []byte, mtu uint16) ([]byte, error) {
+	return readFMPPacket(r, buf, mtu, true)
+}
+
+// FMPv1StreamMax is the largest version-1 handshake packet a stream
+// carries (msg2 with the largest payload fips-go accepts).
+const FMPv1StreamMax = FMPv1Msg2MinSize + FMPv1HandshakeMaxExtra
+
+func readFMPPacket(r io.Reader, buf []byte, mtu uint16, next bool) ([]byte, error) {
 	if len(buf) < FMPPrefixSize {
 		return nil, errBuffer("FMP stream", len(buf), FMPPrefixSize)
 	}
 	if _, err := io.ReadFull(r, buf[:FMPPrefixSize]); err != nil {
 		return nil, err
 	}
-	n, err := FMPStreamPacketLen(buf, mtu)
+	var n int
+	var err error
+	if next && buf[0]>>4 == FMPVersionNext {
+		n, err = FMPv1StreamPacketLen(buf, mtu)
+	} else {
+		n, err = FMPStreamPacketLen(buf, mtu)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -125,6 +126,9 @@ func TestEthernetFormats(t *testing.T) {
 
 func FuzzFMPv1Stream(f *testing.F) {
 	f.Add([]byte{0x12, 0, 114, 0})
+	f.Add([]byte{0x11, 0, 37, 0, 1, 2, 3})
+	f.Add([]byte{0x01, 0, 110, 0})
+	f.Add([]byte{0x16, 3, 1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := SplitFMPv1Stream(b, 1500)
 		if err == nil && p != nil && (len(p) < FMPPrefixSize || len(p) > len(b)) {
@@ -134,5 +138,28 @@ func FuzzFMPv1Stream(f *testing.F) {
 			t.Fatal("packet past the frame")
 		}
 		_ = ParseEthernetBeaconV1(b)
+		// A stream of either version: the packet read is the one its
+		// own version's framing splits off.
+		buf := make([]byte, 70000)
+		read, rerr := ReadFMPPacketAny(bytes.NewReader(b), buf, 1500)
+		split, serr := SplitFMPStream(b, 1500)
+		if len(b) > 0 && b[0]>>4 == FMPVersionNext {
+			split, serr = SplitFMPv1Stream(b, 1500)
+		}
+		switch {
+		case split != nil:
+			if rerr != nil || !bytes.Equal(read, split) {
+				t.Fatalf("read %x (%v), split %x", read, rerr, split)
+			}
+		case serr != nil:
+			var de *DecodeError
+			if !errors.As(rerr, &de) {
+				t.Fatalf("split error %v, read error %v", serr, rerr)
+			}
+		default:
+			if rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+				t.Fatalf("incomplete input, read %v", rerr)
+			}
+		}
 	})
 }

@@ -107,6 +107,11 @@ type Options struct {
 	// connection (the Tor transport dials through SOCKS5); it is called
 	// with a context bounded by ConnectTimeout.
 	Dial func(ctx context.Context, to netip.AddrPort) (net.Conn, error)
+	// Next also frames upstream next's version-1 packets (the node speaks
+	// it: node.wire_format v1 or auto; docs/next.md §12.1), each packet by
+	// its own version. Off, a version-1 packet ends the stream as
+	// upstream master does.
+	Next bool
 }
 
 // kind is Kind, or "tcp".
@@ -449,14 +454,17 @@ func (t *Transport) Send(to transport.Addr, pkt []byte) error {
 	return t.enqueueLocked(c, pkt)
 }
 
-// isMsg1Prefix reports whether p, an FMP prefix, is a msg1's.
+// isMsg1Prefix reports whether p, an FMP prefix, is a msg1's (master's
+// IK msg1 or next's XX msg1).
 func isMsg1Prefix(p []byte) bool {
-	return p[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg1 && binary.LittleEndian.Uint16(p[2:]) == wire.FMPMsg1PayloadLen
+	plen := binary.LittleEndian.Uint16(p[2:])
+	return p[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg1 && plen == wire.FMPMsg1PayloadLen ||
+		p[0] == wire.FMPVersionNext<<4|wire.FMPPhaseMsg1 && int(plen) == wire.FMPv1Msg1Size-wire.FMPPrefixSize
 }
 
-// isMsg2 reports whether pkt is an FMP handshake msg2.
+// isMsg2 reports whether pkt is an FMP handshake msg2 of either version.
 func isMsg2(pkt []byte) bool {
-	return len(pkt) > 0 && pkt[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg2
+	return len(pkt) > 0 && (pkt[0] == wire.FMPVersion<<4|wire.FMPPhaseMsg2 || pkt[0] == wire.FMPVersionNext<<4|wire.FMPPhaseMsg2)
 }
 
 func (t *Transport) usableLocked() error {
@@ -847,7 +855,12 @@ func (t *Transport) UnauthenticatedClosed() uint64 { return t.unauthClosed.Load(
 func (t *Transport) readLoop(c *conn, nc net.Conn) {
 	defer t.wg.Done()
 	br := bufio.NewReaderSize(nc, readBufSize)
-	buf := make([]byte, max(t.opts.MTU, wire.FMPMsg1Size))
+	size := max(t.opts.MTU, wire.FMPMsg1Size)
+	read := wire.ReadFMPPacket
+	if t.opts.Next {
+		size, read = max(size, wire.FMPv1StreamMax), wire.ReadFMPPacketAny
+	}
+	buf := make([]byte, size)
 	mtu := uint16(t.opts.MTU)
 	first := c.inbound && t.firstFrameTimeout > 0
 	if first {
@@ -856,7 +869,7 @@ func (t *Transport) readLoop(c *conn, nc net.Conn) {
 	checkFirst := c.inbound
 	c.reading.Store(true)
 	for {
-		pkt, err := wire.ReadFMPPacket(br, buf, mtu)
+		pkt, err := read(br, buf, mtu)
 		if err != nil {
 			t.readFailed(c, err, first)
 			t.teardown(c)

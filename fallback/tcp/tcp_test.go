@@ -1225,3 +1225,61 @@ func TestEvictionSparesMsg1Senders(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// v1 is an upstream next handshake packet of phase with a Noise part of n
+// bytes.
+func v1(t *testing.T, phase uint8, n int) []byte {
+	t.Helper()
+	h := wire.FMPv1Handshake{Phase: phase, SenderIndex: 7, ReceiverIndex: 8, Noise: bytes.Repeat([]byte{0x33}, n)}
+	b := make([]byte, h.Len())
+	if _, err := h.MarshalTo(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// With Next a stream carries next's version-1 packets (XX msg1 of 41
+// bytes, msg2 and msg3 with payloads, 0x10 frames) beside master's, each
+// framed by its own version; without it a version-1 packet ends the
+// stream as upstream master ends it, and with it junk still does.
+func TestNextFraming(t *testing.T) {
+	opts := listening()
+	opts.Next = true
+	b := newNode(t, 1, opts, nil)
+	a := newNode(t, 2, Options{MTU: opts.MTU, Next: true, ConnectTimeout: time.Second}, nil)
+	f10 := frame(t, 9, 200)
+	f10[0] = 0x10
+	pkts := [][]byte{
+		v1(t, wire.FMPPhaseMsg1, wire.XXMsg1Size),
+		v1(t, wire.FMPPhaseMsg2, wire.XXMsg2Size+26),
+		v1(t, wire.FMPPhaseMsg3, wire.XXMsg3Size+wire.FMPv1HandshakeMaxExtra),
+		f10,
+		msg1(t, 3),
+		frame(t, 4, 10),
+	}
+	for _, p := range pkts {
+		if err := a.Send(b.addr(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range pkts {
+		if got := b.in.Next(t); !bytes.Equal(got.Data, want) {
+			t.Fatalf("packet %d: got %x", i, got.Data)
+		}
+	}
+	c := rawDial(t, b.addr(t))
+	if _, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+
+	old := newNode(t, 3, listening(), nil)
+	c = rawDial(t, old.addr(t))
+	if _, err := c.Write(v1(t, wire.FMPPhaseMsg1, wire.XXMsg1Size)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	if st := old.Stats(); st.DroppedInvalid != 1 || st.PacketsRecv != 0 {
+		t.Fatalf("without Next: %+v", st)
+	}
+}
