@@ -222,6 +222,9 @@ type Stats struct {
 	BeaconsSent       uint64 `json:"beacons_sent,omitempty"`
 	BeaconsRecv       uint64 `json:"beacons_recv,omitempty"`
 	NeighboursRefused uint64 `json:"neighbours_refused,omitempty"`
+	// BeaconsKeyless (fips-go): upstream next's beacons, which name no
+	// key (counted among BeaconsRecv; not learned from yet).
+	BeaconsKeyless uint64 `json:"beacons_keyless,omitempty"`
 }
 
 // MTUError reports a send larger than the transport allows.

@@ -77,6 +77,23 @@ type Options struct {
 	// Key is the node's x-only public key, which beacons carry. Announce
 	// without it logs a warning and sends none, as upstream.
 	Key *identity.PublicKey
+	// Next also carries upstream next's data frames (docs/next.md §12.2):
+	// received ones are told from master's by their version-1 FMP byte
+	// (wire.EthernetDataVersion), and a version-1 packet is sent behind
+	// next's 4-byte header [0][flags 0][len LE], a version-0 one behind
+	// master's 3-byte header. The MTU is then the interface's minus 4 for
+	// both. next's beacons carry no key and are counted, not learned
+	// from (an anonymous XX dial is not done yet).
+	Next bool
+}
+
+// headerRoom is the bytes a data frame needs around the FMP packet: the
+// larger header of the formats carried.
+func (o Options) headerRoom() int {
+	if o.Next {
+		return wire.EthernetV1HeaderSize
+	}
+	return HeaderSize
 }
 
 // Defaults returns upstream's defaults (listen on; announce,
@@ -140,6 +157,7 @@ type Transport struct {
 
 	stats                    transport.Counters
 	beaconsSent, beaconsRecv atomic.Uint64
+	beaconsKeyless           atomic.Uint64 // next's beacons (Options.Next), which name no key
 	bufs                     *transport.BufferPool
 
 	nmu        sync.Mutex
@@ -234,7 +252,7 @@ func (t *Transport) Stats() transport.Stats {
 		}
 	}
 	s := t.stats.Snapshot()
-	s.BeaconsSent, s.BeaconsRecv = t.beaconsSent.Load(), t.beaconsRecv.Load()
+	s.BeaconsSent, s.BeaconsRecv, s.BeaconsKeyless = t.beaconsSent.Load(), t.beaconsRecv.Load(), t.beaconsKeyless.Load()
 	t.nmu.Lock()
 	s.NeighboursRefused = t.neighbours.Refused
 	t.nmu.Unlock()
@@ -273,7 +291,7 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 		return err
 	}
 	ifMTU := l.ifMTU()
-	mtu := ifMTU - HeaderSize
+	mtu := ifMTU - t.opts.headerRoom()
 	if t.opts.MTU > 0 {
 		mtu = min(mtu, t.opts.MTU)
 	}
@@ -378,13 +396,22 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 	}
 	switch b[0] {
 	case wire.EthernetFrameData:
-		// Checked first so that garbage costs no error value: the
-		// decoder's errors are built only for the debug line.
-		if len(b) < HeaderSize || HeaderSize+int(binary.LittleEndian.Uint16(b[1:])) > len(b) {
-			t.dropInvalid(f, b, "dropping invalid Ethernet data frame")
-			return
+		var d wire.EthernetData
+		if t.opts.Next && wire.EthernetDataVersion(b) == wire.FMPVersionNext {
+			var err error
+			if d, err = wire.ParseEthernetDataV1(b); err != nil {
+				t.dropInvalid(f, b, "dropping invalid Ethernet data frame")
+				return
+			}
+		} else {
+			// Checked first so that garbage costs no error value: the
+			// decoder's errors are built only for the debug line.
+			if len(b) < HeaderSize || HeaderSize+int(binary.LittleEndian.Uint16(b[1:])) > len(b) {
+				t.dropInvalid(f, b, "dropping invalid Ethernet data frame")
+				return
+			}
+			d, _ = wire.ParseEthernetData(b)
 		}
-		d, _ := wire.ParseEthernetData(b)
 		p := transport.Packet{Transport: t.id, From: transport.AddrFromMAC(f.MAC), Data: d.Packet, Arrived: arrived}
 		switch dataplane.Offer(w, t.bufs, deliver, p) {
 		case dataplane.Refused:
@@ -396,6 +423,12 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 		t.beaconsRecv.Add(1)
 		if !t.opts.Listen {
 			return
+		}
+		if t.opts.Next {
+			if format, ok := wire.EthernetBeaconFormat(b); ok && format == wire.FMPVersionNext {
+				t.beaconsKeyless.Add(1) // next's: a MAC without a key, no IK dial possible
+				return
+			}
 		}
 		if len(b) < wire.EthernetBeaconSize || b[1] != wire.EthernetBeaconVersion {
 			t.dropInvalid(f, b, "dropping invalid Ethernet beacon")
@@ -560,7 +593,7 @@ type sender struct {
 }
 
 func (t *Transport) newSender(r *linkRef, batch int) *sender {
-	size := int(t.mtu.Load()) + HeaderSize
+	size := int(t.mtu.Load()) + t.opts.headerRoom()
 	s := &sender{t: t, ref: r, w: r.l.newWriter(batch), slots: make([][]byte, batch), fs: make([]frame, batch)}
 	for i := range s.slots {
 		s.slots[i] = make([]byte, size)
@@ -595,6 +628,24 @@ func (s *sender) Reserve(to transport.Addr, n int) ([]byte, error) {
 	return b[HeaderSize:], nil
 }
 
+// nextHeader gives queued frame i next's 4-byte header when its packet
+// is version 1 (written behind master's 3-byte one by Reserve, before
+// the caller's packet said which): the packet moves one byte on, within
+// its slot, which has the room.
+func (s *sender) nextHeader(i int) uint64 {
+	b := s.fs[i].Buf
+	if len(b) <= HeaderSize || b[HeaderSize]>>4 != wire.FMPVersionNext {
+		return 0
+	}
+	n := len(b) - HeaderSize
+	b = s.slots[i][:wire.EthernetV1HeaderSize+n]
+	copy(b[wire.EthernetV1HeaderSize:], b[HeaderSize:HeaderSize+n])
+	b[1] = 0
+	binary.LittleEndian.PutUint16(b[2:], uint16(n))
+	s.fs[i].Buf = b
+	return 1
+}
+
 // Flush implements transport.Sender. Frames the kernel refuses are
 // counted as send errors.
 func (s *sender) Flush() { _ = s.flush() }
@@ -606,6 +657,11 @@ func (s *sender) flush() error {
 	}
 	t, queued, bytes := s.t, s.n, s.bytes
 	s.n, s.bytes = 0, 0
+	if t.opts.Next {
+		for i := range s.fs[:queued] {
+			bytes += s.nextHeader(i)
+		}
+	}
 	if r := t.live.Load(); r != nil && r != s.ref { // the interface was recreated
 		s.ref, s.w = r, r.l.newWriter(len(s.fs))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // fakeLink is an in-memory link: frames pushed to in are read, frames
@@ -406,5 +407,88 @@ func FuzzHandle(f *testing.F) {
 		if after.PacketsRecv-before.PacketsRecv != 1 || delivered+learned+invalid != 1 {
 			t.Fatalf("frame %x: recv +%d, delivered %d, learned %d, invalid %d", in, after.PacketsRecv-before.PacketsRecv, delivered, learned, invalid)
 		}
+	})
+}
+
+// With Next the transport carries upstream next's data frames beside
+// master's: a version-1 packet goes out behind [0][0][len LE] (its frame
+// one byte longer than a version-0 one behind [0][len LE]), received
+// frames are told apart by their FMP byte, next's keyless beacons are
+// counted; the MTU is the interface's minus 4.
+func TestNextFrames(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	o := Defaults()
+	o.Interface, o.Next = "veth0", true
+	l := newFakeLink(1500)
+	got := make(chan transport.Packet, 8)
+	tr := startFake(t, o, l, func(p transport.Packet) bool { got <- p; return true })
+	if tr.MTU() != 1496 {
+		t.Fatalf("MTU %d, want 1496", tr.MTU())
+	}
+	s, err := tr.NewSender()
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := transport.AddrFromMAC(transport.MAC{2, 0, 0, 0, 0, 9})
+	v1 := append([]byte{0x11, 0, 37, 0}, fill(37, 0xab)...)
+	v0 := []byte{0x00, 0x01, 2, 3}
+	for _, p := range [][]byte{v1, v0, v1[:4]} {
+		b, err := s.Reserve(to, len(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(b, p)
+	}
+	big, err := s.Reserve(to, tr.MTU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(big, append([]byte{0x10, 0, 0, 0}, fill(tr.MTU()-4, 1)...))
+	s.Flush()
+	fs := l.frames()
+	want := []string{
+		"\x00\x00\x29\x00" + string(v1),
+		"\x00\x04\x00" + string(v0),
+		"\x00\x00\x04\x00" + string(v1[:4]),
+	}
+	if len(fs) != 4 {
+		t.Fatalf("%d frames", len(fs))
+	}
+	for i, w := range want {
+		if string(fs[i].Buf) != w {
+			t.Fatalf("frame %d: %x, want %x", i, fs[i].Buf, w)
+		}
+	}
+	if len(fs[3].Buf) != 1500 || fs[3].Buf[1] != 0 || fs[3].Buf[4] != 0x10 {
+		t.Fatalf("largest v1 frame: %d bytes, header %x", len(fs[3].Buf), fs[3].Buf[:5])
+	}
+	if st := tr.Stats(); st.BytesSent != uint64(len(want[0])+len(want[1])+len(want[2])+1500) {
+		t.Fatalf("bytes sent %d", st.BytesSent)
+	}
+	s.Close()
+
+	peer := transport.MAC{2, 0, 0, 0, 0, 7}
+	for _, f := range [][]byte{
+		append([]byte(want[0]), make([]byte, 5)...), // padded
+		[]byte(want[1]),
+	} {
+		l.in <- frame{Buf: f, MAC: peer}
+	}
+	for i, w := range [][]byte{v1, v0} {
+		select {
+		case p := <-got:
+			if string(p.Data) != string(w) {
+				t.Fatalf("packet %d delivered %x", i, p.Data)
+			}
+			p.Buf.Release()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("packet %d not delivered", i)
+		}
+	}
+	l.in <- frame{Buf: wire.AppendEthernetBeaconV1(nil), MAC: peer}
+	l.in <- frame{Buf: []byte{0x00, 0x00, 0xff, 0x00, 0x11}, MAC: peer} // a v1 length past the end
+	waitFor(t, "keyless beacon and bad frame", func() bool {
+		st := tr.Stats()
+		return st.BeaconsKeyless == 1 && st.DroppedInvalid == 1
 	})
 }

@@ -264,7 +264,11 @@ func (x *xskPlane) read(xs *xskSock, k int) {
 			// An Ethernet transport's data frame: the program judged
 			// its FMP packet; the length field drops the padding.
 			if isEth && len(f) >= 14 && binary.BigEndian.Uint16(f[12:]) == eth.etherType {
-				d, err := wire.ParseEthernetData(f[14:])
+				parse := wire.ParseEthernetData
+				if wire.EthernetDataVersion(f[14:]) == wire.FMPVersionNext {
+					parse = wire.ParseEthernetDataV1 // the program passes these only when told to
+				}
+				d, err := parse(f[14:])
 				if err != nil {
 					xs.invalid.Add(1)
 					return

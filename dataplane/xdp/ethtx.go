@@ -55,7 +55,7 @@ func (s *ethSender) Reserve(to transport.Addr, n int) ([]byte, error) {
 		return s.fallback.Reserve(to, n)
 	}
 	addr, buf, ok := s.q.Frame()
-	if !ok || max(ethHeaderLen+n, ethMinFrame) > len(buf) {
+	if !ok || max(ethHeaderLen+n+1, ethMinFrame) > len(buf) {
 		if ok {
 			s.q.Unused(addr)
 		}
@@ -78,6 +78,14 @@ func (s *ethSender) finish() {
 	}
 	s.cur.ok = false
 	n := ethHeaderLen + s.cur.n
+	if b := s.cur.buf; s.cur.n > 0 && b[ethHeaderLen]>>4 == wire.FMPVersionNext {
+		// A version-1 packet (a link in upstream next's format) goes
+		// behind next's 4-byte header: one byte further on.
+		copy(b[ethHeaderLen+1:n+1], b[ethHeaderLen:n])
+		b[15] = 0
+		binary.LittleEndian.PutUint16(b[16:], uint16(s.cur.n))
+		n++
+	}
 	if n < ethMinFrame {
 		clear(s.cur.buf[n:ethMinFrame])
 		n = ethMinFrame
