@@ -272,18 +272,72 @@ func (r *Router) randomID() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
-// fanOut encodes req once and sends it to each peer.
+// fanOut encodes req once per link format and sends it to each peer:
+// master's layout, and next's (no origin coordinates) to the peers whose
+// link is in next's format.
 func (r *Router) fanOut(req wire.LookupRequest, to []identity.NodeAddr) {
 	buf := r.scratch(req.Len())
 	if _, err := req.MarshalTo(buf); err != nil {
 		r.log.Debug("encoding lookup request", "err", err)
 		return
 	}
+	var next []byte
 	for _, p := range to {
-		if err := r.links.Send(p, false, buf); err != nil {
+		b := buf
+		if r.linkIsNext(p) {
+			if next == nil {
+				v1 := wire.LookupRequestV1{RequestID: req.RequestID, Target: req.Target, Origin: req.Origin, TTL: req.TTL, MinMTU: req.MinMTU}
+				next = make([]byte, v1.Len())
+				if _, err := v1.MarshalTo(next); err != nil {
+					r.log.Debug("encoding lookup request", "err", err)
+					return
+				}
+			}
+			b = next
+		}
+		if err := r.links.Send(p, false, b); err != nil {
 			r.log.Debug("sending lookup request", "peer", p, "err", err)
 		}
 	}
+}
+
+// nextLinks is what a Links carrying links in upstream next's format
+// also says: whether the link to p is one (lookups have next's layouts
+// on it: docs/next.md §9). A Links without it has master's links only.
+type nextLinks interface {
+	LinkIsNext(p identity.NodeAddr) bool
+}
+
+func (r *Router) linkIsNext(p identity.NodeAddr) bool {
+	nl, ok := r.links.(nextLinks)
+	return ok && nl.LinkIsNext(p)
+}
+
+// parseRequest decodes a LookupRequest in the layout of from's link. One
+// in next's layout gets a one-entry origin_coords holding its origin,
+// which is what it becomes when forwarded over a master link (master
+// decodes the field and does not use it).
+func (r *Router) parseRequest(from identity.NodeAddr, msg []byte) (wire.LookupRequest, error) {
+	if !r.linkIsNext(from) {
+		return wire.ParseLookupRequest(msg)
+	}
+	v1, err := wire.ParseLookupRequestV1(msg)
+	if err != nil {
+		return wire.LookupRequest{}, err
+	}
+	return wire.LookupRequest{RequestID: v1.RequestID, Target: v1.Target, Origin: v1.Origin, TTL: v1.TTL, MinMTU: v1.MinMTU,
+		OriginCoords: wire.CoordsOf(v1.Origin)}, nil
+}
+
+// parseResponse decodes a LookupResponse in the layout of from's link;
+// next's TLVs (none defined) are dropped, so a response forwarded over a
+// master link has master's layout.
+func (r *Router) parseResponse(from identity.NodeAddr, msg []byte) (wire.LookupResponse, error) {
+	if !r.linkIsNext(from) {
+		return wire.ParseLookupResponse(msg)
+	}
+	v1, err := wire.ParseLookupResponseV1(msg)
+	return v1.LookupResponse, err
 }
 
 // pollPending is upstream's check_pending_lookups: an attempt whose
@@ -360,7 +414,7 @@ func (r *Router) purgeRecent(now int64) {
 func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg []byte) error {
 	L := &r.stats.Lookup
 	L.ReqReceived++
-	req, err := wire.ParseLookupRequest(msg)
+	req, err := r.parseRequest(from, msg)
 	if err != nil {
 		L.ReqDecodeError++
 		return fmt.Errorf("%w: %w", ErrDecode, err)
@@ -461,8 +515,15 @@ func (r *Router) respond(now int64, req wire.LookupRequest) error {
 }
 
 func (r *Router) sendResponse(next identity.NodeAddr, resp wire.LookupResponse) error {
-	buf := r.scratch(resp.Len())
-	if _, err := resp.MarshalTo(buf); err != nil {
+	var m interface {
+		Len() int
+		MarshalTo([]byte) (int, error)
+	} = resp
+	if r.linkIsNext(next) {
+		m = wire.LookupResponseV1{LookupResponse: resp}
+	}
+	buf := r.scratch(m.Len())
+	if _, err := m.MarshalTo(buf); err != nil {
 		return fmt.Errorf("%w: %w", ErrSend, err)
 	}
 	if err := r.links.Send(next, false, buf); err != nil {
@@ -484,7 +545,7 @@ func (r *Router) sendResponse(next identity.NodeAddr, resp wire.LookupResponse) 
 func (r *Router) HandleLookupResponse(now time.Time, from identity.NodeAddr, msg []byte) error {
 	L := &r.stats.Lookup
 	L.RespReceived++
-	resp, err := wire.ParseLookupResponse(msg)
+	resp, err := r.parseResponse(from, msg)
 	if err != nil {
 		L.RespDecodeError++
 		return fmt.Errorf("%w: %w", ErrDecode, err)

@@ -1,0 +1,87 @@
+package route
+
+import (
+	"testing"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// nextFakeLinks is fakeLinks whose links to the peers in next are in
+// upstream next's format.
+type nextFakeLinks struct {
+	*fakeLinks
+	next map[identity.NodeAddr]bool
+}
+
+func (n nextFakeLinks) LinkIsNext(p identity.NodeAddr) bool { return n.next[p] }
+
+// A node with links of both formats translates lookups between them
+// (docs/next.md §15.4): a request from a next link (no origin coords) is
+// forwarded to a master link with a one-entry origin_coords and to a next
+// link in next's layout; the response goes back in the layout of the
+// link it returns over; and a request for us from a next link is answered
+// in next's layout.
+func TestLookupsAcrossLinkFormats(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	v0peer, v1peer, v1other, target, origin := addr(0x10), addr(0x20), addr(0x30), addr(0xBB), addr(0xCC)
+	f.child(v0peer)
+	f.child(v1peer)
+	f.child(v1other)
+	f.r.links = nextFakeLinks{f.links, map[identity.NodeAddr]bool{v1peer: true, v1other: true}}
+	f.flt.add(v0peer, target)
+	f.flt.add(v1other, target)
+
+	req := marshal(t, wire.LookupRequestV1{RequestID: 9, Target: target, Origin: origin, TTL: 5, MinMTU: 1280})
+	if err := f.r.HandleLookupRequest(t0, v1peer, req); err != nil {
+		t.Fatal(err)
+	}
+	out := f.links.take()
+	if len(out) != 2 || out[0].to != v0peer || out[1].to != v1other {
+		t.Fatalf("forwarded %+v", out)
+	}
+	v0, err := wire.ParseLookupRequest(out[0].msg)
+	if err != nil || v0.TTL != 4 || v0.MinMTU != 1280 || v0.Origin != origin || v0.OriginCoords.Len() != 1 || v0.OriginCoords.At(0) != origin {
+		t.Fatalf("to the master link: %+v %v", v0, err)
+	}
+	v1, err := wire.ParseLookupRequestV1(out[1].msg)
+	if err != nil || len(out[1].msg) != wire.LookupRequestV1Size || v1.TTL != 4 || v1.Origin != origin {
+		t.Fatalf("to the next link: %+v %v (%d bytes)", v1, err, len(out[1].msg))
+	}
+
+	// The response comes back over the master link and returns over the
+	// next one, in next's layout.
+	signer := mustIdentity(t, newSeeded(5))
+	resp := signedResponse(t, signer, 9, target, path(target, addr(0xF0)), 1400)
+	if err := f.r.HandleLookupResponse(t0, v0peer, resp); err != nil {
+		t.Fatal(err)
+	}
+	out = f.links.take()
+	if len(out) != 1 || out[0].to != v1peer {
+		t.Fatalf("response sent %+v", out)
+	}
+	back, err := wire.ParseLookupResponseV1(out[0].msg)
+	if err != nil || back.RequestID != 9 || string(back.Proof) != string(resp[len(resp)-64:]) {
+		t.Fatalf("response to the next link: %+v %v", back, err)
+	}
+
+	// A master request arriving over a next link would not decode.
+	if err := f.r.HandleLookupRequest(t0, v1peer, lookupRequest(t, 10, target, origin, 5)); err == nil {
+		t.Fatal("a master-layout request accepted from a next link")
+	}
+	// A request for us from a next link is answered in next's layout.
+	if err := f.r.HandleLookupRequest(t0, v1other, marshal(t, wire.LookupRequestV1{RequestID: 11, Target: f.self, Origin: origin, TTL: 3})); err != nil {
+		t.Fatal(err)
+	}
+	out = f.links.take()
+	if len(out) != 1 || out[0].to != v1other {
+		t.Fatalf("answer sent %+v", out)
+	}
+	ans, err := wire.ParseLookupResponseV1(out[0].msg)
+	if err != nil || ans.Target != f.self {
+		t.Fatalf("answer %+v %v", ans, err)
+	}
+	if err := f.id.PublicKey().Verify(ans.ProofBytes(nil), ans.Proof); err != nil {
+		t.Fatalf("proof: %v", err)
+	}
+}
