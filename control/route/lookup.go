@@ -230,7 +230,7 @@ func (r *Router) initiate(target identity.NodeAddr) int {
 	req := wire.LookupRequest{RequestID: id, Target: target, Origin: r.self, TTL: r.cfg.LookupTTL, OriginCoords: r.myCoords()}
 	var to []identity.NodeAddr
 	for _, p := range r.links.Peers() {
-		if (r.flt.MayReach(p, target) && r.topo.IsTreePeer(p)) || r.fullTreeFilter(p) {
+		if ((r.flt.MayReach(p, target) && r.topo.IsTreePeer(p)) || r.fullTreeFilter(p)) && (p == target || r.transitPeer(p)) {
 			to = append(to, p)
 		}
 	}
@@ -299,6 +299,25 @@ func (r *Router) fanOut(req wire.LookupRequest, to []identity.NodeAddr) {
 			r.log.Debug("sending lookup request", "peer", p, "err", err)
 		}
 	}
+}
+
+// peerProfiles is what a Links carrying links in upstream next's format
+// also says: the profile a peer declared on its link (false: none, a
+// master link). Upstream next routes and looks up only through Full
+// peers (docs/next.md §8–10).
+type peerProfiles interface {
+	PeerProfile(p identity.NodeAddr) (wire.NodeProfile, bool)
+}
+
+// transitPeer reports whether p may carry others' traffic and lookups:
+// a master link's peer, or a next one that declared itself Full.
+func (r *Router) transitPeer(p identity.NodeAddr) bool {
+	pp, ok := r.links.(peerProfiles)
+	if !ok {
+		return true
+	}
+	prof, declared := pp.PeerProfile(p)
+	return !declared || prof == wire.ProfileFull
 }
 
 // nextLinks is what a Links carrying links in upstream next's format
@@ -462,6 +481,9 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	req.TTL--
 	var tree, other []identity.NodeAddr
 	for _, p := range r.links.Peers() {
+		if p != req.Target && !r.transitPeer(p) {
+			continue // next's NonRouting and Leaf peers carry no lookups but their own
+		}
 		if !r.flt.MayReach(p, req.Target) {
 			if p != from && r.fullTreeFilter(p) {
 				tree = append(tree, p)

@@ -85,3 +85,63 @@ func TestLookupsAcrossLinkFormats(t *testing.T) {
 		t.Fatalf("proof: %v", err)
 	}
 }
+
+// profiledLinks is fakeLinks whose peers in prof declared a next profile.
+type profiledLinks struct {
+	*fakeLinks
+	prof map[identity.NodeAddr]wire.NodeProfile
+}
+
+func (l profiledLinks) PeerProfile(p identity.NodeAddr) (wire.NodeProfile, bool) {
+	v, ok := l.prof[p]
+	return v, ok
+}
+
+// Peers that declared a profile other than Full on a next link carry no
+// one else's traffic or lookups (docs/next.md §8–10): they are never a
+// next hop towards another node nor sent lookups for another target, but
+// still get their own; master links' peers (no profile) and Full ones do.
+func TestNonFullPeersCarryNoTransit(t *testing.T) {
+	f := newFixture(t, DefaultConfig())
+	leaf, nonRouting, full, master, target := addr(0x10), addr(0x20), addr(0x30), addr(0x40), addr(0xBB)
+	for _, p := range []identity.NodeAddr{leaf, nonRouting, full, master} {
+		f.child(p)
+		f.flt.add(p, target)
+	}
+	f.r.links = profiledLinks{f.links, map[identity.NodeAddr]wire.NodeProfile{
+		leaf: wire.ProfileLeaf, nonRouting: wire.ProfileNonRouting, full: wire.ProfileFull}}
+	if err := f.r.HandleLookupRequest(t0, master, lookupRequest(t, 1, target, addr(0xCC), 5)); err != nil {
+		t.Fatal(err)
+	}
+	var to []identity.NodeAddr
+	for _, s := range f.links.take() {
+		to = append(to, s.to)
+	}
+	if len(to) != 2 || to[0] != full || to[1] != master {
+		t.Fatalf("lookup forwarded to %v, want the Full and the master peer", to)
+	}
+	// A lookup for the leaf itself reaches it.
+	f.flt.add(leaf, leaf)
+	if err := f.r.HandleLookupRequest(t0, master, lookupRequest(t, 2, leaf, addr(0xCC), 5)); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.links.take(); len(out) != 1 || out[0].to != leaf {
+		t.Fatalf("lookup for the leaf sent %+v", out)
+	}
+	// A node behind the leaf: the leaf is the only peer closer to it, and
+	// carries no transit, so there is no next hop; were the leaf a master
+	// link's peer, it would be the one.
+	f.topo.peerCoords[leaf] = path(leaf, f.self)
+	f.r.cache.insert(ms(t0), target, path(target, leaf, f.self), 0)
+	if hop, _, ok := f.r.findNextHop(ms(t0), target); ok {
+		t.Fatalf("next hop %x through a leaf", hop[:1])
+	}
+	delete(f.r.links.(profiledLinks).prof, leaf)
+	if hop, _, ok := f.r.findNextHop(ms(t0), target); !ok || hop != leaf {
+		t.Fatalf("without a profile: next hop %x (%v)", hop[:1], ok)
+	}
+	// The leaf itself is reached directly.
+	if hop, step, ok := f.r.findNextHop(ms(t0), leaf); !ok || hop != leaf || step != StepDirectPeer {
+		t.Fatalf("next hop to the leaf: %x %v %v", hop[:1], step, ok)
+	}
+}

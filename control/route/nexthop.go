@@ -78,7 +78,7 @@ func (r *Router) bestBloomCandidate(peers []identity.NodeAddr, dest identity.Nod
 		found    bool
 	)
 	for _, p := range peers {
-		if !r.flt.MayReach(p, dest) || !r.links.CanSend(p) {
+		if !r.flt.MayReach(p, dest) || !r.links.CanSend(p) || !r.transitPeer(p) {
 			continue
 		}
 		cost := r.links.LinkCost(p)
@@ -114,7 +114,7 @@ func (r *Router) closestInTree(peers []identity.NodeAddr, dest identity.NodeAddr
 			continue
 		}
 		dist := Distance(pc, destCoords) // MaxInt on another root
-		if dist >= myDist || (found && dist > bestDist) || !r.links.CanSend(p) {
+		if dist >= myDist || (found && dist > bestDist) || !r.links.CanSend(p) || !r.transitPeer(p) {
 			continue
 		}
 		hit := r.flt.MayReach(p, dest)
@@ -156,7 +156,7 @@ func (r *Router) greedyTree(peers []identity.NodeAddr, destCoords, mine []identi
 	)
 	for _, p := range peers {
 		pc, ok := r.topo.PeerCoords(p)
-		if !ok {
+		if !ok || !r.transitPeer(p) {
 			continue
 		}
 		d := Distance(pc, destCoords)
