@@ -48,6 +48,24 @@ func (t *Tree) shouldBeRoot() bool {
 	return !ok || t.self.Compare(r) <= 0
 }
 
+// peerProfiles is what an Env carrying links in upstream next's format
+// also says: the profile a peer declared on its link (false: none, a
+// master link). next takes only Full peers as parents (docs/next.md §8).
+type peerProfiles interface {
+	PeerProfile(p identity.NodeAddr) (wire.NodeProfile, bool)
+}
+
+// fullPeer reports whether p may be our parent: a master link's peer, or
+// a next one that declared itself Full.
+func (t *Tree) fullPeer(p identity.NodeAddr) bool {
+	pp, ok := t.env.(peerProfiles)
+	if !ok {
+		return true
+	}
+	prof, declared := pp.PeerProfile(p)
+	return !declared || prof == wire.ProfileFull
+}
+
 // evaluateParent picks the best parent among peers reaching the smallest
 // visible root, by depth + link cost, and says whether switching to it is
 // mandatory, discretionary or not warranted.
@@ -66,7 +84,7 @@ func (t *Tree) evaluateParent(costs map[identity.NodeAddr]float64) (evalKind, id
 	bestEff, found := 0.0, false
 	for _, a := range t.order {
 		ps := t.peers[a]
-		if !ps.accepted || ps.pos.root() != smallest || ps.pos.contains(t.self) {
+		if !ps.accepted || ps.pos.root() != smallest || ps.pos.contains(t.self) || !t.fullPeer(a) {
 			continue
 		}
 		// Once any peer is measured, unmeasured peers are not candidates;
