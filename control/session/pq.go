@@ -9,6 +9,7 @@ import (
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/pq"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -54,27 +55,18 @@ type pqState struct {
 
 	keys PQKeys
 	th   [32]byte
-	rx   pqRx
+	rx   pq.Reassembly
 	// confirming: the offerer's confirm is due again (as a rekey's msg3,
 	// in msg3Payload's resend slot) until the answerer is seen on the
 	// new keys; each resend is sealed afresh, never a replay.
 	confirming bool
 }
 
-// pqRx reassembles one offer or accept: at most one at a time per session,
-// at most wire.PQOfferSize bytes.
-type pqRx struct {
-	kind wire.PQKind
-	id   [wire.PQIDSize]byte
-	have uint8 // bit i: fragment i received
-	buf  []byte
-}
-
 func (p *pqState) resetExchange() {
 	p.epoch, p.dk, p.offering, p.answered, p.accept = nil, nil, false, false, nil
 	p.nextResend, p.resends = time.Time{}, 0
 	p.keys, p.th, p.id = PQKeys{}, [32]byte{}, [wire.PQIDSize]byte{}
-	p.rx = pqRx{}
+	p.rx.Reset()
 }
 
 // PQMode is the policy for dest: its peers[].pq, else node.session.pq.
@@ -220,7 +212,8 @@ func (t *Table) pqGiveUp(now time.Time, e *entry, why string) {
 		// new keys: they stay pending (a late frame on them still
 		// promotes them, so a peer that did cut over is never a black
 		// hole); the session is classical until then.
-		p.dk, p.offering, p.rx = nil, false, pqRx{}
+		p.dk, p.offering = nil, false
+		p.rx.Reset()
 	} else {
 		p.resetExchange()
 	}
@@ -299,29 +292,11 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 
 // pqReassemble adds f to e's reassembly; the payload once complete.
 func (t *Table) pqReassemble(e *entry, f wire.PQFragment) ([]byte, bool) {
-	rx := &e.pq.rx
-	if rx.have == 0 {
-		rx.kind, rx.id = f.Kind, f.ID
-		if cap(rx.buf) < int(f.Total) {
-			rx.buf = make([]byte, f.Total)
-		}
-		rx.buf = rx.buf[:f.Total]
-	} else if rx.kind != f.Kind || rx.id != f.ID {
+	payload, done, err := e.pq.rx.Add(f)
+	if err != nil {
 		t.stats.PQFragmentsRefused++
-		return nil, false
 	}
-	bit := uint8(1) << f.Index
-	if rx.have&bit != 0 {
-		return nil, false // a resent fragment
-	}
-	copy(rx.buf[f.Offset():], f.Chunk)
-	rx.have |= bit
-	if rx.have != uint8(1)<<f.Count-1 {
-		return nil, false
-	}
-	out := rx.buf
-	*rx = pqRx{}
-	return out, true
+	return payload, done
 }
 
 // pqAnswer is the answerer's half: encapsulate, install the derived keys
@@ -440,7 +415,7 @@ func (t *Table) pqPromoted(now time.Time, e *entry) {
 	if p.pend {
 		p.cur, p.pend, p.classic = true, false, false
 		p.deadline, p.dk, p.offering, p.epoch = time.Time{}, nil, false, nil
-		p.rx = pqRx{}
+		p.rx.Reset()
 		t.stats.PQUpgrades++
 		t.log.Info("Session upgraded to post-quantum keys (ML-KEM-768)", "peer", t.name(e.addr))
 		return
