@@ -41,3 +41,44 @@ peers:
 		}
 	}
 }
+
+// TestLinkPQKeys: node.link.pq, node.link.pq_timeout_ms and
+// peers[].link_pq (fips-go additions, issue 32): defaults, values, and
+// refusals.
+func TestLinkPQKeys(t *testing.T) {
+	c, _ := mustLoad(t, "node: {}\n")
+	if c.Node.Link.PQ != PQOff || c.Node.Link.PQTimeoutMs != 10_000 || c.Peers != nil {
+		t.Fatalf("defaults %q %d", c.Node.Link.PQ, c.Node.Link.PQTimeoutMs)
+	}
+	c, _ = mustLoad(t, `node:
+  link:
+    pq: required
+    pq_timeout_ms: 2500
+peers:
+  - npub: `+validNpub+`
+    link_pq: preferred
+    addresses: [{transport: udp, addr: "192.0.2.1:2121"}]
+`)
+	if c.Node.Link.PQ != PQRequired || c.Node.Link.PQTimeoutMs != 2500 || c.Peers[0].LinkPQ != PQPreferred || c.Peers[0].PQ != "" {
+		t.Fatalf("got %q %d %q", c.Node.Link.PQ, c.Node.Link.PQTimeoutMs, c.Peers[0].LinkPQ)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, y := range []string{
+		"node: {link: {pq: on}}\n",
+		"node: {link: {pq_timeout_ms: 5}}\n",
+		"peers:\n  - npub: " + validNpub + "\n    link_pq: maybe\n    addresses: [{transport: udp, addr: \"192.0.2.1:2121\"}]\n",
+	} {
+		c, _ := mustLoad(t, y)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: valid", y)
+			continue
+		}
+		errs := flatten(t, err)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "pq") {
+			t.Errorf("%s: %v", y, errs)
+		}
+	}
+}
