@@ -178,14 +178,19 @@ func (m *Manager) pqOffer(now time.Time, p *Peer) error {
 	}
 	m.pqIndices[linkKey{p.Transport, idx}] = p
 	x.dk, x.ourIndex = dk, idx
-	x.offer = binary.LittleEndian.AppendUint32(make([]byte, 0, wire.LinkPQOfferSize), idx)
-	x.offer = append(x.offer, dk.EncapsulationKey().Bytes()...)
+	x.offer = linkPQPayload(idx, dk.EncapsulationKey().Bytes(), wire.LinkPQOfferSize)
 	x.nextResend = now.Add(m.cfg.HandshakeResendInterval)
 	m.stats.PQOffered++
 	if err := m.pqSend(now, p, wire.PQKindOffer, x.offer); err != nil {
 		m.log.Debug("post-quantum offer not sent, resending later", "peer", m.name(p.NodeAddr), "error", err)
 	}
 	return nil
+}
+
+// linkPQPayload is a link offer's payload (index ‖ encapsulation key) or
+// an accept's before its tag (index ‖ ciphertext), with room for size.
+func linkPQPayload(idx uint32, key []byte, size int) []byte {
+	return append(binary.LittleEndian.AppendUint32(make([]byte, 0, size), idx), key...)
 }
 
 // pqSend sends payload's fragments on p's current session.
@@ -344,8 +349,7 @@ func (m *Manager) pqAnswer(now time.Time, p *Peer, id [wire.PQIDSize]byte, offer
 		return
 	}
 	shared, ct := ek.Encapsulate()
-	accept := binary.LittleEndian.AppendUint32(make([]byte, 0, wire.LinkPQAcceptSize), ourIdx)
-	accept = append(accept, ct...)
+	accept := linkPQPayload(ourIdx, ct, wire.LinkPQAcceptSize)
 	th := linkSchedule.Transcript(id, offer, accept)
 	keys, err := linkSchedule.Derive(x.epoch.s.Exporter(), shared, p.PublicKey, m.id.PublicKey(), th)
 	clear(shared)
