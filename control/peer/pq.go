@@ -1,9 +1,9 @@
 package peer
 
 import (
-	"crypto/hmac"
 	"crypto/mlkem"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -323,11 +323,7 @@ func (m *Manager) handlePQ(now time.Time, p *Peer, draining bool, msg []byte) {
 }
 
 func (m *Manager) pqReassemble(p *Peer, f wire.PQFragment) ([]byte, bool) {
-	payload, done, err := p.pq.rx.Add(f)
-	if err != nil {
-		m.stats.PQFragmentsRefused++
-	}
-	return payload, done
+	return p.pq.rx.AddCounted(f, &m.stats.PQFragmentsRefused)
 }
 
 // pqAnswer is the answerer's half: encapsulate, register the upgraded
@@ -338,27 +334,18 @@ func (m *Manager) pqAnswer(now time.Time, p *Peer, id [wire.PQIDSize]byte, offer
 		m.pqRefuse(p, "offer while a rekey is under way")
 		return
 	}
-	ek, err := mlkem.NewEncapsulationKey768(offer[wire.LinkPQIndexSize:])
-	if err != nil {
-		m.pqRefuse(p, "offer with an invalid encapsulation key")
-		return
-	}
 	ourIdx, err := m.allocIndex(p.Transport)
 	if err != nil {
 		m.pqRefuse(p, err.Error())
 		return
 	}
-	shared, ct := ek.Encapsulate()
-	accept := linkPQPayload(ourIdx, ct, wire.LinkPQAcceptSize)
-	th := linkSchedule.Transcript(id, offer, accept)
-	keys, err := linkSchedule.Derive(x.epoch.s.Exporter(), shared, p.PublicKey, m.id.PublicKey(), th)
-	clear(shared)
+	ex, accept, err := linkSchedule.Answer(x.epoch.s.Exporter(), p.PublicKey, m.id.PublicKey(), id,
+		offer, offer[wire.LinkPQIndexSize:], linkPQPayload(ourIdx, nil, wire.LinkPQIndexSize))
 	if err != nil {
 		m.pqRefuse(p, err.Error())
 		return
 	}
-	tag := linkSchedule.ConfirmTag(keys, "accept", th)
-	accept = append(accept, tag[:]...)
+	keys, th := ex.Keys, ex.TH
 	sess := noise.NewDerivedSession(x.epoch.s, keys.AnswererToOfferer, keys.OffererToAnswerer, keys.Exporter)
 	u := &unproven{t: p.Transport, addr: p.Addr, pk: p.PublicKey, na: p.NodeAddr, epoch: p.Epoch, at: now, rekeyOf: p, pq: true,
 		msg1Hash: th, sess: &linkSession{s: sess, ourIndex: ourIdx, theirIndex: wire.LinkPQIndex(offer), kbit: !p.kbit, pq: true}}
@@ -379,27 +366,19 @@ func (m *Manager) pqFinish(now time.Time, p *Peer, accept []byte) {
 		m.pqRefuse(p, "accept while a rekey is under way")
 		return
 	}
-	body := accept[:wire.LinkPQIndexSize+wire.PQCiphertextSize]
-	shared, err := x.dk.Decapsulate(body[wire.LinkPQIndexSize:])
-	if err != nil {
-		m.pqRefuse(p, "accept with an invalid ciphertext")
-		return
-	}
-	th := linkSchedule.Transcript(x.id, x.offer, body)
-	keys, err := linkSchedule.Derive(x.epoch.s.Exporter(), shared, m.id.PublicKey(), p.PublicKey, th)
-	clear(shared)
-	if err != nil {
-		m.pqRefuse(p, err.Error())
-		return
-	}
-	want := linkSchedule.ConfirmTag(keys, "accept", th)
-	if !hmac.Equal(accept[len(body):], want[:]) {
+	ex, err := linkSchedule.Finish(x.dk, x.epoch.s.Exporter(), m.id.PublicKey(), p.PublicKey, x.id, x.offer, accept, wire.LinkPQIndexSize)
+	if errors.Is(err, pq.ErrConfirm) {
 		// A ciphertext or tag changed on the way (only someone holding
 		// the classical keys can): the keys would differ, so no cutover.
 		m.stats.PQConfirmFailed++
 		m.pqGiveUp(now, p, "the accept's key confirmation failed")
 		return
 	}
+	if err != nil {
+		m.pqRefuse(p, err.Error())
+		return
+	}
+	keys := ex.Keys
 	next := &linkSession{s: noise.NewDerivedSession(x.epoch.s, keys.OffererToAnswerer, keys.AnswererToOfferer, keys.Exporter),
 		ourIndex: x.ourIndex, theirIndex: wire.LinkPQIndex(accept), pq: true}
 	delete(m.pqIndices, linkKey{p.Transport, x.ourIndex})

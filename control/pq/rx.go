@@ -55,3 +55,12 @@ func (r *Reassembly) Pending() bool { return r.have != 0 }
 
 // Held is how many bytes the reassembly holds on to.
 func (r *Reassembly) Held() int { return cap(r.buf) }
+
+// AddCounted is Add, counting a conflicting fragment in refused.
+func (r *Reassembly) AddCounted(f wire.PQFragment, refused *uint64) ([]byte, bool) {
+	payload, done, err := r.Add(f)
+	if err != nil {
+		*refused++
+	}
+	return payload, done
+}

@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/hmac"
 	"crypto/mlkem"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -292,11 +293,7 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 
 // pqReassemble adds f to e's reassembly; the payload once complete.
 func (t *Table) pqReassemble(e *entry, f wire.PQFragment) ([]byte, bool) {
-	payload, done, err := e.pq.rx.Add(f)
-	if err != nil {
-		t.stats.PQFragmentsRefused++
-	}
-	return payload, done
+	return e.pq.rx.AddCounted(f, &t.stats.PQFragmentsRefused)
 }
 
 // pqAnswer is the answerer's half: encapsulate, install the derived keys
@@ -307,22 +304,13 @@ func (t *Table) pqAnswer(now time.Time, e *entry, id [wire.PQIDSize]byte, ekb []
 		t.pqRefuse("offer while a rekey is under way", e)
 		return
 	}
-	ek, err := mlkem.NewEncapsulationKey768(ekb)
-	if err != nil {
-		t.pqRefuse("offer with an invalid encapsulation key", e)
-		return
-	}
-	shared, ct := ek.Encapsulate()
-	th := PQTranscript(id, ekb, ct)
-	keys, err := DerivePQKeys(p.epoch.Exporter(), shared, e.remote, t.id.PublicKey(), th)
-	clear(shared)
+	x, accept, err := pqSchedule.Answer(p.epoch.Exporter(), e.remote, t.id.PublicKey(), id, ekb, ekb, nil)
 	if err != nil {
 		t.pqRefuse(err.Error(), e)
 		return
 	}
-	tag := PQConfirmTag(keys, "accept", th)
-	p.id, p.keys, p.th, p.answered = id, keys, th, true
-	p.accept = append(append(make([]byte, 0, wire.PQAcceptSize), ct...), tag[:]...)
+	keys := x.Keys
+	p.id, p.keys, p.th, p.answered, p.accept = id, keys, x.TH, true, accept
 	e.pending = noise.NewDerivedSession(e.cur, keys.AnswererToOfferer, keys.OffererToAnswerer, keys.Exporter)
 	p.pend = true
 	e.rekeyCompleted, e.rekeyInitiator = now, false
@@ -341,28 +329,20 @@ func (t *Table) pqFinish(now time.Time, e *entry, payload []byte) {
 		t.pqRefuse("accept while a rekey is under way", e)
 		return
 	}
-	ct, tag := payload[:wire.PQCiphertextSize], payload[wire.PQCiphertextSize:]
-	shared, err := p.dk.Decapsulate(ct)
-	if err != nil {
-		t.pqRefuse("accept with an invalid ciphertext", e)
-		return
-	}
-	th := PQTranscript(p.id, p.dk.EncapsulationKey().Bytes(), ct)
-	keys, err := DerivePQKeys(p.epoch.Exporter(), shared, t.id.PublicKey(), e.remote, th)
-	clear(shared)
-	if err != nil {
-		t.pqRefuse(err.Error(), e)
-		return
-	}
-	want := PQConfirmTag(keys, "accept", th)
-	if !hmac.Equal(tag, want[:]) {
+	x, err := pqSchedule.Finish(p.dk, p.epoch.Exporter(), t.id.PublicKey(), e.remote, p.id, p.dk.EncapsulationKey().Bytes(), payload, 0)
+	if errors.Is(err, pq.ErrConfirm) {
 		// A ciphertext or tag changed on the way (only someone holding
 		// the classical keys can): the keys would differ, so no cutover.
 		t.stats.PQConfirmFailed++
 		t.pqGiveUp(now, e, "the accept's key confirmation failed")
 		return
 	}
-	p.keys, p.th, p.dk, p.offering = keys, th, nil, false
+	if err != nil {
+		t.pqRefuse(err.Error(), e)
+		return
+	}
+	keys := x.Keys
+	p.keys, p.th, p.dk, p.offering = keys, x.TH, nil, false
 	e.pending = noise.NewDerivedSession(e.cur, keys.OffererToAnswerer, keys.AnswererToOfferer, keys.Exporter)
 	p.pend = true
 	t.promote(now, e)
