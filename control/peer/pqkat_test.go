@@ -6,14 +6,11 @@ import (
 	"crypto/mlkem/mlkemtest"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/testing/pqkat"
 )
 
 // linkPQVector is one deterministic link upgrade, inputs and outputs, as
@@ -43,14 +40,6 @@ type linkPQVector struct {
 	Accept      []string `json:"accept_messages"` // MsgLinkPQ messages, hex
 }
 
-func katSeq(n int, start byte) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = start + byte(i)
-	}
-	return b
-}
-
 func linkPQMessagesHex(t *testing.T, kind wire.PQKind, id [8]byte, payload []byte) []string {
 	t.Helper()
 	frags, err := wire.LinkPQFragments(kind, id, payload)
@@ -73,11 +62,11 @@ func linkPQMessagesHex(t *testing.T, kind wire.PQKind, id [8]byte, payload []byt
 // session vector's deterministic inputs plus two receiver indices.
 func computeLinkPQVector(t *testing.T) linkPQVector {
 	t.Helper()
-	seed, msg := katSeq(64, 0x00), katSeq(32, 0x40)
+	seed, msg := pqkat.Seq(64, 0x00), pqkat.Seq(32, 0x40)
 	var id [8]byte
-	copy(id[:], katSeq(8, 0x01))
+	copy(id[:], pqkat.Seq(8, 0x01))
 	var exporter [32]byte
-	copy(exporter[:], katSeq(32, 0xa0))
+	copy(exporter[:], pqkat.Seq(32, 0xa0))
 	var off, ans identity.PublicKey
 	copy(off[:], bytes.Repeat([]byte{0x11}, 32))
 	copy(ans[:], bytes.Repeat([]byte{0x22}, 32))
@@ -150,20 +139,7 @@ func TestLinkPQKAT(t *testing.T) {
 	if g := v.Accept[1][:34]; g != "e001020102010203040506070864040c02" {
 		t.Errorf("accept head %s", g)
 	}
-	js, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js = append(js, '\n')
-	if os.Getenv("FIPS_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(linkPQVectorsPath, js, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old, err := os.ReadFile(linkPQVectorsPath)
-	if err != nil || !bytes.Equal(old, js) {
-		t.Fatalf("%s is stale or missing (FIPS_UPDATE_DOCS=1 go test ./control/peer -run TestLinkPQKAT): %v", linkPQVectorsPath, err)
-	}
+	pqkat.Golden(t, linkPQVectorsPath, v, "go test ./control/peer -run TestLinkPQKAT")
 }
 
 // TestLinkPQKATIndependent recomputes testing/pqkat/link_vectors.json
@@ -171,19 +147,7 @@ func TestLinkPQKAT(t *testing.T) {
 // @noble/hashes; npm ci by testing/deps.sh unit). It fails, rather than
 // skips, without them.
 func TestLinkPQKATIndependent(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node not found (testing/deps.sh unit installs nodejs): %v", err)
-	}
-	dir := filepath.Dir(linkPQVectorsPath)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@noble", "post-quantum")); err != nil {
-		t.Fatalf("testing/pqkat's npm modules are missing (testing/deps.sh unit runs npm ci): %v", err)
-	}
-	out, err := exec.Command(node, filepath.Join(dir, "check.mjs"), linkPQVectorsPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("check.mjs: %v\n%s", err, out)
-	}
-	t.Logf("%s", bytes.TrimSpace(out))
+	pqkat.Check(t, linkPQVectorsPath)
 }
 
 // linkPQKATPins are computeLinkPQVector's outputs, pinned (self-derived,
