@@ -352,7 +352,7 @@ func (m *Manager) Peers(f func(*Peer)) {
 	}
 }
 
-// PeerSetVersion changes whenever a peer is added or removed, so a
+// PeerSetVersion changes whenever a peer is added, announced or removed, so a
 // caller may cache what it derives from the peer set.
 func (m *Manager) PeerSetVersion() uint64 { return m.peerSetVersion }
 

@@ -97,9 +97,17 @@ func (m *Manager) peerUp(p *Peer) {
 	if p.pq.mode == pq.Required && !p.PostQuantum() {
 		return
 	}
-	p.pq.announced = true
+	if !p.pq.announced {
+		p.pq.announced = true
+		m.peerSetVersion++ // routing's peer list holds announced peers only
+	}
 	m.upper.PeerUp(p)
 }
+
+// Announced reports whether the upper layers have been told of the peer
+// (PeerUp): always, but under link pq required before its link is
+// post-quantum. Routing sends nothing through a peer not announced.
+func (p *Peer) Announced() bool { return p.pq.announced }
 
 // pqRelease forgets the exchange in flight, releasing a reserved index.
 func (m *Manager) pqRelease(p *Peer) {

@@ -155,7 +155,7 @@ func TestLinkPQClassicPeer(t *testing.T) {
 	})
 	t.Run("required", func(t *testing.T) {
 		n, a, b := pqPair(t, 3, pq.Required, pq.Off)
-		if len(a.up) != 0 {
+		if p := a.m.Peer(b.id.NodeAddr()); len(a.up) != 0 || p == nil || p.Announced() {
 			t.Fatal("the upper layers heard of a classical peer under pq required")
 		}
 		n.advance(DefaultConfig().PQTimeout+time.Second, time.Second)
@@ -175,7 +175,7 @@ func TestLinkPQClassicPeer(t *testing.T) {
 	t.Run("required both", func(t *testing.T) {
 		n, a, b := pqPair(t, 4, pq.Required, pq.Required)
 		linked(t, a, b)
-		if !a.m.Peer(b.id.NodeAddr()).PostQuantum() || len(a.up) != 1 || len(b.up) != 1 {
+		if pa := a.m.Peer(b.id.NodeAddr()); !pa.PostQuantum() || !pa.Announced() || len(a.up) != 1 || len(b.up) != 1 {
 			t.Fatalf("up a=%d b=%d\nA log:\n%s", len(a.up), len(b.up), a.logs)
 		}
 		exchange(t, n, a, b, 1)
