@@ -42,15 +42,23 @@ func linkPQOf(t *testing.T, n, peer *Node) (peers, links bool, upgrades uint64) 
 			links = *l.PostQuantum
 		}
 	}
+	up, _ := linkPQCounters(t, n)
+	return peers, links, up
+}
+
+// linkPQCounters are n's link-layer pq_upgrades and pq_fallbacks.
+func linkPQCounters(t *testing.T, n *Node) (upgrades, fallbacks uint64) {
+	t.Helper()
 	var st struct {
 		LinkLayer struct {
-			PQUpgrades uint64 `json:"pq_upgrades"`
+			PQUpgrades  uint64 `json:"pq_upgrades"`
+			PQFallbacks uint64 `json:"pq_fallbacks"`
 		} `json:"link_layer"`
 	}
 	if err := n.Call("show_status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	return peers, links, st.LinkLayer.PQUpgrades
+	return st.LinkLayer.PQUpgrades, st.LinkLayer.PQFallbacks
 }
 
 // TestPQLinks: two daemons with node.link.pq required upgrade their link
@@ -81,6 +89,31 @@ func TestPQLinks(t *testing.T) {
 			if n := strings.Count(e.n.Logs(), "Link upgraded to post-quantum keys (ML-KEM-768)"); n == 0 {
 				t.Errorf("%s: no upgrade logged", e.n.Name)
 			}
+		}
+	})
+	t.Run("preferred falls back to a classic peer", func(t *testing.T) {
+		m := New(t, Options{IPv6: true})
+		a, b := m.AddNode("a"), m.AddNode("b")
+		m.Link(a, b)
+		a.NodeConfig = "  link: { pq: preferred, pq_timeout_ms: 1000 }\n"
+		m.Start()
+		m.WaitConverged(30 * time.Second)
+		var fallbacks uint64
+		for end := time.Now().Add(15 * time.Second); fallbacks == 0 && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			_, fallbacks = linkPQCounters(t, a)
+		}
+		if fallbacks != 1 {
+			t.Fatalf("a: link pq_fallbacks %d\n%s", fallbacks, tail(a.Logs(), 40))
+		}
+		out, err := m.Exec("a", "ping", "-6", "-c", "5", "-i", "0.2", "-W", "2", b.Npub()+".fips")
+		if err != nil || !strings.Contains(string(out), "5 received") {
+			t.Fatalf("ping6 over the classical link: %v\n%s", err, out)
+		}
+		if peers, links, _ := linkPQOf(t, a, b); peers || links {
+			t.Errorf("a shows a post-quantum link to a classic peer: show_peers %v, show_links %v", peers, links)
+		}
+		if n := strings.Count(a.Logs(), "Link stays classical: the peer did not upgrade to post-quantum keys"); n != 1 {
+			t.Errorf("the fallback logged %d times, want once", n)
 		}
 	})
 	t.Run("required refuses a classic peer", func(t *testing.T) {
