@@ -26,6 +26,7 @@ import (
 	"github.com/fips-go/fips/control/native"
 	"github.com/fips-go/fips/control/node"
 	"github.com/fips-go/fips/control/peer"
+	"github.com/fips-go/fips/control/pq"
 	"github.com/fips-go/fips/control/route"
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
@@ -369,7 +370,31 @@ func peerConfig(cfg *config.Config) peer.Config {
 	c.RekeyAfter = secs(n.Rekey.AfterSecs)
 	c.RekeyAfterMessages = n.Rekey.AfterMessages
 	c.MMP = mmpConfig(n.MMP)
+	// Validate accepted the spellings, so a parse error cannot happen here.
+	c.PQ, _ = pq.ParseMode(n.Link.PQ)
+	c.PQTimeout = ms(n.Link.PQTimeoutMs)
+	if peers := pqPeerModes(cfg, func(p config.PeerConfig) string { return p.LinkPQ }); peers != nil {
+		lp := peer.PQPeerModes(peers)
+		c.PQPeers = &lp
+	}
 	return c
+}
+
+// pqPeerModes are the peers' own post-quantum policies (which, say of
+// peers[].pq and peers[].link_pq); nil when no peer sets one.
+func pqPeerModes(cfg *config.Config, which func(config.PeerConfig) string) map[identity.NodeAddr]pq.Mode {
+	var out map[identity.NodeAddr]pq.Mode
+	for _, p := range cfg.Peers {
+		pk, err := identity.DecodeNpub(p.Npub)
+		if err != nil || which(p) == "" {
+			continue
+		}
+		if out == nil {
+			out = map[identity.NodeAddr]pq.Mode{}
+		}
+		out[pk.NodeAddr()], _ = pq.ParseMode(which(p))
+	}
+	return out
 }
 
 func ms(v uint64) time.Duration   { return time.Duration(v) * time.Millisecond }
@@ -425,16 +450,9 @@ func sessionConfig(cfg *config.Config) session.Config {
 	// Validate accepted the spellings, so a parse error cannot happen here.
 	c.PQ, _ = session.ParsePQMode(n.Session.PQ)
 	c.PQTimeout = ms(n.Session.PQTimeoutMs)
-	peers := session.PQPeerModes{}
-	for _, p := range cfg.Peers {
-		pk, err := identity.DecodeNpub(p.Npub)
-		if err != nil || p.PQ == "" {
-			continue
-		}
-		peers[pk.NodeAddr()], _ = session.ParsePQMode(p.PQ)
-	}
-	if len(peers) > 0 {
-		c.PQPeers = &peers
+	if peers := pqPeerModes(cfg, func(p config.PeerConfig) string { return p.PQ }); peers != nil {
+		sp := session.PQPeerModes(peers)
+		c.PQPeers = &sp
 	}
 	return c
 }

@@ -62,8 +62,11 @@ type NodeConfig struct {
 	Bloom            BloomConfig      `yaml:"bloom"`
 	// Routing is node.routing.* (fips-go addition): local routing
 	// choices that leave the wire unchanged.
-	Routing    RoutingConfig   `yaml:"routing" fips:"optional"`
-	Session    SessionConfig   `yaml:"session"`
+	Routing RoutingConfig `yaml:"routing" fips:"optional"`
+	Session SessionConfig `yaml:"session"`
+	// Link is node.link.* (fips-go addition): the post-quantum upgrade
+	// of links.
+	Link       LinkConfig      `yaml:"link" fips:"optional"`
 	Buffers    BuffersConfig   `yaml:"buffers"`
 	Control    ControlConfig   `yaml:"control"`
 	NativeAPI  NativeAPIConfig `yaml:"native_api"`
@@ -97,6 +100,7 @@ func defaultNodeConfig() NodeConfig {
 		Bloom:                 defaultBloomConfig(),
 		Routing:               defaultRoutingConfig(),
 		Session:               defaultSessionConfig(),
+		Link:                  defaultLinkConfig(),
 		Buffers:               defaultBuffersConfig(),
 		Control:               defaultControlConfig(),
 		NativeAPI:             defaultNativeAPIConfig(),
@@ -507,7 +511,20 @@ type SessionConfig struct {
 	PQTimeoutMs uint64 `yaml:"pq_timeout_ms"`
 }
 
-// Post-quantum policies (node.session.pq, peers[].pq).
+// LinkConfig is node.link.* (fips-go addition).
+type LinkConfig struct {
+	// PQ is the post-quantum upgrade policy of links (hop by hop, below
+	// sessions): off, preferred or required (PQOff...).
+	PQ string `yaml:"pq" fips:"optional"`
+	// PQTimeoutMs is how long a classical link session waits for its
+	// post-quantum upgrade.
+	PQTimeoutMs uint64 `yaml:"pq_timeout_ms"`
+}
+
+func defaultLinkConfig() LinkConfig { return LinkConfig{PQ: PQOff, PQTimeoutMs: 10_000} }
+
+// Post-quantum policies (node.session.pq, peers[].pq, node.link.pq,
+// peers[].link_pq).
 const (
 	PQOff       = "off"
 	PQPreferred = "preferred"

@@ -32,6 +32,9 @@ type PeerConfig struct {
 	// PQ (fips-go addition) overrides node.session.pq for sessions with
 	// this peer: off, preferred or required; "" inherits.
 	PQ string `yaml:"pq"`
+	// LinkPQ (fips-go addition) overrides node.link.pq for the link to
+	// this peer: off, preferred or required; "" inherits.
+	LinkPQ string `yaml:"link_pq"`
 }
 
 func (*PeerConfig) denyUnknownKeys() {}

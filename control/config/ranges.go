@@ -222,6 +222,12 @@ func (c *Config) checkRanges() []*Error {
 	default:
 		r.errs = append(r.errs, r.c.invalid("node.session.pq", "`node.session.pq` is %s, but must be off, preferred or required", strconv.Quote(se.PQ)))
 	}
+	r.uint("node.link.pq_timeout_ms", n.Link.PQTimeoutMs, 100, 600_000, ms)
+	switch n.Link.PQ {
+	case PQOff, PQPreferred, PQRequired:
+	default:
+		r.errs = append(r.errs, r.c.invalid("node.link.pq", "`node.link.pq` is %s, but must be off, preferred or required", strconv.Quote(n.Link.PQ)))
+	}
 	r.uint("node.rendezvous.lan.dial_burst", uint64(n.Rendezvous.LAN.DialBurst), 1, 1024, "")
 	r.float("node.rendezvous.lan.dial_rate", n.Rendezvous.LAN.DialRate, 0, 1000, true)
 

@@ -62,6 +62,11 @@ func (c *Config) Validate() error {
 		default:
 			add(c.invalid(fmt.Sprintf("peers[%d].pq", i), "peers[%d].pq is %s, but must be off, preferred or required", i, strconv.Quote(p.PQ)))
 		}
+		switch p.LinkPQ {
+		case "", PQOff, PQPreferred, PQRequired:
+		default:
+			add(c.invalid(fmt.Sprintf("peers[%d].link_pq", i), "peers[%d].link_pq is %s, but must be off, preferred or required", i, strconv.Quote(p.LinkPQ)))
+		}
 		if len(p.Addresses) == 0 && !p.ViaNostr {
 			add(c.invalid(fmt.Sprintf("peers[%d]", i), "peers[%d] (%s): must specify at least one address, or set `via_nostr = true` to resolve endpoints from the Nostr advert", i, p.Npub))
 		}

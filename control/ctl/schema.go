@@ -436,6 +436,22 @@ type LinkLayerStats struct {
 	// ReportsDraining: MMP reports that arrived on the session a rekey
 	// replaced, ignored (they describe the old session's counters).
 	ReportsDraining uint64 `json:"mmp_reports_draining"`
+	// The post-quantum upgrade of links (issue 32, fips-go addition):
+	// exchanges offered and offers sent again, offers answered, sessions
+	// cut over to ML-KEM-768-derived keys, links left classical (pq
+	// preferred) or torn down (pq required) because the peer did not
+	// upgrade, key confirmations that failed, offers and accepts refused
+	// (replayed, out of their session, unexpected), and malformed or
+	// conflicting fragments.
+	PQOffered          uint64 `json:"pq_offered"`
+	PQOfferResends     uint64 `json:"pq_offer_resends"`
+	PQAccepted         uint64 `json:"pq_accepted"`
+	PQUpgrades         uint64 `json:"pq_upgrades"`
+	PQFallbacks        uint64 `json:"pq_fallbacks"`
+	PQRefused          uint64 `json:"pq_refused"`
+	PQConfirmFailed    uint64 `json:"pq_confirm_failed"`
+	PQMessagesRefused  uint64 `json:"pq_messages_refused"`
+	PQFragmentsRefused uint64 `json:"pq_fragments_refused"`
 }
 
 // LANStats is show_status' lan_rendezvous (fips-go addition): what mDNS

@@ -127,13 +127,16 @@ type PeerInfo struct {
 	NostrTraversal             NostrTraversal `json:"nostr_traversal"` // always present
 	Npub                       string         `json:"npub"`
 	OurSessionIndex            string         `json:"our_session_index,omitempty"` // 8 lowercase hex digits
-	RekeyDraining              bool           `json:"rekey_draining,omitempty"`    // only emitted when true
-	RekeyInProgress            bool           `json:"rekey_in_progress,omitempty"` // only emitted when true
-	ReplaySuppressed           uint32         `json:"replay_suppressed"`
-	Stats                      TrafficStats   `json:"stats"`
-	TransportAddr              string         `json:"transport_addr,omitempty"`
-	TransportType              string         `json:"transport_type,omitempty"` // present when link and transport are known
-	TreeDepth                  *uint64        `json:"tree_depth,omitempty"`     // present when the peer's coords are known
+	// PostQuantum (fips-go addition, issue 32): the link's current keys
+	// come from an ML-KEM-768 upgrade (node.link.pq).
+	PostQuantum      bool         `json:"post_quantum"`
+	RekeyDraining    bool         `json:"rekey_draining,omitempty"`    // only emitted when true
+	RekeyInProgress  bool         `json:"rekey_in_progress,omitempty"` // only emitted when true
+	ReplaySuppressed uint32       `json:"replay_suppressed"`
+	Stats            TrafficStats `json:"stats"`
+	TransportAddr    string       `json:"transport_addr,omitempty"`
+	TransportType    string       `json:"transport_type,omitempty"` // present when link and transport are known
+	TreeDepth        *uint64      `json:"tree_depth,omitempty"`     // present when the peer's coords are known
 }
 
 // TrafficStats are a peer's link counters in show_peers.
@@ -180,9 +183,13 @@ type ShowLinks struct {
 
 // LinkInfo is one link in show_links.
 type LinkInfo struct {
-	CreatedAtMs uint64    `json:"created_at_ms"`
-	Direction   string    `json:"direction"`
-	LinkID      uint64    `json:"link_id"`
+	CreatedAtMs uint64 `json:"created_at_ms"`
+	Direction   string `json:"direction"`
+	LinkID      uint64 `json:"link_id"`
+	// PostQuantum (fips-go addition, issue 32): a connected link's
+	// current keys come from an ML-KEM-768 upgrade (node.link.pq); absent
+	// while connecting.
+	PostQuantum *bool     `json:"post_quantum,omitempty"`
 	RemoteAddr  string    `json:"remote_addr"`
 	State       string    `json:"state"`
 	Stats       LinkStats `json:"stats"`

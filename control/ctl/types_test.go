@@ -154,6 +154,7 @@ func TestUpstreamFixtures(t *testing.T) {
 
 func populated() map[string]any {
 	u64 := func(v uint64) *uint64 { return &v }
+	boolPtr := func(v bool) *bool { return &v }
 	i64 := func(v int64) *int64 { return &v }
 	npub := "npub1sx42mj99aql52aklsg70y2jmr95u7uz2p40k769aw46ppjv302kqkhmu5r"
 	spark := List[Float]{1, 2.5}
@@ -180,7 +181,7 @@ func populated() map[string]any {
 			ResendCount: 1, StartedAtMs: 1700000000000,
 		}}},
 		"show_links": ShowLinks{Links: List[LinkInfo]{{
-			CreatedAtMs: 1700000000000, Direction: "outbound", LinkID: 1, RemoteAddr: "192.0.2.1:2121", State: "connected",
+			CreatedAtMs: 1700000000000, Direction: "outbound", LinkID: 1, PostQuantum: boolPtr(true), RemoteAddr: "192.0.2.1:2121", State: "connected",
 			Stats: LinkStats{BytesRecv: 20480, BytesSent: 10240, LastRecvMs: 1700000005000, PacketsRecv: 20, PacketsSent: 10},
 		}}},
 		"show_transports": ShowTransports{Transports: List[TransportInfo]{{
@@ -200,7 +201,7 @@ func populated() map[string]any {
 			NodeAddr: "1b4788b7ab7a436a611fc59fb1e34c6e",
 			NostrTraversal: NostrTraversal{ConsecutiveFailures: 2, CooldownUntilMs: u64(1700000060000), InCooldown: true,
 				LastObservedSkewMs: i64(-15)},
-			Npub: npub, OurSessionIndex: "0000002a", RekeyDraining: true, RekeyInProgress: true,
+			Npub: npub, OurSessionIndex: "0000002a", PostQuantum: true, RekeyDraining: true, RekeyInProgress: true,
 			Stats:         TrafficStats{BytesRecv: 20480, BytesSent: 10240, PacketsRecv: 20, PacketsSent: 10},
 			TransportAddr: "192.0.2.1:2121", TransportType: "udp", TreeDepth: u64(1),
 		}}},

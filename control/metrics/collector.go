@@ -176,6 +176,7 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"fips_node_state", "gauge", "", "1 for the node's current lifecycle state (created, starting, running, degraded, draining, stopping, stopped).", "show_status state", []string{"state"}},
 		{"fips_node_start_time_seconds", "gauge", "seconds", "When the node started, in seconds since the Unix epoch.", "show_status uptime_secs", nil},
 		{"fips_peers", "gauge", "peers", "Active (authenticated) peers.", "show_status peer_count", nil},
+		{"fips_peers_post_quantum", "gauge", "peers", "Active peers whose link's current keys come from an ML-KEM-768 upgrade (node.link.pq).", "show_peers post_quantum", nil},
 		{"fips_connections", "gauge", "connections", "Link handshakes in progress.", "show_status connection_count", nil},
 		{"fips_sessions", "gauge", "sessions", "End-to-end sessions in the session table.", "show_status session_count", nil},
 		{"fips_sessions_post_quantum", "gauge", "sessions", "Established sessions whose current keys come from an ML-KEM-768 upgrade (node.session.pq).", "show_sessions post_quantum", nil},
@@ -339,6 +340,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge("fips_node_start_time_seconds", float64(s.Started.UnixNano())/1e9)
 	}
 	gauge("fips_peers", float64(len(s.Peers)))
+	pqPeers := 0
+	for _, p := range s.Peers {
+		if p.PostQuantum {
+			pqPeers++
+		}
+	}
+	gauge("fips_peers_post_quantum", float64(pqPeers))
 	connecting := 0
 	for _, cn := range s.Connections {
 		if !cn.Rekey {

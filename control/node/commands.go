@@ -134,7 +134,7 @@ func (n *Node) showPeers() ctl.ShowPeers {
 				BytesSent: p.Stats.BytesSent, BytesRecv: p.Stats.BytesRecv},
 			ReplaySuppressed: uint32(p.Stats.Replays), ConsecutiveDecryptFailures: uint32(p.DecryptFailures),
 			Noise:       &ctl.NoiseCounters{HighestRecvCounter: p.HighestRecv, SendCounter: p.SendCounter},
-			CurrentKBit: p.KBit, RekeyInProgress: p.RekeyInProgress, RekeyDraining: p.Draining,
+			CurrentKBit: p.KBit, PostQuantum: p.PostQuantum, RekeyInProgress: p.RekeyInProgress, RekeyDraining: p.Draining,
 			OurSessionIndex: fmt.Sprintf("%08x", p.OurIndex),
 			HasTreePosition: p.TreeView.HasTreePosition, IsParent: p.TreeView.IsParent, IsChild: p.TreeView.IsChild,
 			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
@@ -160,8 +160,9 @@ func (n *Node) showLinks() ctl.ShowLinks {
 	s := n.LiveSnapshot()
 	out := make(ctl.List[ctl.LinkInfo], 0, len(s.Peers)+len(s.Connections))
 	for _, p := range s.Peers {
+		pq := p.PostQuantum
 		out = append(out, ctl.LinkInfo{LinkID: p.LinkID, TransportID: uint32(p.TransportID), RemoteAddr: p.TransportAddr,
-			Direction: string(p.Direction), State: "connected", CreatedAtMs: msSince(p.Since),
+			Direction: string(p.Direction), State: "connected", CreatedAtMs: msSince(p.Since), PostQuantum: &pq,
 			Stats: ctl.LinkStats{PacketsSent: p.Stats.PacketsSent, PacketsRecv: p.Stats.PacketsRecv,
 				BytesSent: p.Stats.BytesSent, BytesRecv: p.Stats.BytesRecv, LastRecvMs: msSince(p.LastRecv)}})
 	}

@@ -528,7 +528,11 @@ func (l coreLinks) Peers() []identity.NodeAddr {
 	c := l.c
 	if v := c.peers.PeerSetVersion(); v != c.peerListVersion || c.peerList == nil {
 		out := make([]identity.NodeAddr, 0, c.peers.PeerCount())
-		c.peers.Peers(func(p *peer.Peer) { out = append(out, p.NodeAddr) })
+		c.peers.Peers(func(p *peer.Peer) {
+			if p.Announced() {
+				out = append(out, p.NodeAddr)
+			}
+		})
 		slices.SortFunc(out, identity.NodeAddr.Compare)
 		c.peerList, c.peerListVersion = out, v
 	}
@@ -547,7 +551,12 @@ func (t coreTopology) PeerCoords(p identity.NodeAddr) ([]identity.NodeAddr, bool
 
 func (t coreTopology) IsTreePeer(p identity.NodeAddr) bool { return t.t.IsTreePeer(p) }
 
-func (l coreLinks) CanSend(a identity.NodeAddr) bool { return l.c.peers.Peer(a) != nil }
+// CanSend: a is an active peer the upper layers were told of (under link
+// pq required, only once its link is post-quantum).
+func (l coreLinks) CanSend(a identity.NodeAddr) bool {
+	p := l.c.peers.Peer(a)
+	return p != nil && p.Announced()
+}
 
 func (l coreLinks) LinkCost(a identity.NodeAddr) float64 {
 	if p := l.c.peers.Peer(a); p != nil {

@@ -38,8 +38,15 @@ func linkRekeys(n *loopNode) map[string]uint64 {
 // sequence number exactly once (but for frames B's and C's CoDel
 // counted as dropped, should the machine keep a loop from running).
 func TestEngineRekeysLoseNoPacket(t *testing.T) {
-	const want = 20
-	a, b, c := loopChain(t, rekeyOptions())
+	engineRekeyStream(t, rekeyOptions(), 20)
+}
+
+// engineRekeyStream runs TestEngineRekeysLoseNoPacket's stream on a chain
+// started with o until every link end and session end has rekeyed want
+// times, checks what C received, and returns the chain.
+func engineRekeyStream(t *testing.T, o Options, want uint64) (a, b, c *loopNode) {
+	t.Helper()
+	a, b, c = loopChain(t, o)
 	e0 := b.engine()
 	// The counts since the stream starts: each end of a link counts its
 	// cutovers; a session's ends count theirs.
@@ -132,4 +139,5 @@ func TestEngineRekeysLoseNoPacket(t *testing.T) {
 	if fw := e1.Forwarded - e0.Forwarded; fw < uint64(seq)/2 {
 		t.Errorf("b's worker forwarded %d of %d datagrams: the stream did not run through the engine", fw, seq)
 	}
+	return a, b, c
 }

@@ -88,6 +88,8 @@ var fipsGoAdditions = map[string][]string{
 		".data.sessions[].mmp.ecn_ce_count", ".data.sessions[].mmp.jitter_us", ".data.sessions[].mmp.stats",
 		".data.sessions[].post_quantum"},
 	"show_stats_list": {".data.recorder"},
+	"show_peers":      {".data.peers[].post_quantum"},
+	"show_links":      {".data.links[].post_quantum"},
 	"show_transports": {".data.transports[].stats.dropped_queue_full", ".data.transports[].stats.dropped_invalid", ".data.transports[].stats.connections_active", ".data.transports[].stats.connections_refused", ".data.transports[].stats.connect_failures", ".data.transports[].stats.kernel_drops", ".data.transports[].stats.unauthenticated_closed", ".data.transports[].stats.inbound_source_refused", ".data.transports[].stats.unauthenticated_evicted", ".data.transports[].stats.reply_dials_refused", ".data.transports[].stats.invalid_closed"},
 }
 

@@ -89,6 +89,7 @@ type PeerView struct {
 	Since           time.Time
 	LastRecv        time.Time
 	KBit            bool
+	PostQuantum     bool // the link's keys come from an ML-KEM-768 upgrade
 	RekeyInProgress bool
 	Draining        bool
 	Stats           peer.PeerStats
@@ -195,7 +196,7 @@ func (n *Node) publish(now time.Time) {
 			Addr: p.NodeAddr, NodeAddr: p.NodeAddr.String(), Npub: p.PublicKey.Npub(), Alias: p.Alias,
 			IPv6: p.NodeAddr.IPv6().String(), LinkID: p.LinkID, TransportID: p.Transport,
 			TransportAddr: n.addrName(p.Transport, p.Addr), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
-			KBit: p.KBit(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
+			KBit: p.KBit(), PostQuantum: p.PostQuantum(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
 			HighestRecv: p.HighestRecv(),
 		}

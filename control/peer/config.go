@@ -3,7 +3,9 @@ package peer
 import (
 	"time"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/pq"
 )
 
 // Config holds the node.* settings the link layer uses. Zero values are not
@@ -67,7 +69,17 @@ type Config struct {
 	RetryDialsPerTick int
 	// MMP is node.mmp.* (link metrics).
 	MMP mmp.Config
+
+	// PQ is node.link.pq, the post-quantum upgrade policy of links
+	// (fips-go addition, pq.go); PQPeers are peers[].link_pq overrides
+	// (read only). PQTimeout is node.link.pq_timeout_ms.
+	PQ        pq.Mode
+	PQPeers   *PQPeerModes // a pointer keeps Config comparable
+	PQTimeout time.Duration
 }
+
+// PQPeerModes are per-peer link policies (peers[].link_pq).
+type PQPeerModes map[identity.NodeAddr]pq.Mode
 
 // DefaultConfig returns upstream's defaults.
 func DefaultConfig() Config {
@@ -102,6 +114,7 @@ func DefaultConfig() Config {
 		DrainWindow:             10 * time.Second,
 		RetryDialsPerTick:       16,
 		MMP:                     mmp.DefaultConfig(),
+		PQTimeout:               10 * time.Second,
 	}
 	c.EstablishedBurst, c.EstablishedRate = DerivedEstablishedBucket(c)
 	return c

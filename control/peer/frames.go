@@ -120,6 +120,8 @@ func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, i
 				fr.FirstRTT(p)
 			}
 		}
+	case wire.MsgLinkPQ:
+		m.handlePQ(now, p, draining, in.Message)
 	case wire.MsgDisconnect:
 		m.stats.DisconnectsRecv++
 		reason := wire.DisconnectOther

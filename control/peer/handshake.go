@@ -396,7 +396,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		if !m.id.NodeAddr().Less(na) {
 			// Their outbound (our inbound) wins; drop ours. As upstream,
 			// re-announce once the sessions are aligned.
-			m.upper.PeerUp(existing)
+			m.peerUp(existing)
 			return
 		}
 		m.log.Debug("cross-connection: our outbound link wins", "peer", existing.String())
@@ -404,7 +404,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		// Whatever we sent on the losing session before the swap was
 		// dropped by the peer (it never had that index): as upstream,
 		// re-send our TreeAnnounce and owe it a FilterAnnounce.
-		m.upper.PeerUp(existing)
+		m.peerUp(existing)
 	}
 }
 
@@ -435,6 +435,7 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 	if oldT != t || oldAddr != addr {
 		m.env.CloseConnection(oldT, oldAddr)
 	}
+	m.pqSessionStart(now, p)
 }
 
 // promote makes a completed handshake an active peer.
@@ -466,7 +467,8 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	m.stats.PeersPromoted++
 	m.log.Info("Peer promoted to active", "peer", m.name(p.NodeAddr), "npub", pk.Npub(), "direction", string(dir),
 		"transport", t, "addr", addr.String(), "link_id", p.LinkID)
-	m.upper.PeerUp(p)
+	m.pqSessionStart(now, p)
+	m.peerUp(p)
 	return p
 }
 
@@ -485,6 +487,11 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession, initiator b
 	p.cur = next
 	m.setIndex(linkKey{p.Transport, next.ourIndex}, &indexEntry{peer: p, sess: next})
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session
+	defer m.pqSessionStart(now, p)
+	if next.pq {
+		m.log.Debug("Post-quantum cutover, K-bit flipped", "peer", m.name(p.NodeAddr), "k", p.kbit, "initiator", initiator)
+		return
+	}
 	p.stats.Rekeys++
 	m.stats.RekeyCutovers++
 	if initiator {
@@ -505,6 +512,7 @@ func (m *Manager) unregisterSessions(p *Peer) {
 	if p.rekey != nil {
 		m.dropLeg(p.rekey)
 	}
+	m.pqRelease(p)
 }
 
 // removePeer drops p and everything keyed to it, and closes its
@@ -534,7 +542,9 @@ func (m *Manager) removePeerKeeping(now time.Time, p *Peer, why string, reconnec
 	m.stats.PeersRemoved++
 	m.log.Info("peer removed", "peer", name, "reason", why, "link_id", p.LinkID)
 	m.mmpLog.Debug("MMP link teardown", append([]any{"peer", name}, attrsAny(p.mmp.TeardownLogAttrs())...)...)
-	m.upper.PeerDown(p, why)
+	if p.pq.announced {
+		m.upper.PeerDown(p, why)
+	}
 	if reconnect {
 		m.scheduleRetry(now, p.NodeAddr, false)
 	}

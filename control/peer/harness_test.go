@@ -30,6 +30,9 @@ type simNet struct {
 	cut map[[2]transport.Addr]bool
 	// dropHook sees every packet the network drops.
 	dropHook func(simPkt)
+	// intercept sees every packet before delivery and drops those it
+	// returns true for.
+	intercept func(simPkt) bool
 	// filter drops established frames whose receiver index the
 	// destination has not reported through IndexObserver, as xdp_fips
 	// does; filtered counts them.
@@ -201,6 +204,9 @@ func (n *simNet) deliver() {
 		}
 		p := n.queue[i]
 		n.queue = append(n.queue[:i], n.queue[i+1:]...)
+		if n.intercept != nil && n.intercept(p) {
+			continue
+		}
 		if n.cut[[2]transport.Addr{p.from, p.to}] || n.cut[[2]transport.Addr{p.to, p.from}] ||
 			(n.loss > 0 && n.rng.Float64() < n.loss) {
 			n.dropped++

@@ -206,6 +206,10 @@ type Manager struct {
 	usedMsg1Ring [][32]byte
 	usedMsg1Next int
 
+	// pqIndices are the receiver indices offered for post-quantum
+	// upgrades, reserved until the accept (one per peer at most).
+	pqIndices map[linkKey]*Peer
+
 	static  map[identity.NodeAddr]*staticState
 	nextLID uint64
 
@@ -277,6 +281,7 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 		unproven:       map[linkKey]*unproven{},
 		unprovenByHash: map[[32]byte]*unproven{},
 		usedMsg1:       map[[32]byte]struct{}{},
+		pqIndices:      map[linkKey]*Peer{},
 		static:         map[identity.NodeAddr]*staticState{},
 		rates:          newRates(cfg),
 		sources:        newSourceBuckets(cfg.StrangerSources, ratelimit.PerSecond(cfg.HandshakeBurst, cfg.HandshakeRate)),
@@ -347,7 +352,7 @@ func (m *Manager) Peers(f func(*Peer)) {
 	}
 }
 
-// PeerSetVersion changes whenever a peer is added or removed, so a
+// PeerSetVersion changes whenever a peer is added, announced or removed, so a
 // caller may cache what it derives from the peer set.
 func (m *Manager) PeerSetVersion() uint64 { return m.peerSetVersion }
 
@@ -410,6 +415,9 @@ func (m *Manager) allocIndex(t transport.ID) (uint32, error) {
 			continue
 		}
 		if _, used := m.legs[k]; used {
+			continue
+		}
+		if _, used := m.pqIndices[k]; used {
 			continue
 		}
 		return idx, nil

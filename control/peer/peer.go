@@ -49,6 +49,8 @@ type Peer struct {
 	stats PeerStats
 
 	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
+
+	pq linkPQ // the post-quantum upgrade (pq.go)
 }
 
 // MMP is the peer's link metrics.
@@ -74,6 +76,7 @@ type linkSession struct {
 	start      time.Time // timestamp base; rekey age
 	rekeyAt    time.Time // start + RekeyAfter + jitter
 	kbit       bool
+	pq         bool // keys from a post-quantum upgrade (pq.go)
 }
 
 // KBit is the current key-epoch parity bit.

@@ -247,6 +247,9 @@ func (m *Manager) Tick(now time.Time) {
 				m.stats.HeartbeatsSent++
 			}
 		}
+		if !m.pqTick(now, p) {
+			continue
+		}
 		m.sendReports(now, p)
 		m.logMetrics(now, p)
 		m.maybeRekey(now, p)
@@ -273,7 +276,7 @@ func (m *Manager) Tick(now time.Time) {
 func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	// Unproven rekeys of the peer's do not hold ours back: one may be a
 	// replay. A genuine one proves itself within a frame or two.
-	if !m.cfg.RekeyEnabled || p.rekey != nil || now.Before(p.dampenUntil) {
+	if !m.cfg.RekeyEnabled || p.rekey != nil || now.Before(p.dampenUntil) || m.pqBusy(p) {
 		return
 	}
 	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {

@@ -34,6 +34,9 @@ type unproven struct {
 	// rekeyOf is the active peer (same epoch) whose session this msg1
 	// would rekey; nil for a new link or a restart.
 	rekeyOf *Peer
+	// pq: not a msg1 but a post-quantum upgrade we answered (pq.go);
+	// msg1Hash is then the exchange's transcript hash.
+	pq bool
 }
 
 // maxRekeyCandidates bounds the unproven rekeys one peer may have at once.
@@ -137,7 +140,7 @@ func (m *Manager) expireUnproven(now time.Time) {
 		if now.Sub(u.at) >= m.cfg.HandshakeTimeout {
 			m.dropUnproven(u)
 			m.stats.UnprovenExpired++
-			if u.rekeyOf != nil {
+			if u.rekeyOf != nil && !u.pq {
 				// A rekey we answered whose initiator never cut over (it
 				// gave up, every frame since was lost, or it was a replay).
 				m.stats.RekeysAbandoned++
@@ -160,8 +163,10 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 			m.delIndex(k)
 		}
 	}()
-	m.rememberMsg1(u.msg1Hash)
-	m.stats.HandshakesProven++
+	if !u.pq {
+		m.rememberMsg1(u.msg1Hash)
+		m.stats.HandshakesProven++
+	}
 	if d := m.acl.Check(u.pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
 		m.rejectedByACL(u.pk, t, addr, "inbound_handshake", d)
@@ -178,7 +183,9 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		}
 		m.cutover(now, existing, u.sess, false)
 		existing.dampenUntil = now.Add(m.cfg.RekeyDampening)
-		m.stats.RekeysResponded++
+		if !u.pq {
+			m.stats.RekeysResponded++
+		}
 		return existing
 	case existing != nil && existing.Epoch == u.epoch:
 		// Both sides dialed at once and our outbound completed first.
@@ -188,12 +195,12 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 			// Ours wins. As upstream, re-announce once the sessions are
 			// aligned.
 			m.stats.HandshakesSuperseded++
-			m.upper.PeerUp(existing)
+			m.peerUp(existing)
 			return nil
 		}
 		m.log.Debug("cross-connection: their outbound link wins", "peer", existing.String())
 		m.replaceSession(now, existing, u.sess, t, addr, Inbound, 0)
-		m.upper.PeerUp(existing)
+		m.peerUp(existing)
 		return existing
 	case existing != nil:
 		m.stats.PeerRestarts++

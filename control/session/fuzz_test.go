@@ -83,8 +83,8 @@ func FuzzPQMessages(f *testing.F) {
 		e := to.tbl.sessions[from.addr]
 		to.tbl.handlePQ(m.now, e, slot(which>>1%3), body)
 		to.tbl.handlePQ(m.now, e, slotCurrent, body)
-		if e.pq.rx.have != 0 && len(e.pq.rx.buf) > wire.PQOfferSize {
-			t.Fatalf("reassembly holds %d bytes", len(e.pq.rx.buf))
+		if e.pq.rx.Held() > wire.PQOfferSize {
+			t.Fatalf("reassembly holds %d bytes", e.pq.rx.Held())
 		}
 		if to.state(from) != StateEstablished {
 			t.Fatal("session lost")

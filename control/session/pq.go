@@ -3,12 +3,14 @@ package session
 import (
 	"crypto/hmac"
 	"crypto/mlkem"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/pq"
 	"github.com/fips-go/fips/control/wire"
 )
 
@@ -54,27 +56,18 @@ type pqState struct {
 
 	keys PQKeys
 	th   [32]byte
-	rx   pqRx
+	rx   pq.Reassembly
 	// confirming: the offerer's confirm is due again (as a rekey's msg3,
 	// in msg3Payload's resend slot) until the answerer is seen on the
 	// new keys; each resend is sealed afresh, never a replay.
 	confirming bool
 }
 
-// pqRx reassembles one offer or accept: at most one at a time per session,
-// at most wire.PQOfferSize bytes.
-type pqRx struct {
-	kind wire.PQKind
-	id   [wire.PQIDSize]byte
-	have uint8 // bit i: fragment i received
-	buf  []byte
-}
-
 func (p *pqState) resetExchange() {
 	p.epoch, p.dk, p.offering, p.answered, p.accept = nil, nil, false, false, nil
 	p.nextResend, p.resends = time.Time{}, 0
 	p.keys, p.th, p.id = PQKeys{}, [32]byte{}, [wire.PQIDSize]byte{}
-	p.rx = pqRx{}
+	p.rx.Reset()
 }
 
 // PQMode is the policy for dest: its peers[].pq, else node.session.pq.
@@ -220,7 +213,8 @@ func (t *Table) pqGiveUp(now time.Time, e *entry, why string) {
 		// new keys: they stay pending (a late frame on them still
 		// promotes them, so a peer that did cut over is never a black
 		// hole); the session is classical until then.
-		p.dk, p.offering, p.rx = nil, false, pqRx{}
+		p.dk, p.offering = nil, false
+		p.rx.Reset()
 	} else {
 		p.resetExchange()
 	}
@@ -299,29 +293,7 @@ func (t *Table) handlePQ(now time.Time, e *entry, hit slot, body []byte) {
 
 // pqReassemble adds f to e's reassembly; the payload once complete.
 func (t *Table) pqReassemble(e *entry, f wire.PQFragment) ([]byte, bool) {
-	rx := &e.pq.rx
-	if rx.have == 0 {
-		rx.kind, rx.id = f.Kind, f.ID
-		if cap(rx.buf) < int(f.Total) {
-			rx.buf = make([]byte, f.Total)
-		}
-		rx.buf = rx.buf[:f.Total]
-	} else if rx.kind != f.Kind || rx.id != f.ID {
-		t.stats.PQFragmentsRefused++
-		return nil, false
-	}
-	bit := uint8(1) << f.Index
-	if rx.have&bit != 0 {
-		return nil, false // a resent fragment
-	}
-	copy(rx.buf[f.Offset():], f.Chunk)
-	rx.have |= bit
-	if rx.have != uint8(1)<<f.Count-1 {
-		return nil, false
-	}
-	out := rx.buf
-	*rx = pqRx{}
-	return out, true
+	return e.pq.rx.AddCounted(f, &t.stats.PQFragmentsRefused)
 }
 
 // pqAnswer is the answerer's half: encapsulate, install the derived keys
@@ -332,22 +304,13 @@ func (t *Table) pqAnswer(now time.Time, e *entry, id [wire.PQIDSize]byte, ekb []
 		t.pqRefuse("offer while a rekey is under way", e)
 		return
 	}
-	ek, err := mlkem.NewEncapsulationKey768(ekb)
-	if err != nil {
-		t.pqRefuse("offer with an invalid encapsulation key", e)
-		return
-	}
-	shared, ct := ek.Encapsulate()
-	th := PQTranscript(id, ekb, ct)
-	keys, err := DerivePQKeys(p.epoch.Exporter(), shared, e.remote, t.id.PublicKey(), th)
-	clear(shared)
+	x, accept, err := pqSchedule.Answer(p.epoch.Exporter(), e.remote, t.id.PublicKey(), id, ekb, ekb, nil)
 	if err != nil {
 		t.pqRefuse(err.Error(), e)
 		return
 	}
-	tag := PQConfirmTag(keys, "accept", th)
-	p.id, p.keys, p.th, p.answered = id, keys, th, true
-	p.accept = append(append(make([]byte, 0, wire.PQAcceptSize), ct...), tag[:]...)
+	keys := x.Keys
+	p.id, p.keys, p.th, p.answered, p.accept = id, keys, x.TH, true, accept
 	e.pending = noise.NewDerivedSession(e.cur, keys.AnswererToOfferer, keys.OffererToAnswerer, keys.Exporter)
 	p.pend = true
 	e.rekeyCompleted, e.rekeyInitiator = now, false
@@ -366,28 +329,20 @@ func (t *Table) pqFinish(now time.Time, e *entry, payload []byte) {
 		t.pqRefuse("accept while a rekey is under way", e)
 		return
 	}
-	ct, tag := payload[:wire.PQCiphertextSize], payload[wire.PQCiphertextSize:]
-	shared, err := p.dk.Decapsulate(ct)
-	if err != nil {
-		t.pqRefuse("accept with an invalid ciphertext", e)
-		return
-	}
-	th := PQTranscript(p.id, p.dk.EncapsulationKey().Bytes(), ct)
-	keys, err := DerivePQKeys(p.epoch.Exporter(), shared, t.id.PublicKey(), e.remote, th)
-	clear(shared)
-	if err != nil {
-		t.pqRefuse(err.Error(), e)
-		return
-	}
-	want := PQConfirmTag(keys, "accept", th)
-	if !hmac.Equal(tag, want[:]) {
+	x, err := pqSchedule.Finish(p.dk, p.epoch.Exporter(), t.id.PublicKey(), e.remote, p.id, p.dk.EncapsulationKey().Bytes(), payload, 0)
+	if errors.Is(err, pq.ErrConfirm) {
 		// A ciphertext or tag changed on the way (only someone holding
 		// the classical keys can): the keys would differ, so no cutover.
 		t.stats.PQConfirmFailed++
 		t.pqGiveUp(now, e, "the accept's key confirmation failed")
 		return
 	}
-	p.keys, p.th, p.dk, p.offering = keys, th, nil, false
+	if err != nil {
+		t.pqRefuse(err.Error(), e)
+		return
+	}
+	keys := x.Keys
+	p.keys, p.th, p.dk, p.offering = keys, x.TH, nil, false
 	e.pending = noise.NewDerivedSession(e.cur, keys.OffererToAnswerer, keys.AnswererToOfferer, keys.Exporter)
 	p.pend = true
 	t.promote(now, e)
@@ -440,7 +395,7 @@ func (t *Table) pqPromoted(now time.Time, e *entry) {
 	if p.pend {
 		p.cur, p.pend, p.classic = true, false, false
 		p.deadline, p.dk, p.offering, p.epoch = time.Time{}, nil, false, nil
-		p.rx = pqRx{}
+		p.rx.Reset()
 		t.stats.PQUpgrades++
 		t.log.Info("Session upgraded to post-quantum keys (ML-KEM-768)", "peer", t.name(e.addr))
 		return

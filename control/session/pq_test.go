@@ -348,12 +348,12 @@ func TestPQReassemblyBounds(t *testing.T) {
 	if s.PQFragmentsRefused != 2 || s.PQMessagesRefused != 1 {
 		t.Fatalf("fragments refused %d, messages refused %d", s.PQFragmentsRefused, s.PQMessagesRefused)
 	}
-	if cap(eb.pq.rx.buf) > wire.PQOfferSize {
-		t.Fatalf("reassembly holds %d bytes", cap(eb.pq.rx.buf))
+	if eb.pq.rx.Held() > wire.PQOfferSize {
+		t.Fatalf("reassembly holds %d bytes", eb.pq.rx.Held())
 	}
 	// The all-zero "key" completes and is answered or refused, never kept.
 	b.tbl.handlePQ(m.now, eb, slotCurrent, enc(frags[1]))
-	if eb.pq.rx.have != 0 {
+	if eb.pq.rx.Pending() {
 		t.Fatal("a complete payload stayed in the reassembly")
 	}
 }

@@ -7,14 +7,11 @@ import (
 	"crypto/sha256"
 	"crypto/sha3"
 	"encoding/hex"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/wire"
+	"github.com/fips-go/fips/testing/pqkat"
 )
 
 // TestMLKEMAccumulated reproduces Go's own accumulated ML-KEM-768 check
@@ -87,14 +84,6 @@ type pqVector struct {
 	Confirm    []string `json:"confirm_fragments"` // each PQFragmentSize bytes, hex
 }
 
-func seq(n int, start byte) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = start + byte(i)
-	}
-	return b
-}
-
 func fragmentsHex(t *testing.T, kind wire.PQKind, id [8]byte, payload []byte) []string {
 	t.Helper()
 	frags, err := wire.PQFragments(kind, id, payload)
@@ -114,11 +103,11 @@ func fragmentsHex(t *testing.T, kind wire.PQKind, id [8]byte, payload []byte) []
 
 func computePQVector(t *testing.T) pqVector {
 	t.Helper()
-	seed, msg := seq(64, 0x00), seq(32, 0x40)
+	seed, msg := pqkat.Seq(64, 0x00), pqkat.Seq(32, 0x40)
 	var id [8]byte
-	copy(id[:], seq(8, 0x01))
+	copy(id[:], pqkat.Seq(8, 0x01))
 	var exporter [32]byte
-	copy(exporter[:], seq(32, 0xa0))
+	copy(exporter[:], pqkat.Seq(32, 0xa0))
 	var off, ans identity.PublicKey
 	copy(off[:], bytes.Repeat([]byte{0x11}, 32))
 	copy(ans[:], bytes.Repeat([]byte{0x22}, 32))
@@ -194,39 +183,14 @@ func TestPQKAT(t *testing.T) {
 	if got := v.Offer[0][:32]; got != "010100020102030405060708a0045802" {
 		t.Errorf("offer header %s", got)
 	}
-	js, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js = append(js, '\n')
-	if os.Getenv("FIPS_UPDATE_DOCS") != "" {
-		if err := os.WriteFile(pqVectorsPath, js, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old, err := os.ReadFile(pqVectorsPath)
-	if err != nil || !bytes.Equal(old, js) {
-		t.Fatalf("%s is stale or missing (FIPS_UPDATE_DOCS=1 go test ./control/session -run TestPQKAT): %v", pqVectorsPath, err)
-	}
+	pqkat.Golden(t, pqVectorsPath, v, "go test ./control/session -run TestPQKAT")
 }
 
 // TestPQKATIndependent recomputes testing/pqkat/vectors.json outside Go:
 // testing/pqkat/check.mjs with @noble/post-quantum and @noble/hashes (npm
 // ci by testing/deps.sh unit). It fails, rather than skips, without them.
 func TestPQKATIndependent(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node not found (testing/deps.sh unit installs nodejs): %v", err)
-	}
-	dir := filepath.Dir(pqVectorsPath)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@noble", "post-quantum")); err != nil {
-		t.Fatalf("testing/pqkat's npm modules are missing (testing/deps.sh unit runs npm ci): %v", err)
-	}
-	out, err := exec.Command(node, filepath.Join(dir, "check.mjs"), pqVectorsPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("check.mjs: %v\n%s", err, out)
-	}
-	t.Logf("%s", bytes.TrimSpace(out))
+	pqkat.Check(t, pqVectorsPath)
 }
 
 // pqKATPins are computePQVector's outputs, pinned (self-derived, and

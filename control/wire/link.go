@@ -30,6 +30,10 @@ const (
 	MsgLookupResponse  MsgType = 0x31
 	MsgDisconnect      MsgType = 0x50
 	MsgHeartbeat       MsgType = 0x51
+	// MsgLinkPQ (ours, not upstream's): one fragment of a link's
+	// post-quantum upgrade (link_pq.go). Upstream master drops it as an
+	// unknown type and keeps the link, so it is not Known.
+	MsgLinkPQ MsgType = 0xE0
 )
 
 // Known reports whether upstream master dispatches this type.
@@ -63,6 +67,8 @@ func (t MsgType) String() string {
 		return "Disconnect"
 	case MsgHeartbeat:
 		return "Heartbeat"
+	case MsgLinkPQ:
+		return "LinkPQ"
 	}
 	return fmt.Sprintf("MsgType(0x%02x)", uint8(t))
 }

@@ -106,7 +106,12 @@ func (f PQFragment) Len() int { return PQFragmentSize }
 
 // ParsePQFragment decodes a SessionMsgPQ body.
 func ParsePQFragment(b []byte) (PQFragment, error) {
-	const msg = "PQ fragment"
+	return parsePQFragment(b, "PQ fragment", PQKind.PayloadSize)
+}
+
+// parsePQFragment decodes a fragment whose kinds' payloads are size's
+// (0: a kind this layer does not use).
+func parsePQFragment(b []byte, msg string, size func(PQKind) int) (PQFragment, error) {
 	if len(b) != PQFragmentSize {
 		return PQFragment{}, errLength(msg, "size", len(b), PQFragmentSize)
 	}
@@ -115,7 +120,7 @@ func ParsePQFragment(b []byte) (PQFragment, error) {
 	}
 	f := PQFragment{Kind: PQKind(b[1]), Index: b[2], Count: b[3], Total: binary.LittleEndian.Uint16(b[12:])}
 	copy(f.ID[:], b[4:12])
-	want := f.Kind.PayloadSize()
+	want := size(f.Kind)
 	if want == 0 {
 		return PQFragment{}, errKind(ErrType, msg, "kind", fmt.Sprintf("%d", b[1]))
 	}
@@ -163,7 +168,11 @@ func (f PQFragment) MarshalTo(b []byte) (int, error) {
 // PQFragments cuts payload, which must be kind's size, into its fragments.
 // The chunks alias payload.
 func PQFragments(kind PQKind, id [PQIDSize]byte, payload []byte) ([]PQFragment, error) {
-	if want := kind.PayloadSize(); want == 0 || len(payload) != want {
+	return pqFragments(kind, kind.PayloadSize(), id, payload)
+}
+
+func pqFragments(kind PQKind, want int, id [PQIDSize]byte, payload []byte) ([]PQFragment, error) {
+	if want == 0 || len(payload) != want {
 		return nil, fmt.Errorf("PQ %s: %w: payload of %d bytes", kind, ErrLength, len(payload))
 	}
 	count := PQFragmentCount(len(payload))

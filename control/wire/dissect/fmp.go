@@ -437,6 +437,15 @@ func fmpLinkBody(t wire.MsgType, m []byte) (any, error) {
 			return nil, err
 		}
 		return FMPHeartbeat{}, nil
+	case wire.MsgLinkPQ:
+		// fips-go's post-quantum link upgrade: a session upgrade's
+		// fragment (upstream drops the type).
+		f, err := wire.ParseLinkPQ(m)
+		if err != nil {
+			return nil, err
+		}
+		return FSPPQFragment{Version: wire.PQVersion, Kind: f.Kind.String(), Index: f.Index, Count: f.Count,
+			ID: f.ID[:], Total: f.Total, ChunkLen: len(f.Chunk), Chunk: f.Chunk}, nil
 	}
 	return nil, fmt.Errorf("%w 0x%02x (receivers drop it)", wire.ErrType, uint8(t))
 }

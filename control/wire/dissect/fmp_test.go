@@ -406,3 +406,20 @@ func TestDissectFMPInnerNext(t *testing.T) {
 		"msg_type_name": "Heartbeat",
 	})
 }
+
+// TestDissectFMPInnerLinkPQ: fips-go's post-quantum link message (0xE0)
+// shows its fragment header.
+func TestDissectFMPInnerLinkPQ(t *testing.T) {
+	frags, err := wire.LinkPQFragments(wire.PQKindAccept, [8]byte{1, 2}, make([]byte, wire.LinkPQAcceptSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, wire.LinkPQMsgSize)
+	if _, err := wire.MarshalLinkPQ(msg, frags[1]); err != nil {
+		t.Fatal(err)
+	}
+	fmpWant(t, fmpJSON(t, fmpPlain(7, msg), dissect.FMPInner), map[string]any{
+		"msg_type": 0xe0, "msg_type_name": "LinkPQ", "body.kind": "accept", "body.index": 1, "body.count": 2,
+		"body.total": wire.LinkPQAcceptSize, "body.chunk_len": wire.LinkPQAcceptSize - wire.PQChunkMax,
+	})
+}
