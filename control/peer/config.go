@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fips-go/fips/control/mmp"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // Config holds the node.* settings the link layer uses. Zero values are not
@@ -67,6 +68,15 @@ type Config struct {
 	RetryDialsPerTick int
 	// MMP is node.mmp.* (link metrics).
 	MMP mmp.Config
+
+	// WireFormat is node.wire_format (fips-go's): the link format(s) the
+	// node speaks; the zero value is v0, upstream master's, exactly as
+	// before the option existed.
+	WireFormat WireFormat
+	// Profile is the node profile declared on v1 links
+	// (node.leaf_only → Leaf, node.disable_routing → NonRouting, else
+	// Full); v0 links declare none.
+	Profile wire.NodeProfile
 }
 
 // DefaultConfig returns upstream's defaults.

@@ -12,7 +12,7 @@ import (
 )
 
 func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr, pkt []byte, outerCE bool) {
-	f, err := wire.ParseFMPFrame(pkt)
+	f, err := wire.ParseFMPFrameAny(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
 		m.rejected(t, from)
@@ -28,6 +28,13 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	e := m.byIndex[linkKey{t, f.ReceiverIndex}]
 	if e == nil {
 		m.stats.DropUnknownIndex++
+		m.rejected(t, from)
+		return
+	}
+	if (f.Version() == wire.FMPVersionNext) != e.sess.v1 {
+		// Not the format of the link the index belongs to: never
+		// decrypted (docs/next.md §15.2).
+		m.stats.DropVersionMismatch++
 		m.rejected(t, from)
 		return
 	}
@@ -102,13 +109,13 @@ func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, i
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 	case wire.MsgSenderReport:
-		if sr, err := wire.ParseSenderReport(in.Message); err == nil {
+		if sr, err := parseSenderReportOn(p, in.Message); err == nil {
 			p.mmp.HandleSenderReport(now, sr)
 		} else {
 			m.stats.DropMalformed++
 		}
 	case wire.MsgReceiverReport:
-		rr, err := wire.ParseReceiverReport(in.Message)
+		rr, err := parseReceiverReportOn(p, in.Message)
 		if err != nil {
 			m.stats.DropMalformed++
 			return

@@ -8,6 +8,7 @@ import (
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // Direction says which side dialed the link the peer runs on.
@@ -49,6 +50,11 @@ type Peer struct {
 	stats PeerStats
 
 	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
+
+	// v1: the link runs upstream next's format (FMP version 1, XX);
+	// profile is what the peer declared in it.
+	v1      bool
+	profile wire.NodeProfile
 }
 
 // MMP is the peer's link metrics.
@@ -74,6 +80,7 @@ type linkSession struct {
 	start      time.Time // timestamp base; rekey age
 	rekeyAt    time.Time // start + RekeyAfter + jitter
 	kbit       bool
+	v1         bool // frames carry FMP version 1
 }
 
 // KBit is the current key-epoch parity bit.

@@ -17,6 +17,13 @@ import (
 func (m *Manager) AddStatic(now time.Time, sp StaticPeer) {
 	na := sp.PublicKey.NodeAddr()
 	st := &staticState{cfg: sp, nodeAddr: na}
+	if old := m.static[na]; old != nil {
+		m.overrides[old.cfg.WireFormat]--
+	}
+	if sp.WireFormat > WireAuto {
+		sp.WireFormat, st.cfg.WireFormat = WireDefault, WireDefault
+	}
+	m.overrides[sp.WireFormat]++
 	m.static[na] = st
 	m.dialStatic(now, st)
 }
@@ -221,12 +228,13 @@ func (m *Manager) Tick(now time.Time) {
 			l.resends++
 			l.lastSent = now
 			m.stats.HandshakeResends++
-			m.send(l.t, l.addr, l.pkt[:])
+			m.send(l.t, l.addr, l.nextMsg1())
 			gap := float64(m.cfg.HandshakeResendInterval) * math.Pow(m.cfg.HandshakeResendBackoff, float64(l.resends))
 			l.nextResend = now.Add(time.Duration(gap))
 		}
 	}
 	m.expireUnproven(now)
+	m.expirePendingV1(now)
 	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
 		if p.prev != nil && !now.Before(p.prevDrainUntil) {
 			m.delIndex(linkKey{p.Transport, p.prev.ourIndex})
@@ -276,10 +284,16 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	if !m.cfg.RekeyEnabled || p.rekey != nil || now.Before(p.dampenUntil) {
 		return
 	}
+	if p.v1 {
+		// v1 rekey (XX with REKEY_OF, docs/next.md §4, checklist step 10)
+		// is not implemented: a v1 link keeps its session. Never an IK
+		// msg1 on a v1 link.
+		return
+	}
 	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {
 		return
 	}
-	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p)
+	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p, WireV0)
 	if err != nil {
 		m.log.Warn("cannot start rekey", "peer", p.String(), "error", err)
 		return
@@ -287,7 +301,7 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	p.rekey = l
 	m.stats.RekeysInitiated++
 	m.log.Debug("rekey: sending msg1", "peer", p.String())
-	m.send(l.t, l.addr, l.pkt[:])
+	m.send(l.t, l.addr, l.nextMsg1())
 }
 
 func sortedValues[K comparable, V any](m map[K]V, cmp func(a, b V) int) []V {
@@ -305,14 +319,14 @@ func (m *Manager) sendReports(now time.Time, p *Peer) {
 	var buf [wire.ReceiverReportSize]byte
 	if sr {
 		if r, ok := p.mmp.BuildSenderReport(now); ok {
-			if n, err := r.MarshalTo(buf[:]); err == nil {
+			if n, err := marshalSenderReportOn(p, r, buf[:]); err == nil {
 				m.sendReport(now, p, buf[:n])
 			}
 		}
 	}
 	if rr {
 		if r, ok := p.mmp.BuildReceiverReport(now); ok {
-			if n, err := r.MarshalTo(buf[:]); err == nil {
+			if n, err := marshalReceiverReportOn(p, r, buf[:]); err == nil {
 				m.sendReport(now, p, buf[:n])
 			}
 		}

@@ -1,0 +1,455 @@
+package peer
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fips-go/fips/control/identity"
+	"github.com/fips-go/fips/control/noise"
+	"github.com/fips-go/fips/control/ratelimit"
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
+)
+
+// Links in upstream next's format (FMP version 1, docs/next.md §2–3): a
+// Noise XX handshake in three packets, each side's node profile in an
+// encrypted negotiation payload after msg2 and msg3.
+//
+// Initiator: msg1 (41 bytes, an ephemeral key), then on msg2 the
+// responder's static, checked against the key dialled, then msg3 and
+// promotion at once. Responder: msg1 is unauthenticated and answered
+// with a 144-byte msg2, so it passes the same per-source and shared msg1
+// buckets as an IK msg1 before any DH or reply; the handshake waits in
+// pendingV1 (bounded like the unproven table, oldest evicted) for msg3,
+// which names the initiator and authenticates it: only then is the
+// ACL, the peer limit or the per-peer wire format applied and the peer
+// promoted. A msg3 cannot be replayed (it is bound to our fresh
+// ephemeral), so unlike an IK msg1 nothing waits for a first frame.
+
+// v1 packet sizes as fips-go sends them: the fixed parts plus a 10-byte
+// negotiation payload and its tag.
+const (
+	v1PayloadWire = wire.NegotiationHeaderSize + wire.FMPTagSize
+	v1Msg2Size    = wire.FMPv1Msg2MinSize + v1PayloadWire // 144
+	v1Msg3Size    = wire.FMPv1Msg3MinSize + v1PayloadWire // 111
+)
+
+// pendingV1 is a v1 msg1 we answered with msg2, awaiting msg3.
+type pendingV1 struct {
+	t          transport.ID
+	addr       transport.Addr // where msg1 came from, and msg2 went
+	hs         *noise.XXResponder
+	ourIndex   uint32
+	theirIndex uint32
+	msg1Hash   [32]byte
+	msg2       [v1Msg2Size]byte
+	at         time.Time
+	seq        uint64
+	// known is the active peer whose address the msg1 came from: it was
+	// admitted on that peer's bucket, so only that peer may complete it.
+	known *Peer
+	// msg3Own and msg3Other bound the DH a msg3 costs: from the address
+	// msg2 went to, and from anywhere else.
+	msg3Own, msg3Other ratelimit.Bucket
+}
+
+// errNegotiation wraps every refusal of a peer's negotiation payload.
+var errNegotiation = errors.New("FMP negotiation failed")
+
+// PendingV1Count is the number of v1 handshakes answered with msg2 and
+// awaiting msg3.
+func (m *Manager) PendingV1Count() int { return len(m.pendingV1) }
+
+// addXX adds a v1 (XX) attempt to l, sharing its index.
+func (m *Manager) addXX(l *leg) error {
+	xx, err := noise.NewXXInitiator(m.id.Secret().Private(), m.epoch, noise.WithRand(m.rand))
+	if err != nil {
+		return fmt.Errorf("start XX handshake: %w", err)
+	}
+	e, err := xx.WriteMessage1(l.pkt1[8:8])
+	if err != nil {
+		return fmt.Errorf("write XX msg1: %w", err)
+	}
+	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg1, SenderIndex: l.ourIndex, Noise: e}).MarshalTo(l.pkt1[:]); err != nil {
+		return fmt.Errorf("marshal XX msg1: %w", err)
+	}
+	l.xx = xx
+	return nil
+}
+
+// newLegV1 starts a v1-only outbound handshake.
+func (m *Manager) newLegV1(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr) (*leg, error) {
+	idx, err := m.allocIndex(t)
+	if err != nil {
+		return nil, err
+	}
+	m.nextLID++
+	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(),
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), linkID: m.nextLID, lastSent: now}
+	if err := m.addXX(l); err != nil {
+		return nil, err
+	}
+	m.legs[linkKey{t, idx}] = l
+	m.stats.HandshakesStarted++
+	return l, nil
+}
+
+// handleV1 dispatches a packet of FMP version 1.
+func (m *Manager) handleV1(now time.Time, t transport.ID, from transport.Addr, pkt []byte, ce bool) {
+	switch pkt[0] & 0x0f {
+	case wire.FMPPhaseEstablished:
+		m.handleFrame(now, t, from, pkt, ce)
+	case wire.FMPPhaseMsg1:
+		m.handleMsg1V1(now, t, from, pkt)
+	case wire.FMPPhaseMsg2:
+		m.handleMsg2V1(now, t, from, pkt)
+	case wire.FMPPhaseMsg3:
+		m.handleMsg3V1(now, t, from, pkt)
+	default:
+		m.stats.DropMalformed++
+		m.rejected(t, from)
+	}
+}
+
+// ourNegotiation writes our FMP negotiation payload into b (at least
+// NegotiationHeaderSize bytes).
+func (m *Manager) ourNegotiation(b []byte) ([]byte, error) {
+	n, err := wire.FMPNegotiation(m.cfg.Profile).MarshalTo(b)
+	if err != nil {
+		return nil, fmt.Errorf("negotiation payload: %w", err)
+	}
+	return b[:n], nil
+}
+
+// checkNegotiation reads the peer's payload as next does: none means a
+// Full peer and no rekey; otherwise it must decode, declare a profile of
+// 0–2 and a well-formed REKEY_OF if any, and one end must be Full. The
+// versions and the MMP wants/provides bits are not enforced (next does
+// not read them: docs/next.md §3).
+func (m *Manager) checkNegotiation(payload []byte) (wire.NodeProfile, bool, error) {
+	if payload == nil {
+		return wire.ProfileFull, false, nil
+	}
+	n, err := wire.ParseNegotiation(payload)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+	}
+	prof, err := n.Profile()
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+	}
+	_, rekey, err := n.RekeyOf()
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+	}
+	if !wire.ProfilesCompatible(m.cfg.Profile, prof) {
+		return 0, false, fmt.Errorf("%w: neither end is a full node (ours %s, theirs %s)", errNegotiation, m.cfg.Profile, prof)
+	}
+	return prof, rekey, nil
+}
+
+func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.Msg1Received++
+	h, err := wire.ParseFMPv1Handshake(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		m.rejected(t, from)
+		return
+	}
+	// As for IK: classify and rate-limit before any crypto or reply. The
+	// reply is 3.5 times the request here, so this is what keeps the
+	// node from being a reflector (docs/next.md §13).
+	known := m.byAddr[addrKey{t, from}]
+	if !m.admitMsg1(now, t, from, known) {
+		m.stats.Msg1RateLimited++
+		return
+	}
+	if known == nil && !m.env.AcceptConnections(t) {
+		m.stats.Msg1NotAccepting++
+		return
+	}
+	sum := sha256.Sum256(pkt)
+	if pd := m.pendingV1ByHash[sum]; pd != nil {
+		// Our msg2 was lost: the same msg2 again, no new crypto or
+		// state, and only to where the first went (a copy from elsewhere
+		// would make us reflect 144 bytes for 41).
+		m.stats.Msg1Duplicate++
+		if from == pd.addr {
+			m.send(t, from, pd.msg2[:])
+		}
+		return
+	}
+	hs, err := noise.NewXXResponder(m.id.Secret().Private(), m.epoch, noise.WithRand(m.rand))
+	if err != nil {
+		m.log.Error("cannot create handshake responder", "error", err)
+		return
+	}
+	if err := hs.ReadMessage1(h.Noise); err != nil {
+		m.stats.Msg1DecryptFailed++ // not a curve point
+		m.rejected(t, from)
+		return
+	}
+	ourIdx, err := m.allocIndex(t)
+	if err != nil {
+		m.log.Warn("cannot answer msg1", "error", err)
+		return
+	}
+	pd := &pendingV1{t: t, addr: from, hs: hs, ourIndex: ourIdx, theirIndex: h.SenderIndex, msg1Hash: sum, at: now, known: known}
+	var pl [wire.NegotiationHeaderSize]byte
+	payload, err := m.ourNegotiation(pl[:])
+	if err != nil {
+		m.log.Warn("cannot write msg2", "error", err)
+		return
+	}
+	noiseMsg, err := hs.WriteMessage2(pd.msg2[12:12], payload)
+	if err != nil {
+		m.log.Warn("cannot write msg2", "error", err)
+		return
+	}
+	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg2, SenderIndex: ourIdx, ReceiverIndex: h.SenderIndex, Noise: noiseMsg}).MarshalTo(pd.msg2[:]); err != nil {
+		m.log.Warn("cannot write msg2", "error", err)
+		return
+	}
+	m.addPendingV1(pd)
+	m.stats.V1Msg2Sent++
+	m.send(t, from, pd.msg2[:])
+}
+
+// addPendingV1 registers pd, evicting the oldest pending handshake when
+// node.limits.max_pending_inbound are waiting.
+func (m *Manager) addPendingV1(pd *pendingV1) {
+	if limit := m.cfg.MaxPendingInbound; limit > 0 && len(m.pendingV1) >= limit {
+		var oldest *pendingV1
+		for _, c := range m.pendingV1 {
+			if oldest == nil || c.seq < oldest.seq {
+				oldest = c
+			}
+		}
+		m.stats.V1PendingEvicted++
+		m.dropPendingV1(oldest)
+	}
+	m.pendingV1Seq++
+	pd.seq = m.pendingV1Seq
+	m.pendingV1[linkKey{pd.t, pd.ourIndex}] = pd
+	m.pendingV1ByHash[pd.msg1Hash] = pd
+}
+
+func (m *Manager) dropPendingV1(pd *pendingV1) {
+	k := linkKey{pd.t, pd.ourIndex}
+	if m.pendingV1[k] != pd {
+		return
+	}
+	delete(m.pendingV1, k)
+	if m.pendingV1ByHash[pd.msg1Hash] == pd {
+		delete(m.pendingV1ByHash, pd.msg1Hash)
+	}
+}
+
+// expirePendingV1 drops v1 handshakes whose msg3 did not come within the
+// handshake timeout.
+func (m *Manager) expirePendingV1(now time.Time) {
+	for _, pd := range m.pendingV1 {
+		if now.Sub(pd.at) >= m.cfg.HandshakeTimeout {
+			m.dropPendingV1(pd)
+			m.stats.V1PendingExpired++
+		}
+	}
+}
+
+func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.Msg2Received++
+	h, err := wire.ParseFMPv1Handshake(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		m.rejected(t, from)
+		return
+	}
+	l := m.legs[linkKey{t, h.ReceiverIndex}]
+	if l == nil || l.xx == nil { // none, or a v0-only leg
+		m.stats.Msg2Unmatched++
+		m.rejected(t, from)
+		return
+	}
+	budget := &l.msg2Other
+	if from == l.addr {
+		budget = &l.msg2Own
+	}
+	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.Msg2LegLimited) {
+		return
+	}
+	saved := *l.xx
+	rs, epoch, payload, err := l.xx.ReadMessage2(h.Noise)
+	if err != nil {
+		m.stats.Msg2DecryptFailed++
+		return
+	}
+	pk := identity.XOnly(rs)
+	na := l.expectAddr
+	if pk.NodeAddr() != na {
+		// Answered by someone else than the key we dialled: anyone who
+		// saw our msg1 can do that with a key of its own. The leg
+		// stays as it was for the genuine msg2 (upstream drops it).
+		*l.xx = saved
+		m.stats.Msg2WrongIdentity++
+		m.log.Warn("msg2 answered by a different static than the one dialed, dropping it", "expected", m.name(na),
+			"actual", m.name(pk.NodeAddr()), "transport_id", uint32(t), "remote_addr", from.String())
+		m.rejected(t, from)
+		return
+	}
+	prof, rekey, err := m.checkNegotiation(payload)
+	if err == nil && rekey {
+		err = fmt.Errorf("%w: a rekey marker in msg2", errNegotiation)
+	}
+	if err != nil {
+		m.dropLeg(l)
+		m.stats.V1NegotiationFailed++
+		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "outbound", "error", err)
+		m.scheduleRetry(now, na, true)
+		return
+	}
+	if d := m.acl.Check(l.expect); !d.Allowed {
+		m.dropLeg(l)
+		m.stats.Msg2ACLDenied++
+		m.rejectedByACL(l.expect, l.t, l.addr, "outbound_handshake", d)
+		return
+	}
+	var pl [wire.NegotiationHeaderSize]byte
+	ours, err := m.ourNegotiation(pl[:])
+	if err != nil {
+		m.log.Warn("cannot write msg3", "error", err)
+		return
+	}
+	var msg3 [v1Msg3Size]byte
+	noiseMsg, err := l.xx.WriteMessage3(msg3[12:12], ours)
+	if err != nil {
+		m.log.Warn("cannot write msg3", "error", err)
+		return
+	}
+	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg3, SenderIndex: l.ourIndex, ReceiverIndex: h.SenderIndex, Noise: noiseMsg}).MarshalTo(msg3[:]); err != nil {
+		m.log.Warn("cannot write msg3", "error", err)
+		return
+	}
+	sess, err := l.xx.Session()
+	if err != nil {
+		m.stats.Msg2DecryptFailed++
+		return
+	}
+	m.dropLeg(l)
+	// msg3 first: frames the promotion sends must not overtake it.
+	m.send(t, from, msg3[:])
+	m.stats.V1Msg3Sent++
+	m.establishOutbound(now, l, epoch, t, from, sess, h.SenderIndex, linkMeta{v1: true, profile: prof})
+}
+
+func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
+	m.stats.V1Msg3Received++
+	h, err := wire.ParseFMPv1Handshake(pkt)
+	if err != nil {
+		m.stats.DropMalformed++
+		m.rejected(t, from)
+		return
+	}
+	pd := m.pendingV1[linkKey{t, h.ReceiverIndex}]
+	if pd == nil || pd.theirIndex != h.SenderIndex {
+		m.stats.V1Msg3Unmatched++
+		m.rejected(t, from)
+		return
+	}
+	budget := &pd.msg3Other
+	if from == pd.addr {
+		budget = &pd.msg3Own
+	}
+	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.V1Msg3Limited) {
+		return
+	}
+	rs, epoch, payload, err := pd.hs.ReadMessage3(h.Noise)
+	if err != nil {
+		// The handshake is unchanged: the genuine msg3 may still come.
+		m.stats.V1Msg3DecryptFailed++
+		m.rejected(t, from)
+		return
+	}
+	sess, err := pd.hs.Session()
+	m.dropPendingV1(pd)
+	if err != nil {
+		m.stats.V1Msg3DecryptFailed++
+		return
+	}
+	pk := identity.XOnly(rs)
+	na := pk.NodeAddr()
+	if na == m.id.NodeAddr() {
+		m.stats.Msg1Ignored++
+		m.rejected(t, from)
+		return
+	}
+	if pd.known != nil && pd.known.NodeAddr != na {
+		m.stats.Msg1IdentityMismatch++
+		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
+			"expected", m.name(pd.known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
+		m.rejected(t, from)
+		return
+	}
+	prof, rekey, err := m.checkNegotiation(payload)
+	if err != nil {
+		m.stats.V1NegotiationFailed++
+		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "inbound", "error", err)
+		m.rejected(t, from)
+		return
+	}
+	if !m.formatAllowed(na, true) {
+		m.rejected(t, from)
+		return
+	}
+	if d := m.acl.Check(pk); !d.Allowed {
+		m.stats.Msg1ACLDenied++
+		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
+		m.rejected(t, from)
+		return
+	}
+	meta := linkMeta{v1: true, profile: prof}
+	existing := m.peers[na]
+	switch {
+	case existing == nil:
+		if m.cfg.MaxPeers > 0 && len(m.peers) >= m.cfg.MaxPeers {
+			m.stats.Msg1PeerLimit++
+			m.log.Debug("max_peers reached, refusing inbound v1 link at promotion", "peer", m.name(na))
+			return
+		}
+		m.promote(now, pk, epoch, t, from, Inbound, sess, pd.ourIndex, pd.theirIndex, 0, meta)
+	case existing.Epoch != epoch:
+		m.stats.PeerRestarts++
+		oldEpoch, loser := existing.Epoch, existing.LinkID
+		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
+		if p := m.promote(now, pk, epoch, t, from, Inbound, sess, pd.ourIndex, pd.theirIndex, 0, meta); p != nil {
+			m.restartedOnPromotion(p, loser, oldEpoch)
+		}
+	case rekey:
+		// A next peer rekeying (msg3 with REKEY_OF): v1 rekey is not
+		// implemented yet (docs/next.md step 10). The current session
+		// stays.
+		m.stats.V1RekeysRefused++
+		m.log.Info("v1 link rekey not supported yet, ignoring the peer's rekey msg3", "peer", m.name(na))
+	default:
+		// Crossed dials: both keep the link the smaller NodeAddr
+		// initiated, as for IK.
+		m.stats.CrossConnections++
+		if !na.Less(m.id.NodeAddr()) {
+			m.stats.HandshakesSuperseded++
+			m.upper.PeerUp(existing)
+			return
+		}
+		m.log.Debug("cross-connection: their outbound link wins", "peer", existing.String())
+		m.replaceSession(now, existing, &linkSession{s: sess, ourIndex: pd.ourIndex, theirIndex: pd.theirIndex}, t, from, Inbound, 0, meta)
+		m.upper.PeerUp(existing)
+	}
+}
+
+// learnFormat remembers the format a configured peer's link was made in,
+// which a dual-format dial to it tries first next time.
+func (m *Manager) learnFormat(na identity.NodeAddr, v1 bool) {
+	if st := m.static[na]; st != nil {
+		st.learnedV1 = v1
+	}
+}
