@@ -32,6 +32,9 @@ type PeerConfig struct {
 	// PQ (fips-go addition) overrides node.session.pq for sessions with
 	// this peer: off, preferred or required; "" inherits.
 	PQ string `yaml:"pq"`
+	// WireFormat (fips-go addition) overrides node.wire_format for links
+	// with this peer: v0, v1 or auto; "" inherits.
+	WireFormat string `yaml:"wire_format"`
 }
 
 func (*PeerConfig) denyUnknownKeys() {}

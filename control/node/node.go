@@ -51,6 +51,8 @@ type StaticPeer struct {
 	Alias         string
 	Addresses     []PeerAddress
 	AutoReconnect bool
+	// WireFormat is peers[].wire_format (peer.WireDefault: as the node).
+	WireFormat peer.WireFormat
 }
 
 // PeerAddress is one configured address: a transport selector ("udp",
