@@ -98,6 +98,11 @@ func (m *Manager) acceptsVersion(v uint8) bool {
 	return false
 }
 
+// AcceptsVersion reports whether packets of FMP version v are handled
+// (node.wire_format, or a peer's override, speaks it); the others are
+// dropped as another version.
+func (m *Manager) AcceptsVersion(v uint8) bool { return m.acceptsVersion(v) }
+
 // formatAllowed reports whether a link of the given version may be made
 // with na, counting and logging a refusal.
 func (m *Manager) formatAllowed(na identity.NodeAddr, v1 bool) bool {
