@@ -246,6 +246,9 @@ func (l *FastLink) Open(now time.Time, from transport.Addr, f wire.FMPFrame, siz
 	}
 	l.m.fast.packetsIn.Add(1)
 	pt, err := l.sess.s.Open(dst, f.Counter, f.Header, f.Sealed)
+	if err == nil && !l.sess.heard.Load() {
+		l.sess.heard.Store(true)
+	}
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			l.m.fast.replay.Add(1)

@@ -40,6 +40,9 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 	}
 	p, s := e.peer, e.sess
 	pt, err := s.s.Open(m.pt[:0], f.Counter, f.Header, f.Sealed)
+	if err == nil && !s.heard.Load() {
+		s.heard.Store(true)
+	}
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			m.stats.DropReplay++

@@ -163,7 +163,7 @@ func (m *Manager) evictDiscovered() bool {
 // auto: both, sharing one index). A rekey is always v0.
 func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer, f WireFormat) (*leg, error) {
 	if f == WireV1 {
-		return m.newLegV1(now, pk, t, addr)
+		return m.newLegV1(now, pk, t, addr, rekeyOf)
 	}
 	rs, err := pk.Point()
 	if err != nil {

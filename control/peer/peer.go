@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -55,6 +56,12 @@ type Peer struct {
 	// profile is what the peer declared in it.
 	v1      bool
 	profile wire.NodeProfile
+	// rekeyMsg3 is our last v1 rekey's msg3, resent (handshake backoff,
+	// up to handshake_max_resends) until a frame authenticates under the
+	// new session: the responder has it only once msg3 arrives.
+	rekeyMsg3     []byte
+	rekeyMsg3Next time.Time
+	rekeyMsg3Sent int
 }
 
 // MMP is the peer's link metrics.
@@ -81,6 +88,9 @@ type linkSession struct {
 	rekeyAt    time.Time // start + RekeyAfter + jitter
 	kbit       bool
 	v1         bool // frames carry FMP version 1
+	// heard: a frame authenticated under this session (what ends a v1
+	// rekey msg3's resends); set by the loop and the workers.
+	heard atomic.Bool
 }
 
 // KBit is the current key-epoch parity bit.

@@ -255,6 +255,7 @@ func (m *Manager) Tick(now time.Time) {
 				m.stats.HeartbeatsSent++
 			}
 		}
+		m.resendRekeyMsg3(now, p)
 		m.sendReports(now, p)
 		m.logMetrics(now, p)
 		m.maybeRekey(now, p)
@@ -284,16 +285,22 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	if !m.cfg.RekeyEnabled || p.rekey != nil || now.Before(p.dampenUntil) {
 		return
 	}
-	if p.v1 {
-		// v1 rekey (XX with REKEY_OF, docs/next.md §4, checklist step 10)
-		// is not implemented: a v1 link keeps its session. Never an IK
-		// msg1 on a v1 link.
-		return
-	}
 	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {
 		return
 	}
-	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p, WireV0)
+	f := WireV0
+	if p.v1 {
+		// XX, the msg3 naming the session it replaces (REKEY_OF). Only
+		// the smaller NodeAddr of a v1 link starts rekeys: the other
+		// side's identity is known only at msg3, too late to settle
+		// crossed rekeys before both cut over, so fips-go avoids them;
+		// next's tie-break (the smaller wins) agrees with this.
+		if !m.id.NodeAddr().Less(p.NodeAddr) {
+			return
+		}
+		f = WireV1
+	}
+	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p, f)
 	if err != nil {
 		m.log.Warn("cannot start rekey", "peer", p.String(), "error", err)
 		return

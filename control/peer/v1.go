@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -80,14 +81,14 @@ func (m *Manager) addXX(l *leg) error {
 }
 
 // newLegV1 starts a v1-only outbound handshake.
-func (m *Manager) newLegV1(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr) (*leg, error) {
+func (m *Manager) newLegV1(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer) (*leg, error) {
 	idx, err := m.allocIndex(t)
 	if err != nil {
 		return nil, err
 	}
 	m.nextLID++
 	l := &leg{t: t, addr: addr, ourIndex: idx, expect: pk, expectAddr: pk.NodeAddr(),
-		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), linkID: m.nextLID, lastSent: now}
+		started: now, nextResend: now.Add(m.cfg.HandshakeResendInterval), linkID: m.nextLID, lastSent: now, rekeyOf: rekeyOf}
 	if err := m.addXX(l); err != nil {
 		return nil, err
 	}
@@ -129,25 +130,32 @@ func (m *Manager) ourNegotiation(b []byte) ([]byte, error) {
 // versions and the MMP wants/provides bits are not enforced (next does
 // not read them: docs/next.md §3).
 func (m *Manager) checkNegotiation(payload []byte) (wire.NodeProfile, bool, error) {
+	prof, rekey, _, err := m.checkNegotiationRekey(payload)
+	return prof, rekey, err
+}
+
+// checkNegotiationRekey is checkNegotiation that also returns the index
+// a REKEY_OF names.
+func (m *Manager) checkNegotiationRekey(payload []byte) (wire.NodeProfile, bool, uint32, error) {
 	if payload == nil {
-		return wire.ProfileFull, false, nil
+		return wire.ProfileFull, false, 0, nil
 	}
 	n, err := wire.ParseNegotiation(payload)
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+		return 0, false, 0, fmt.Errorf("%w: %w", errNegotiation, err)
 	}
 	prof, err := n.Profile()
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+		return 0, false, 0, fmt.Errorf("%w: %w", errNegotiation, err)
 	}
-	_, rekey, err := n.RekeyOf()
+	idx, rekey, err := n.RekeyOf()
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: %w", errNegotiation, err)
+		return 0, false, 0, fmt.Errorf("%w: %w", errNegotiation, err)
 	}
 	if !wire.ProfilesCompatible(m.cfg.Profile, prof) {
-		return 0, false, fmt.Errorf("%w: neither end is a full node (ours %s, theirs %s)", errNegotiation, m.cfg.Profile, prof)
+		return 0, false, 0, fmt.Errorf("%w: neither end is a full node (ours %s, theirs %s)", errNegotiation, m.cfg.Profile, prof)
 	}
-	return prof, rekey, nil
+	return prof, rekey, idx, nil
 }
 
 func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
@@ -306,7 +314,13 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		m.dropLeg(l)
 		m.stats.V1NegotiationFailed++
 		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "outbound", "error", err)
-		m.scheduleRetry(now, na, true)
+		if l.rekeyOf == nil {
+			m.scheduleRetry(now, na, true)
+		}
+		return
+	}
+	if p := l.rekeyOf; p != nil && (m.peers[na] != p || !p.v1) {
+		m.dropLeg(l) // the peer went away (or relinked) while we rekeyed
 		return
 	}
 	if d := m.acl.Check(l.expect); !d.Allowed {
@@ -315,19 +329,25 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		m.rejectedByACL(l.expect, l.t, l.addr, "outbound_handshake", d)
 		return
 	}
-	var pl [wire.NegotiationHeaderSize]byte
-	ours, err := m.ourNegotiation(pl[:])
+	var pl [wire.NegotiationHeaderSize + v1RekeyTLVSize]byte
+	neg := wire.FMPNegotiation(m.cfg.Profile)
+	if p := l.rekeyOf; p != nil {
+		neg = neg.WithRekeyOf(p.cur.theirIndex)
+	}
+	pn, err := neg.MarshalTo(pl[:])
 	if err != nil {
 		m.log.Warn("cannot write msg3", "error", err)
 		return
 	}
-	var msg3 [v1Msg3Size]byte
+	ours := pl[:pn]
+	var msg3 [v1Msg3Size + v1RekeyTLVSize]byte
 	noiseMsg, err := l.xx.WriteMessage3(msg3[12:12], ours)
 	if err != nil {
 		m.log.Warn("cannot write msg3", "error", err)
 		return
 	}
-	if _, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg3, SenderIndex: l.ourIndex, ReceiverIndex: h.SenderIndex, Noise: noiseMsg}).MarshalTo(msg3[:]); err != nil {
+	n3, err := (wire.FMPv1Handshake{Phase: wire.FMPPhaseMsg3, SenderIndex: l.ourIndex, ReceiverIndex: h.SenderIndex, Noise: noiseMsg}).MarshalTo(msg3[:])
+	if err != nil {
 		m.log.Warn("cannot write msg3", "error", err)
 		return
 	}
@@ -338,9 +358,60 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 	}
 	m.dropLeg(l)
 	// msg3 first: frames the promotion sends must not overtake it.
-	m.send(t, from, msg3[:])
+	m.send(t, from, msg3[:n3])
 	m.stats.V1Msg3Sent++
-	m.establishOutbound(now, l, epoch, t, from, sess, h.SenderIndex, linkMeta{v1: true, profile: prof})
+	meta := linkMeta{v1: true, profile: prof}
+	if p := l.rekeyOf; p != nil {
+		if epoch != p.Epoch {
+			// Restarted meanwhile: it takes our msg3 as a fresh link.
+			m.stats.PeerRestarts++
+			m.log.Info("Peer restart detected during FMP rekey, replacing stale endpoint session", "peer", m.name(na),
+				"old_epoch", p.Epoch.String(), "new_epoch", epoch.String())
+			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
+			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, h.SenderIndex, l.linkID, meta)
+			return
+		}
+		// As for IK, the initiator cuts over at once (next does at its
+		// next tick); the responder holds the new session from msg3 and
+		// promotes it on our first frame under it, whose K bit is
+		// flipped. msg3 is resent until the peer is heard on it.
+		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: h.SenderIndex}, true)
+		p.rekeyMsg3 = append(p.rekeyMsg3[:0], msg3[:n3]...)
+		p.rekeyMsg3Sent = 0
+		p.rekeyMsg3Next = now.Add(m.cfg.HandshakeResendInterval)
+		// A heartbeat at once: the first frame under the new session is
+		// what moves the responder over to it.
+		hb := [1]byte{byte(wire.MsgHeartbeat)}
+		if m.SendLink(now, p, 0, hb[:]) == nil {
+			m.stats.HeartbeatsSent++
+		}
+		return
+	}
+	m.establishOutbound(now, l, epoch, t, from, sess, h.SenderIndex, meta)
+}
+
+// v1RekeyTLVSize is a REKEY_OF TLV on the wire: header and index.
+const v1RekeyTLVSize = 4 + 4
+
+// resendRekeyMsg3 resends p's v1 rekey msg3 until a frame authenticates
+// under the session it made, with the handshake backoff and at most
+// handshake_max_resends times.
+func (m *Manager) resendRekeyMsg3(now time.Time, p *Peer) {
+	if p.rekeyMsg3 == nil {
+		return
+	}
+	if p.cur.heard.Load() || p.rekeyMsg3Sent >= m.cfg.HandshakeMaxResends {
+		p.rekeyMsg3 = nil
+		return
+	}
+	if now.Before(p.rekeyMsg3Next) {
+		return
+	}
+	p.rekeyMsg3Sent++
+	m.stats.HandshakeResends++
+	m.send(p.Transport, p.Addr, p.rekeyMsg3)
+	gap := float64(m.cfg.HandshakeResendInterval) * math.Pow(m.cfg.HandshakeResendBackoff, float64(p.rekeyMsg3Sent))
+	p.rekeyMsg3Next = now.Add(time.Duration(gap))
 }
 
 func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Addr, pkt []byte) {
@@ -391,7 +462,7 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 		m.rejected(t, from)
 		return
 	}
-	prof, rekey, err := m.checkNegotiation(payload)
+	prof, rekey, rekeyOf, err := m.checkNegotiationRekey(payload)
 	if err != nil {
 		m.stats.V1NegotiationFailed++
 		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "inbound", "error", err)
@@ -425,12 +496,27 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 		if p := m.promote(now, pk, epoch, t, from, Inbound, sess, pd.ourIndex, pd.theirIndex, 0, meta); p != nil {
 			m.restartedOnPromotion(p, loser, oldEpoch)
 		}
-	case rekey:
-		// A next peer rekeying (msg3 with REKEY_OF): v1 rekey is not
-		// implemented yet (docs/next.md step 10). The current session
-		// stays.
+	case rekey && (!existing.v1 || rekeyOf != existing.cur.ourIndex):
+		// A rekey of a session we do not hold (an old one, or of a v0
+		// link): next resends its msg2 here and lets the initiator's
+		// resends converge; we have nothing to resend, so it is dropped
+		// and the current session stays.
 		m.stats.V1RekeysRefused++
-		m.log.Info("v1 link rekey not supported yet, ignoring the peer's rekey msg3", "peer", m.name(na))
+		m.log.Debug("v1 rekey msg3 names a session we do not hold, ignoring it", "peer", m.name(na),
+			"rekey_of", rekeyOf, "our_index", existing.cur.ourIndex)
+	case rekey && existing.rekey != nil && m.id.NodeAddr().Less(na):
+		// Crossed rekeys: the smaller NodeAddr's stands (next's rule);
+		// the peer abandons its own when our msg3 reaches it.
+		m.stats.V1RekeysRefused++
+		m.log.Debug("Dual rekey initiation: we win (smaller addr), dropping their msg3", "peer", m.name(na))
+	case rekey:
+		// The peer rekeys the session we hold (next's REKEY_OF, §4.2):
+		// the new session waits, as an answered IK rekey does, for the
+		// first frame that authenticates under it, which cuts over.
+		u := &unproven{t: t, addr: from, pk: pk, na: na, epoch: epoch, msg1Hash: sha256.Sum256(pkt), at: now, rekeyOf: existing,
+			sess: &linkSession{s: sess, ourIndex: pd.ourIndex, theirIndex: pd.theirIndex, kbit: !existing.kbit, v1: true}}
+		m.addUnproven(u)
+		m.log.Debug("rekey: peer's v1 msg3 accepted, awaiting its first frame", "peer", existing.String())
 	default:
 		// Crossed dials: both keep the link the smaller NodeAddr
 		// initiated, as for IK.

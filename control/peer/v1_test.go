@@ -71,12 +71,11 @@ func TestV1LinkUp(t *testing.T) {
 	if !hasMsg(b, lookupMsg(1)) || !hasMsg(a, lookupMsg(2)) {
 		t.Fatalf("link messages lost: a got %d, b got %d", len(a.msgs), len(b.msgs))
 	}
-	// The link lives on: heartbeats, reports, and no rekey (v1 rekey is
-	// not implemented; the session stays).
+	// The link lives on: heartbeats, reports.
 	n.advance(5*time.Minute, time.Second)
 	linked(t, a, b)
-	if s := a.m.Stats(); s.RekeysInitiated != 0 || s.DropDecrypt != 0 || s.DropVersionMismatch != 0 {
-		t.Errorf("a: rekeys %d, decrypt drops %d, version mismatches %d", s.RekeysInitiated, s.DropDecrypt, s.DropVersionMismatch)
+	if s := a.m.Stats(); s.DropDecrypt != 0 || s.DropVersionMismatch != 0 {
+		t.Errorf("a: decrypt drops %d, version mismatches %d", s.DropDecrypt, s.DropVersionMismatch)
 	}
 	if s := b.m.Stats(); s.ReportsSent == 0 || s.DropMalformed != 0 {
 		t.Errorf("b: %d reports sent, %d malformed drops", s.ReportsSent, s.DropMalformed)
@@ -443,4 +442,61 @@ func FuzzV1Packets(f *testing.F) {
 			t.Fatalf("a fuzzed packet changed the peer set")
 		}
 	})
+}
+
+// TestV1Rekey: a v1 link rekeys over XX with REKEY_OF (docs/next.md §4):
+// only the smaller NodeAddr starts rekeys, so crossed rekeys cannot
+// happen; the responder cuts over on the first frame under the new
+// session; the link keeps carrying messages through every cutover, with
+// loss (msg3 is resent until the peer is heard on the new session).
+func TestV1Rekey(t *testing.T) {
+	for seed := uint64(50); seed < 54; seed++ {
+		n := newSimNet(t, seed)
+		cfg := v1Config(WireV1)
+		cfg.RekeyAfter, cfg.RekeyJitter = 40*time.Second, 0
+		a, b := n.add(1, cfg), n.add(2, cfg)
+		if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
+			t.Fatal(err)
+		}
+		n.deliver()
+		linked(t, a, b)
+		small, large := a, b
+		if b.id.NodeAddr().Less(a.id.NodeAddr()) {
+			small, large = b, a
+		}
+		n.loss = 0.05
+		sent := 0
+		for range 60 {
+			n.advance(5*time.Second, time.Second)
+			for _, x := range []*simNode{a, b} {
+				other := b
+				if x == b {
+					other = a
+				}
+				if p := x.m.Peer(other.id.NodeAddr()); p != nil {
+					_ = x.m.SendLink(n.now, p, 0, lookupMsg(sent))
+					sent++
+				}
+			}
+		}
+		n.loss = 0
+		n.advance(20*time.Second, time.Second)
+		linked(t, a, b)
+		ss, ls := small.m.Stats(), large.m.Stats()
+		if ss.RekeysInitiated < 3 || ls.RekeysInitiated != 0 {
+			t.Errorf("seed %d: rekeys started: smaller %d, larger %d", seed, ss.RekeysInitiated, ls.RekeysInitiated)
+		}
+		if ss.RekeyCutovers < 3 || ls.RekeysResponded < 3 {
+			t.Errorf("seed %d: cutovers %d, responded %d", seed, ss.RekeyCutovers, ls.RekeysResponded)
+		}
+		if ss.PeersRemoved != 0 || ls.PeersRemoved != 0 {
+			t.Errorf("seed %d: the link dropped during rekeys (%d, %d)", seed, ss.PeersRemoved, ls.PeersRemoved)
+		}
+		if !a.m.Peer(b.id.NodeAddr()).V1() {
+			t.Errorf("seed %d: a rekey changed the link's format", seed)
+		}
+		if !hasLinkMsgFlow(t, n, a, b) || !hasLinkMsgFlow(t, n, b, a) {
+			t.Fatalf("seed %d: the link carries nothing after the rekeys", seed)
+		}
+	}
 }
