@@ -215,17 +215,8 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.rejected(t, from)
 		return
 	}
-	// Classify and rate-limit before any crypto. A source address that
-	// belongs to an active peer (rekey, restart) draws from that peer's
-	// bucket and bypasses accept_connections, so a flood of strangers
-	// cannot starve rekeys.
-	known := m.byAddr[addrKey{t, from}]
-	if !m.admitMsg1(now, t, from, known) {
-		m.stats.Msg1RateLimited++
-		return
-	}
-	if known == nil && !m.env.AcceptConnections(t) {
-		m.stats.Msg1NotAccepting++
+	known, ok := m.admitInboundMsg1(now, t, from)
+	if !ok {
 		return
 	}
 	sum := sha256.Sum256(pkt)
@@ -381,11 +372,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	// A msg2 that fails to authenticate leaves the leg as it was, so a
 	// forged msg2 cannot kill a genuine handshake; the leg's budgets bound
 	// what forged ones cost.
-	budget := &l.msg2Other
-	if from == l.addr {
-		budget = &l.msg2Own
-	}
-	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.Msg2LegLimited) {
+	if !m.takeHandshakeBudget(now, from, l.addr, &l.msg2Own, &l.msg2Other, &m.stats.Msg2LegLimited) {
 		return
 	}
 	epoch, err := l.hs.ReadMessage2(msg.Noise)

@@ -169,13 +169,8 @@ func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Add
 	// As for IK: classify and rate-limit before any crypto or reply. The
 	// reply is 3.5 times the request here, so this is what keeps the
 	// node from being a reflector (docs/next.md §13).
-	known := m.byAddr[addrKey{t, from}]
-	if !m.admitMsg1(now, t, from, known) {
-		m.stats.Msg1RateLimited++
-		return
-	}
-	if known == nil && !m.env.AcceptConnections(t) {
-		m.stats.Msg1NotAccepting++
+	known, ok := m.admitInboundMsg1(now, t, from)
+	if !ok {
 		return
 	}
 	sum := sha256.Sum256(pkt)
@@ -280,11 +275,7 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		m.rejected(t, from)
 		return
 	}
-	budget := &l.msg2Other
-	if from == l.addr {
-		budget = &l.msg2Own
-	}
-	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.Msg2LegLimited) {
+	if !m.takeHandshakeBudget(now, from, l.addr, &l.msg2Own, &l.msg2Other, &m.stats.Msg2LegLimited) {
 		return
 	}
 	saved := *l.xx
@@ -428,11 +419,7 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 		m.rejected(t, from)
 		return
 	}
-	budget := &pd.msg3Other
-	if from == pd.addr {
-		budget = &pd.msg3Own
-	}
-	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.V1Msg3Limited) {
+	if !m.takeHandshakeBudget(now, from, pd.addr, &pd.msg3Own, &pd.msg3Other, &m.stats.V1Msg3Limited) {
 		return
 	}
 	rs, epoch, payload, err := pd.hs.ReadMessage3(h.Noise)
