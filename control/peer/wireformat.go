@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/fips-go/fips/control/identity"
@@ -54,7 +55,7 @@ func ParseWireFormat(s string) (WireFormat, error) {
 }
 
 // ErrWireFormat: a wire format that is not v0, v1 or auto.
-var ErrWireFormat = fmt.Errorf("unknown wire format")
+var ErrWireFormat = errors.New("unknown wire format")
 
 // allows reports whether f admits links of the given version (0 or 1).
 func (f WireFormat) allows(v1 bool) bool {
