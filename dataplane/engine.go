@@ -318,10 +318,13 @@ func (w *Worker) clock() time.Time {
 // AEAD's associated data, but the opened frame's flags carry it on to
 // MMP, the relayed frame and the delivered packet.
 func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived int64, ce bool) bool {
-	if len(b) < wire.FMPFrameMinSize || !wire.IsEstablishedFrame(b) {
+	// Both link formats: a v1 (upstream next) frame differs only in its
+	// version nibble; FastLink.Open drops a frame whose version is not
+	// its link's before decrypting it.
+	if len(b) < wire.FMPFrameMinSize || !wire.IsEstablishedFrameAny(b) {
 		return false
 	}
-	f, err := wire.ParseFMPFrame(b)
+	f, err := wire.ParseFMPFrameAny(b)
 	if err != nil {
 		return false
 	}

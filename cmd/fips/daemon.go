@@ -31,6 +31,7 @@ import (
 	"github.com/fips-go/fips/control/session"
 	"github.com/fips-go/fips/control/transport"
 	"github.com/fips-go/fips/control/tree"
+	"github.com/fips-go/fips/control/wire"
 	"github.com/fips-go/fips/dataplane/ethernet"
 	"github.com/fips-go/fips/dataplane/udp"
 	"github.com/fips-go/fips/fallback/tcp"
@@ -370,6 +371,8 @@ func peerConfig(cfg *config.Config) peer.Config {
 	c.RekeyAfter = secs(n.Rekey.AfterSecs)
 	c.RekeyAfterMessages = n.Rekey.AfterMessages
 	c.MMP = mmpConfig(n.MMP)
+	c.WireFormat, _ = peer.ParseWireFormat(n.WireFormat) // validated
+	c.Profile = nodeProfile(n)
 	// Validate accepted the spellings, so a parse error cannot happen here.
 	c.PQ, _ = pq.ParseMode(n.Link.PQ)
 	c.PQTimeout = ms(n.Link.PQTimeoutMs)
@@ -395,6 +398,18 @@ func pqPeerModes(cfg *config.Config, which func(config.PeerConfig) string) map[i
 		out[pk.NodeAddr()], _ = pq.ParseMode(which(p))
 	}
 	return out
+}
+
+// nodeProfile is the profile v1 links declare (node.leaf_only → Leaf,
+// node.disable_routing → NonRouting, else Full).
+func nodeProfile(n config.NodeConfig) wire.NodeProfile {
+	switch n.Profile() {
+	case "leaf":
+		return wire.ProfileLeaf
+	case "non-routing":
+		return wire.ProfileNonRouting
+	}
+	return wire.ProfileFull
 }
 
 func ms(v uint64) time.Duration   { return time.Duration(v) * time.Millisecond }
@@ -611,6 +626,7 @@ func staticPeers(cfg *config.Config) []node.StaticPeer {
 			continue
 		}
 		sp := node.StaticPeer{PublicKey: pk, AutoReconnect: p.AutoReconnect}
+		sp.WireFormat, _ = peer.ParseWireFormat(p.WireFormat) // validated
 		if p.Alias != nil {
 			sp.Alias = *p.Alias
 		}

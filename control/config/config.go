@@ -81,6 +81,35 @@ type NodeConfig struct {
 	// default, tracing-subscriber's line layout) or "json" (its json
 	// layout). The FIPS_LOG_FORMAT environment variable overrides it.
 	LogFormat string `yaml:"log_format" fips:"optional"`
+	// DisableRouting is node.disable_routing (upstream next's; master
+	// has no such key): the node declares itself NonRouting on v1 links
+	// (leaf_only wins: Leaf). v0 links declare no profile.
+	DisableRouting bool `yaml:"disable_routing" fips:"optional"`
+	// WireFormat is node.wire_format (fips-go addition): the link
+	// format(s) the node speaks, WireV0 (upstream master's v0.2, the
+	// default), WireV1 (upstream next's) or WireAuto (both, per link);
+	// "" when absent (v0).
+	WireFormat string `yaml:"wire_format" fips:"optional"`
+}
+
+// Wire formats (node.wire_format, peers[].wire_format).
+const (
+	WireV0   = "v0"
+	WireV1   = "v1"
+	WireAuto = "auto"
+)
+
+// Profile names the node profile declared on v1 links: "leaf" with
+// node.leaf_only, "non-routing" with node.disable_routing, else "full"
+// (upstream next's derivation; leaf wins).
+func (n NodeConfig) Profile() string {
+	switch {
+	case n.LeafOnly:
+		return "leaf"
+	case n.DisableRouting:
+		return "non-routing"
+	}
+	return "full"
 }
 
 func defaultNodeConfig() NodeConfig {

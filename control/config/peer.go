@@ -35,6 +35,9 @@ type PeerConfig struct {
 	// LinkPQ (fips-go addition) overrides node.link.pq for the link to
 	// this peer: off, preferred or required; "" inherits.
 	LinkPQ string `yaml:"link_pq"`
+	// WireFormat (fips-go addition) overrides node.wire_format for links
+	// with this peer: v0, v1 or auto; "" inherits.
+	WireFormat string `yaml:"wire_format"`
 }
 
 func (*PeerConfig) denyUnknownKeys() {}

@@ -56,6 +56,19 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	switch c.Node.WireFormat {
+	case "", WireV0, WireV1, WireAuto:
+	default:
+		add(c.invalid("node.wire_format", "node.wire_format is %s, but must be v0 (upstream master's v0.2 links), v1 (upstream next's) or auto (both, chosen per link)", strconv.Quote(c.Node.WireFormat)))
+	}
+	for i, p := range c.Peers {
+		switch p.WireFormat {
+		case "", WireV0, WireV1, WireAuto:
+		default:
+			add(c.invalid(fmt.Sprintf("peers[%d].wire_format", i), "peers[%d].wire_format is %s, but must be v0, v1 or auto", i, strconv.Quote(p.WireFormat)))
+		}
+	}
+
 	for i, p := range c.Peers {
 		switch p.PQ {
 		case "", PQOff, PQPreferred, PQRequired:
@@ -226,6 +239,7 @@ func (c *Config) Lint() []Warning {
 	default:
 		w("node.log_format", "unrecognised log format %q; text is used", c.Node.LogFormat)
 	}
+	ws = append(ws, c.lintWireFormat()...)
 	if c.DNS.Enabled && uint64(c.DNS.TTL) > c.Node.Cache.CoordTTLSecs {
 		w("dns.ttl", "%d exceeds node.cache.coord_ttl_secs (%d); resolved names may outlive the cached coordinates", c.DNS.TTL, c.Node.Cache.CoordTTLSecs)
 	}
@@ -340,4 +354,35 @@ func isLoopbackAddr(addr string) bool {
 		host = addr[:i]
 	}
 	return host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" || strings.HasPrefix(host, "127.")
+}
+
+// lintWireFormat warns where v1 links are asked for but cannot run yet:
+// only the UDP transport carries upstream next's format so far (stream
+// framing and the Ethernet header are docs/next.md step 13), and
+// node.disable_routing only changes what v1 links declare.
+func (c *Config) lintWireFormat() []Warning {
+	var ws []Warning
+	v1 := func(f string) bool { return f == WireV1 || f == WireAuto }
+	node := c.Node.WireFormat
+	if v1(node) && (len(c.Transports.TCP.List()) > 0 || len(c.Transports.Tor.List()) > 0 || len(c.Transports.Ethernet.List()) > 0) {
+		ws = append(ws, c.warn("node.wire_format", "%s: v1 (upstream next) links run over UDP only so far; TCP, Tor and Ethernet carry v0 links", node))
+	}
+	for i, p := range c.Peers {
+		f := p.WireFormat
+		if f == "" {
+			f = node
+		}
+		if f != WireV1 {
+			continue
+		}
+		for j, a := range p.Addresses {
+			if a.Transport != "udp" && !strings.HasPrefix(a.Transport, "udp/") {
+				ws = append(ws, c.warn(fmt.Sprintf("peers[%d].addresses[%d].transport", i, j), "%s: this peer's links are v1 only, which %s does not carry yet; the address will not link", a.Transport, a.Transport))
+			}
+		}
+	}
+	if c.Node.DisableRouting && !v1(node) {
+		ws = append(ws, c.warn("node.disable_routing", "only declared on v1 (upstream next) links, and node.wire_format is v0"))
+	}
+	return ws
 }

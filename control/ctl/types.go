@@ -129,7 +129,10 @@ type PeerInfo struct {
 	OurSessionIndex            string         `json:"our_session_index,omitempty"` // 8 lowercase hex digits
 	// PostQuantum (fips-go addition, issue 32): the link's current keys
 	// come from an ML-KEM-768 upgrade (node.link.pq).
-	PostQuantum      bool         `json:"post_quantum"`
+	PostQuantum bool `json:"post_quantum"`
+	// Profile (fips-go addition), on v1 links only: the node profile the
+	// peer declared ("full", "non-routing", "leaf").
+	Profile          string       `json:"profile,omitempty"`
 	RekeyDraining    bool         `json:"rekey_draining,omitempty"`    // only emitted when true
 	RekeyInProgress  bool         `json:"rekey_in_progress,omitempty"` // only emitted when true
 	ReplaySuppressed uint32       `json:"replay_suppressed"`
@@ -137,6 +140,9 @@ type PeerInfo struct {
 	TransportAddr    string       `json:"transport_addr,omitempty"`
 	TransportType    string       `json:"transport_type,omitempty"` // present when link and transport are known
 	TreeDepth        *uint64      `json:"tree_depth,omitempty"`     // present when the peer's coords are known
+	// WireFormat (fips-go addition) is the link's format: "v0" (upstream
+	// master's v0.2) or "v1" (upstream next's).
+	WireFormat string `json:"wire_format"`
 }
 
 // TrafficStats are a peer's link counters in show_peers.

@@ -204,6 +204,7 @@ func populated() map[string]any {
 			Npub: npub, OurSessionIndex: "0000002a", PostQuantum: true, RekeyDraining: true, RekeyInProgress: true,
 			Stats:         TrafficStats{BytesRecv: 20480, BytesSent: 10240, PacketsRecv: 20, PacketsSent: 10},
 			TransportAddr: "192.0.2.1:2121", TransportType: "udp", TreeDepth: u64(1),
+			WireFormat: "v1", Profile: "full",
 		}}},
 	}
 }

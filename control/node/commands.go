@@ -138,7 +138,8 @@ func (n *Node) showPeers() ctl.ShowPeers {
 			OurSessionIndex: fmt.Sprintf("%08x", p.OurIndex),
 			HasTreePosition: p.TreeView.HasTreePosition, IsParent: p.TreeView.IsParent, IsChild: p.TreeView.IsChild,
 			HasBloomFilter: p.Bloom.HasFilter, FilterSequence: p.Bloom.FilterSequence,
-			MMP: peerMMP(p.MMP),
+			MMP:        peerMMP(p.MMP),
+			WireFormat: p.WireFormat, Profile: p.Profile,
 		}
 		info.NostrTraversal = nostrTraversal(s.Rendezvous.Failure(p.Npub))
 		if p.TreeView.HasTreePosition {

@@ -51,6 +51,8 @@ type StaticPeer struct {
 	Alias         string
 	Addresses     []PeerAddress
 	AutoReconnect bool
+	// WireFormat is peers[].wire_format (peer.WireDefault: as the node).
+	WireFormat peer.WireFormat
 }
 
 // PeerAddress is one configured address: a transport selector ("udp",
@@ -530,10 +532,10 @@ func (n *Node) receive(now time.Time, it rxItem) {
 		p.Buf.Release()
 		return
 	}
-	if n.rdv != nil && len(p.Data) > 0 && wire.PacketVersion(p.Data) != wire.FMPVersion {
+	if n.rdv != nil && len(p.Data) > 0 && !n.peers.AcceptsVersion(wire.PacketVersion(p.Data)) {
 		n.rdvProtocolMismatch(now, p.Transport, wire.PacketVersion(p.Data))
 	}
-	if p.CE && wire.IsEstablishedFrame(p.Data) {
+	if p.CE && wire.IsEstablishedFrameAny(p.Data) {
 		n.outerCE.Add(1)
 	}
 	n.core.HandlePacketECN(now, p.Transport, p.From, p.Data, p.CE)

@@ -101,6 +101,9 @@ type PeerView struct {
 	HasTreeView     bool
 	Bloom           bloom.PeerInfo
 	MMP             mmp.Snapshot
+	// WireFormat is "v0" or "v1"; Profile the profile a v1 peer declared
+	// ("" on v0 links).
+	WireFormat, Profile string
 }
 
 // TransportView is one transport.
@@ -198,7 +201,10 @@ func (n *Node) publish(now time.Time) {
 			TransportAddr: n.addrName(p.Transport, p.Addr), Direction: p.Direction, Since: p.Since, LastRecv: p.LastRecv(),
 			KBit: p.KBit(), PostQuantum: p.PostQuantum(), RekeyInProgress: p.RekeyInProgress(), Draining: p.Draining(), Stats: p.Stats(),
 			DecryptFailures: p.ConsecutiveDecryptFailures(), OurIndex: p.OurIndex(), SendCounter: p.SendCounter(),
-			HighestRecv: p.HighestRecv(),
+			HighestRecv: p.HighestRecv(), WireFormat: p.LinkFormat(),
+		}
+		if p.V1() {
+			v.Profile = p.Profile().String()
 		}
 		v.TreeView, v.HasTreeView = c.tree.PeerView(p.NodeAddr)
 		v.Bloom, _ = c.bloom.Peer(p.NodeAddr)

@@ -79,7 +79,8 @@ func (n *Node) addStatic(now time.Time, sp StaticPeer) {
 	if len(targets) == 0 {
 		n.log.Warn("configured peer has no usable address", "npub", sp.PublicKey.Npub(), "alias", sp.Alias)
 	}
-	n.peers.AddStatic(now, peer.StaticPeer{PublicKey: sp.PublicKey, Alias: sp.Alias, Targets: targets, AutoReconnect: sp.AutoReconnect})
+	n.peers.AddStatic(now, peer.StaticPeer{PublicKey: sp.PublicKey, Alias: sp.Alias, Targets: targets, AutoReconnect: sp.AutoReconnect,
+		WireFormat: sp.WireFormat})
 }
 
 // ResolveStatic implements peer.StaticResolver: a static peer's addresses

@@ -6,6 +6,7 @@ import (
 	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/pq"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // Config holds the node.* settings the link layer uses. Zero values are not
@@ -76,6 +77,14 @@ type Config struct {
 	PQ        pq.Mode
 	PQPeers   *PQPeerModes // a pointer keeps Config comparable
 	PQTimeout time.Duration
+	// WireFormat is node.wire_format (fips-go's): the link format(s) the
+	// node speaks; the zero value is v0, upstream master's, exactly as
+	// before the option existed.
+	WireFormat WireFormat
+	// Profile is the node profile declared on v1 links
+	// (node.leaf_only → Leaf, node.disable_routing → NonRouting, else
+	// Full); v0 links declare none.
+	Profile wire.NodeProfile
 }
 
 // PQPeerModes are per-peer link policies (peers[].link_pq).

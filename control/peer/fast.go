@@ -163,7 +163,7 @@ func (l *Links) Len() int {
 
 // fastDrops are the Manager's drop counters that workers add to.
 type fastDrops struct {
-	packetsIn, replay, decrypt, malformed atomic.Uint64
+	packetsIn, replay, decrypt, malformed, versionMismatch atomic.Uint64
 }
 
 // Published is the link table workers read.
@@ -236,11 +236,19 @@ var ErrMalformedInner = errors.New("peer: malformed inner header")
 // Opened it returns the inner header and message. A frame from another
 // address than the peer's is left to the loop (roaming moves the peer).
 func (l *FastLink) Open(now time.Time, from transport.Addr, f wire.FMPFrame, size int, dst []byte) (wire.FMPInner, Verdict) {
+	if (f.Version() == wire.FMPVersionNext) != l.sess.v1 {
+		// Not this link's format: never decrypted (docs/next.md §15.2).
+		l.m.fast.versionMismatch.Add(1)
+		return wire.FMPInner{}, Dropped
+	}
 	if from != l.addr {
 		return wire.FMPInner{}, Upcall
 	}
 	l.m.fast.packetsIn.Add(1)
 	pt, err := l.sess.s.Open(dst, f.Counter, f.Header, f.Sealed)
+	if err == nil && !l.sess.heard.Load() {
+		l.sess.heard.Store(true)
+	}
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			l.m.fast.replay.Add(1)
@@ -347,7 +355,12 @@ func sealFrame(now time.Time, p *Peer, s *linkSession, mm *mmp.Link, kbit bool, 
 	if kbit {
 		flags |= wire.FMPFlagK
 	}
-	if _, err := wire.PutFMPFrameHeader(pkt, flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
+	put := wire.PutFMPFrameHeader
+	if s.v1 {
+		flags &^= wire.FMPFlagSP // reserved in version 1
+		put = wire.PutFMPv1FrameHeader
+	}
+	if _, err := put(pkt, flags, s.theirIndex, ctr, 4+len(msg)); err != nil {
 		return err
 	}
 	ts := uint32(now.Sub(s.start).Milliseconds())

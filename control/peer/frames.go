@@ -12,7 +12,7 @@ import (
 )
 
 func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr, pkt []byte, outerCE bool) {
-	f, err := wire.ParseFMPFrame(pkt)
+	f, err := wire.ParseFMPFrameAny(pkt)
 	if err != nil {
 		m.stats.DropMalformed++
 		m.rejected(t, from)
@@ -31,8 +31,18 @@ func (m *Manager) handleFrame(now time.Time, t transport.ID, from transport.Addr
 		m.rejected(t, from)
 		return
 	}
+	if (f.Version() == wire.FMPVersionNext) != e.sess.v1 {
+		// Not the format of the link the index belongs to: never
+		// decrypted (docs/next.md §15.2).
+		m.stats.DropVersionMismatch++
+		m.rejected(t, from)
+		return
+	}
 	p, s := e.peer, e.sess
 	pt, err := s.s.Open(m.pt[:0], f.Counter, f.Header, f.Sealed)
+	if err == nil && !s.heard.Load() {
+		s.heard.Store(true)
+	}
 	if err != nil {
 		if errors.Is(err, noise.ErrReplay) {
 			m.stats.DropReplay++
@@ -102,13 +112,13 @@ func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, i
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 	case wire.MsgSenderReport:
-		if sr, err := wire.ParseSenderReport(in.Message); err == nil {
+		if sr, err := parseSenderReportOn(p, in.Message); err == nil {
 			p.mmp.HandleSenderReport(now, sr)
 		} else {
 			m.stats.DropMalformed++
 		}
 	case wire.MsgReceiverReport:
-		rr, err := wire.ParseReceiverReport(in.Message)
+		rr, err := parseReceiverReportOn(p, in.Message)
 		if err != nil {
 			m.stats.DropMalformed++
 			return

@@ -39,6 +39,30 @@ type leg struct {
 	// budget alone.
 	msg2Own, msg2Other ratelimit.Bucket
 	discovered         bool // Candidate.Discovered
+	// xx and pkt1 are the v1 (Noise XX) attempt, sharing ourIndex: hs
+	// is nil on a v1-only leg, xx on a v0-only one. A leg with both
+	// (wire_format auto) alternates its msg1s, v1Next saying which goes
+	// next; the first msg2 of either version completes it.
+	xx     *noise.XXInitiator
+	pkt1   [wire.FMPv1Msg1Size]byte
+	v1Next bool
+}
+
+// nextMsg1 is the msg1 to send now: the leg's only one, or on a
+// dual-format leg the next in alternation.
+func (l *leg) nextMsg1() []byte {
+	switch {
+	case l.xx == nil:
+		return l.pkt[:]
+	case l.hs == nil:
+		return l.pkt1[:]
+	}
+	v1 := l.v1Next
+	l.v1Next = !l.v1Next
+	if v1 {
+		return l.pkt1[:]
+	}
+	return l.pkt[:]
 }
 
 // Per-leg msg2 budgets (each of msg2Own, msg2Other): a genuine responder
@@ -85,14 +109,14 @@ func (m *Manager) Dial(now time.Time, pk identity.PublicKey, c Candidate) error 
 		m.rejectedByACL(pk, c.Transport, c.Addr, "outbound_connect", d)
 		return fmt.Errorf("%w (%s)", ErrACLDenied, d.Rule)
 	}
-	l, err := m.newLeg(now, pk, c.Transport, c.Addr, nil)
+	l, err := m.newLeg(now, pk, c.Transport, c.Addr, nil, m.peerFormat(na))
 	if err != nil {
 		return err
 	}
 	l.discovered = c.Discovered
 	m.log.Debug("Connection initiated", "peer", m.name(na), "transport_id", c.Transport, "remote_addr", c.Addr,
 		"link_id", l.linkID, "our_index", l.ourIndex)
-	m.send(c.Transport, c.Addr, l.pkt[:])
+	m.send(c.Transport, c.Addr, l.nextMsg1())
 	return nil
 }
 
@@ -135,10 +159,15 @@ func (m *Manager) evictDiscovered() bool {
 	return true
 }
 
-func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer) (*leg, error) {
+// newLeg starts an outbound handshake in format f (v0: IK, v1: XX,
+// auto: both, sharing one index). A rekey is always v0.
+func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, addr transport.Addr, rekeyOf *Peer, f WireFormat) (*leg, error) {
+	if f == WireV1 {
+		return m.newLegV1(now, pk, t, addr, rekeyOf)
+	}
 	rs, err := pk.Point()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dial: %w", err)
 	}
 	hs, err := noise.NewIKInitiator(m.id.Secret().Private(), rs, m.epoch, noise.WithRand(m.rand))
 	if err != nil {
@@ -157,6 +186,14 @@ func (m *Manager) newLeg(now time.Time, pk identity.PublicKey, t transport.ID, a
 	}
 	if _, err := (wire.FMPMsg1{SenderIndex: idx, Noise: noiseMsg}).MarshalTo(l.pkt[:]); err != nil {
 		return nil, err
+	}
+	if f == WireAuto && rekeyOf == nil {
+		if err := m.addXX(l); err != nil {
+			return nil, err
+		}
+		if st := m.static[l.expectAddr]; st != nil {
+			l.v1Next = st.learnedV1
+		}
 	}
 	m.legs[linkKey{t, idx}] = l
 	m.stats.HandshakesStarted++
@@ -178,17 +215,8 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.rejected(t, from)
 		return
 	}
-	// Classify and rate-limit before any crypto. A source address that
-	// belongs to an active peer (rekey, restart) draws from that peer's
-	// bucket and bypasses accept_connections, so a flood of strangers
-	// cannot starve rekeys.
-	known := m.byAddr[addrKey{t, from}]
-	if !m.admitMsg1(now, t, from, known) {
-		m.stats.Msg1RateLimited++
-		return
-	}
-	if known == nil && !m.env.AcceptConnections(t) {
-		m.stats.Msg1NotAccepting++
+	known, ok := m.admitInboundMsg1(now, t, from)
+	if !ok {
 		return
 	}
 	sum := sha256.Sum256(pkt)
@@ -235,6 +263,10 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.rejected(t, from)
 		return
 	}
+	if !m.formatAllowed(na, false) {
+		m.rejected(t, from)
+		return
+	}
 	if d := m.acl.Check(pk); !d.Allowed {
 		m.stats.Msg1ACLDenied++
 		m.rejectedByACL(pk, t, from, "inbound_handshake", d)
@@ -244,6 +276,11 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	existing := m.peers[na]
 	var rekeyOf *Peer
 	switch {
+	case existing != nil && existing.Epoch == epoch && existing.v1:
+		// An IK msg1 from a peer whose live link is v1, same run: no IK
+		// rekey of a v1 link; the link we have stands.
+		m.stats.Msg1Ignored++
+		return
 	case existing != nil && existing.Epoch == epoch:
 		// A rekey when the session is old enough, otherwise a crossing or
 		// stale attempt we leave unanswered (the link we have stands).
@@ -327,7 +364,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 		return
 	}
 	l := m.legs[linkKey{t, msg.ReceiverIndex}]
-	if l == nil {
+	if l == nil || l.hs == nil { // none, or a v1-only leg
 		m.stats.Msg2Unmatched++
 		m.rejected(t, from)
 		return
@@ -335,11 +372,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 	// A msg2 that fails to authenticate leaves the leg as it was, so a
 	// forged msg2 cannot kill a genuine handshake; the leg's budgets bound
 	// what forged ones cost.
-	budget := &l.msg2Other
-	if from == l.addr {
-		budget = &l.msg2Own
-	}
-	if !budget.TakeCounted(now, m.rates.legMsg2, &m.stats.Msg2LegLimited) {
+	if !m.takeHandshakeBudget(now, from, l.addr, &l.msg2Own, &l.msg2Other, &m.stats.Msg2LegLimited) {
 		return
 	}
 	epoch, err := l.hs.ReadMessage2(msg.Noise)
@@ -373,20 +406,29 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			m.log.Info("Peer restart detected during FMP rekey, replacing stale endpoint session", "peer", m.name(na),
 				"old_epoch", p.Epoch.String(), "new_epoch", epoch.String())
 			m.removePeerKeeping(now, p, "peer restarted", false, addrKey{t, from})
-			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
+			m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID, linkMeta{})
 			return
 		}
 		m.cutover(now, p, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex}, true)
 		return
 	}
+	m.establishOutbound(now, l, epoch, t, from, sess, msg.SenderIndex, linkMeta{})
+}
+
+// establishOutbound acts on a completed outbound handshake (not a rekey)
+// to l.expect: a new peer, a restarted one, or crossed dials.
+func (m *Manager) establishOutbound(now time.Time, l *leg, epoch noise.Epoch, t transport.ID, from transport.Addr,
+	sess *noise.Session, theirIdx uint32, meta linkMeta) {
+	na := l.expectAddr
+	existing := m.peers[na]
 	switch {
 	case existing == nil:
-		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID)
+		m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, theirIdx, l.linkID, meta)
 	case existing.Epoch != epoch:
 		m.stats.PeerRestarts++
 		oldEpoch, loser := existing.Epoch, existing.LinkID
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, from})
-		if p := m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, msg.SenderIndex, l.linkID); p != nil {
+		if p := m.promote(now, l.expect, epoch, t, from, Outbound, sess, l.ourIndex, theirIdx, l.linkID, meta); p != nil {
 			m.restartedOnPromotion(p, loser, oldEpoch)
 		}
 	default:
@@ -400,7 +442,7 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 			return
 		}
 		m.log.Debug("cross-connection: our outbound link wins", "peer", existing.String())
-		m.replaceSession(now, existing, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: msg.SenderIndex}, t, from, Outbound, l.linkID)
+		m.replaceSession(now, existing, &linkSession{s: sess, ourIndex: l.ourIndex, theirIndex: theirIdx}, t, from, Outbound, l.linkID, meta)
 		// Whatever we sent on the losing session before the swap was
 		// dropped by the peer (it never had that index): as upstream,
 		// re-send our TreeAnnounce and owe it a FilterAnnounce.
@@ -410,13 +452,15 @@ func (m *Manager) handleMsg2(now time.Time, t transport.ID, from transport.Addr,
 
 // replaceSession makes next the only session of p, on (t, addr), with a
 // fresh link: the resolution of crossed handshakes.
-func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t transport.ID, addr transport.Addr, dir Direction, linkID uint64) {
+func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t transport.ID, addr transport.Addr, dir Direction, linkID uint64, meta linkMeta) {
 	oldT, oldAddr := p.Transport, p.Addr
 	m.unregisterSessions(p)
 	if m.byAddr[addrKey{oldT, oldAddr}] == p {
 		delete(m.byAddr, addrKey{oldT, oldAddr})
 	}
-	next.start, next.kbit = now, false
+	next.start, next.kbit, next.v1 = now, false, meta.v1
+	p.setMeta(meta)
+	m.learnFormat(p.NodeAddr, meta.v1)
 	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
 	p.cur, p.prev = next, nil
 	p.Transport, p.Addr, p.Direction = t, addr, dir
@@ -439,7 +483,7 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 }
 
 // promote makes a completed handshake an active peer.
-func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32, linkID uint64) *Peer {
+func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoch, t transport.ID, addr transport.Addr, dir Direction, sess *noise.Session, ourIdx, theirIdx uint32, linkID uint64, meta linkMeta) *Peer {
 	if linkID == 0 {
 		m.nextLID++
 		linkID = m.nextLID
@@ -450,7 +494,9 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 		Since: now, lastHB: now,
 	}
 	p.cur = &linkSession{s: sess, ourIndex: ourIdx, theirIndex: theirIdx, start: now,
-		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter())}
+		rekeyAt: now.Add(m.cfg.RekeyAfter + m.jitter()), v1: meta.v1}
+	p.setMeta(meta)
+	m.learnFormat(p.NodeAddr, meta.v1)
 	p.hot.lastRecv.Store(unixNano(now))
 	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
 	p.mmp.SetEpoch(now)
@@ -465,8 +511,13 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
 	m.stats.PeersPromoted++
-	m.log.Info("Peer promoted to active", "peer", m.name(p.NodeAddr), "npub", pk.Npub(), "direction", string(dir),
-		"transport", t, "addr", addr.String(), "link_id", p.LinkID)
+	if meta.v1 {
+		m.log.Info("Peer promoted to active", "peer", m.name(p.NodeAddr), "npub", pk.Npub(), "direction", string(dir),
+			"transport", t, "addr", addr.String(), "link_id", p.LinkID, "wire_format", "v1", "profile", meta.profile.String())
+	} else {
+		m.log.Info("Peer promoted to active", "peer", m.name(p.NodeAddr), "npub", pk.Npub(), "direction", string(dir),
+			"transport", t, "addr", addr.String(), "link_id", p.LinkID)
+	}
 	m.pqSessionStart(now, p)
 	m.peerUp(p)
 	return p
@@ -483,7 +534,7 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession, initiator b
 	next.start = now
 	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
 	p.kbit = !p.kbit
-	next.kbit = p.kbit
+	next.kbit, next.v1 = p.kbit, p.v1
 	p.cur = next
 	m.setIndex(linkKey{p.Transport, next.ourIndex}, &indexEntry{peer: p, sess: next})
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session

@@ -127,6 +127,9 @@ type StaticPeer struct {
 	Addresses     []Candidate
 	Targets       []StaticAddress
 	AutoReconnect bool
+	// WireFormat is peers[].wire_format (fips-go's): the link format(s)
+	// used with this peer; WireDefault follows node.wire_format.
+	WireFormat WireFormat
 }
 
 // StaticAddress is one configured address of a static peer, as written
@@ -212,6 +215,15 @@ type Manager struct {
 
 	static  map[identity.NodeAddr]*staticState
 	nextLID uint64
+	// overrides counts configured peers by their wire_format override,
+	// so that packets of a version only some peers speak are let in.
+	overrides [WireAuto + 1]int
+	// pendingV1 are v1 handshakes we answered with msg2, awaiting msg3,
+	// by our index; pendingV1ByHash finds one by its msg1's digest (a
+	// duplicate msg1 gets the stored msg2 again).
+	pendingV1       map[linkKey]*pendingV1
+	pendingV1ByHash map[[32]byte]*pendingV1
+	pendingV1Seq    uint64
 
 	rates                 rates
 	sources               *ratelimit.Keyed[sourceKey]
@@ -259,6 +271,9 @@ type staticState struct {
 	// could not dial (resolution or dial failure), for the retry state.
 	lastAddr string
 	lastErr  error
+	// learnedV1 is the format of the last link made with the peer (a v1
+	// one when true), which an auto dial tries first.
+	learnedV1 bool
 }
 
 // New makes a Manager. rnd may be nil (crypto/rand).
@@ -273,18 +288,20 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 	log = logging.WithTarget(log, "fips::node::handlers::handshake")
 	m := &Manager{
 		cfg: cfg, id: id, env: env, upper: upper, log: log, rand: rnd, mmpLog: mmpLog,
-		rxLog:          logging.WithTarget(log, "fips::node::dataplane::rx_loop"),
-		peers:          map[identity.NodeAddr]*Peer{},
-		byIndex:        map[linkKey]*indexEntry{},
-		byAddr:         map[addrKey]*Peer{},
-		legs:           map[linkKey]*leg{},
-		unproven:       map[linkKey]*unproven{},
-		unprovenByHash: map[[32]byte]*unproven{},
-		usedMsg1:       map[[32]byte]struct{}{},
-		pqIndices:      map[linkKey]*Peer{},
-		static:         map[identity.NodeAddr]*staticState{},
-		rates:          newRates(cfg),
-		sources:        newSourceBuckets(cfg.StrangerSources, ratelimit.PerSecond(cfg.HandshakeBurst, cfg.HandshakeRate)),
+		rxLog:           logging.WithTarget(log, "fips::node::dataplane::rx_loop"),
+		peers:           map[identity.NodeAddr]*Peer{},
+		byIndex:         map[linkKey]*indexEntry{},
+		byAddr:          map[addrKey]*Peer{},
+		legs:            map[linkKey]*leg{},
+		unproven:        map[linkKey]*unproven{},
+		unprovenByHash:  map[[32]byte]*unproven{},
+		pendingV1:       map[linkKey]*pendingV1{},
+		pendingV1ByHash: map[[32]byte]*pendingV1{},
+		pqIndices:       map[linkKey]*Peer{},
+		usedMsg1:        map[[32]byte]struct{}{},
+		static:          map[identity.NodeAddr]*staticState{},
+		rates:           newRates(cfg),
+		sources:         newSourceBuckets(cfg.StrangerSources, ratelimit.PerSecond(cfg.HandshakeBurst, cfg.HandshakeRate)),
 	}
 	if _, err := io.ReadFull(rnd, m.epoch[:]); err != nil {
 		return nil, fmt.Errorf("draw epoch: %w", err)
@@ -316,6 +333,7 @@ func (m *Manager) Stats() Stats {
 	s.DropReplay += m.fast.replay.Load()
 	s.DropDecrypt += m.fast.decrypt.Load()
 	s.DropMalformed += m.fast.malformed.Load()
+	s.DropVersionMismatch += m.fast.versionMismatch.Load()
 	return s
 }
 
@@ -375,7 +393,7 @@ func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.
 		m.rejected(t, from)
 		return
 	}
-	if v := pkt[0] >> 4; v != wire.FMPVersion {
+	if v := pkt[0] >> 4; !m.acceptsVersion(v) {
 		m.stats.DropMalformed++
 		m.stats.DropOtherVersion++
 		m.rxLog.Debug("Unknown FMP version, dropping", "version", v, "transport_id", t)
@@ -383,10 +401,18 @@ func (m *Manager) HandlePacketECN(now time.Time, t transport.ID, from transport.
 			// Ours, besides upstream's line, at most once a minute: a
 			// neighbour running upstream's next (version 1) shows up
 			// without debug logs.
-			m.rxLog.Info("Packet of another FMP version dropped", "version", v, "our_version", wire.FMPVersion,
-				"transport_id", t, "remote_addr", from.String(), "hint", "version 1 is upstream's next format (docs/next.md)")
+			ours := uint8(wire.FMPVersion)
+			if m.nodeFormat() == WireV1 {
+				ours = wire.FMPVersionNext
+			}
+			m.rxLog.Info("Packet of another FMP version dropped", "version", v, "our_version", ours,
+				"transport_id", t, "remote_addr", from.String(), "hint", "version 1 is upstream's next format, 0 its master's (docs/next.md; node.wire_format)")
 		}
 		m.rejected(t, from)
+		return
+	}
+	if pkt[0]>>4 == wire.FMPVersionNext {
+		m.handleV1(now, t, from, pkt, ce)
 		return
 	}
 	switch pkt[0] & 0x0f {
@@ -418,6 +444,9 @@ func (m *Manager) allocIndex(t transport.ID) (uint32, error) {
 			continue
 		}
 		if _, used := m.pqIndices[k]; used {
+			continue
+		}
+		if _, used := m.pendingV1[k]; used {
 			continue
 		}
 		return idx, nil

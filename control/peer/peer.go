@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/fips-go/fips/control/identity"
@@ -8,6 +9,7 @@ import (
 	"github.com/fips-go/fips/control/noise"
 	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 )
 
 // Direction says which side dialed the link the peer runs on.
@@ -51,6 +53,16 @@ type Peer struct {
 	mmp *mmp.Link // link metrics: RTT, loss, ETX → link cost
 
 	pq linkPQ // the post-quantum upgrade (pq.go)
+	// v1: the link runs upstream next's format (FMP version 1, XX);
+	// profile is what the peer declared in it.
+	v1      bool
+	profile wire.NodeProfile
+	// rekeyMsg3 is our last v1 rekey's msg3, resent (handshake backoff,
+	// up to handshake_max_resends) until a frame authenticates under the
+	// new session: the responder has it only once msg3 arrives.
+	rekeyMsg3     []byte
+	rekeyMsg3Next time.Time
+	rekeyMsg3Sent int
 }
 
 // MMP is the peer's link metrics.
@@ -77,6 +89,10 @@ type linkSession struct {
 	rekeyAt    time.Time // start + RekeyAfter + jitter
 	kbit       bool
 	pq         bool // keys from a post-quantum upgrade (pq.go)
+	v1         bool // frames carry FMP version 1
+	// heard: a frame authenticated under this session (what ends a v1
+	// rekey msg3's resends); set by the loop and the workers.
+	heard atomic.Bool
 }
 
 // KBit is the current key-epoch parity bit.

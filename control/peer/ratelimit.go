@@ -77,3 +77,35 @@ func (m *Manager) admitMsg1(now time.Time, t transport.ID, from transport.Addr, 
 	}
 	return m.stranger.TakeCounted(now, m.rates.stranger, &m.stats.Msg1StrangerLimited)
 }
+
+// admitInboundMsg1 classifies a msg1 (of either format) by its source
+// and rate-limits it before any crypto: a source address that belongs to
+// an active peer (rekey, restart) draws from that peer's bucket and
+// bypasses accept_connections, so a flood of strangers cannot starve
+// rekeys. It returns that peer, if any, and whether to go on; refusals
+// are counted.
+func (m *Manager) admitInboundMsg1(now time.Time, t transport.ID, from transport.Addr) (*Peer, bool) {
+	known := m.byAddr[addrKey{t, from}]
+	if !m.admitMsg1(now, t, from, known) {
+		m.stats.Msg1RateLimited++
+		return nil, false
+	}
+	if known == nil && !m.env.AcceptConnections(t) {
+		m.stats.Msg1NotAccepting++
+		return nil, false
+	}
+	return known, true
+}
+
+// takeHandshakeBudget draws a token for a handshake reply that costs a
+// DH (a msg2 for one of our legs, a msg3 for one of our pending
+// handshakes) from the handshake's own budget for the address it is
+// bound to (at), or from its budget for everywhere else; a refusal is
+// counted in refused.
+func (m *Manager) takeHandshakeBudget(now time.Time, from, at transport.Addr, own, other *ratelimit.Bucket, refused *uint64) bool {
+	b := other
+	if from == at {
+		b = own
+	}
+	return b.TakeCounted(now, m.rates.legMsg2, refused)
+}

@@ -56,14 +56,40 @@ type Stats struct {
 	BeaconDialLimited uint64 `json:"beacon_dial_limited"`
 	// DropOtherVersion: packets of another FMP version dropped before
 	// dispatch (version 1 is upstream's `next` format, which this node
-	// does not speak yet: docs/next.md); they count in drop_malformed too,
+	// is not configured to speak: docs/next.md, node.wire_format); they
+	// count in drop_malformed too,
 	// as before (fips-go addition).
 	DropOtherVersion uint64 `json:"drop_other_version"`
-	PeersPromoted    uint64 `json:"peers_promoted"`
-	PeersRemoved     uint64 `json:"peers_removed"`
-	PeerRestarts     uint64 `json:"peer_restarts"`
-	CrossConnections uint64 `json:"cross_connections"`
-	LinksDead        uint64 `json:"links_dead"`
+	// DropVersionMismatch: established frames whose FMP version is not
+	// their link's (a v1 frame for a v0 link's index or the reverse),
+	// dropped before any decryption (fips-go addition).
+	DropVersionMismatch uint64 `json:"drop_version_mismatch"`
+	// WireFormatRefused: handshakes that authenticated a peer configured
+	// (peers[].wire_format, else node.wire_format) not to use their
+	// format (fips-go addition).
+	WireFormatRefused uint64 `json:"wire_format_refused"`
+	// v1 (upstream next) handshakes (fips-go additions): msg2s sent
+	// (duplicates resent count in msg1_duplicate), msg3s sent and
+	// received, msg3s naming no pending handshake, refused by their
+	// pending handshake's budget, failing to authenticate; negotiation
+	// payloads refused (upstream's bad_state); pending handshakes evicted
+	// (table full) or expired (no msg3 within the handshake timeout);
+	// rekeys of v1 links refused (not implemented yet).
+	V1Msg2Sent          uint64 `json:"v1_msg2_sent"`
+	V1Msg3Sent          uint64 `json:"v1_msg3_sent"`
+	V1Msg3Received      uint64 `json:"v1_msg3_received"`
+	V1Msg3Unmatched     uint64 `json:"v1_msg3_unmatched"`
+	V1Msg3Limited       uint64 `json:"v1_msg3_limited"`
+	V1Msg3DecryptFailed uint64 `json:"v1_msg3_decrypt_failed"`
+	V1NegotiationFailed uint64 `json:"v1_negotiation_failed"`
+	V1PendingEvicted    uint64 `json:"v1_pending_evicted"`
+	V1PendingExpired    uint64 `json:"v1_pending_expired"`
+	V1RekeysRefused     uint64 `json:"v1_rekeys_refused"`
+	PeersPromoted       uint64 `json:"peers_promoted"`
+	PeersRemoved        uint64 `json:"peers_removed"`
+	PeerRestarts        uint64 `json:"peer_restarts"`
+	CrossConnections    uint64 `json:"cross_connections"`
+	LinksDead           uint64 `json:"links_dead"`
 	// Answered handshakes awaiting their first authenticated frame:
 	// proved, evicted (table full, oldest first), expired (handshake
 	// timeout), and a peer's unproven rekeys evicted beyond four.

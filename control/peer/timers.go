@@ -17,6 +17,13 @@ import (
 func (m *Manager) AddStatic(now time.Time, sp StaticPeer) {
 	na := sp.PublicKey.NodeAddr()
 	st := &staticState{cfg: sp, nodeAddr: na}
+	if old := m.static[na]; old != nil {
+		m.overrides[old.cfg.WireFormat]--
+	}
+	if sp.WireFormat > WireAuto {
+		sp.WireFormat, st.cfg.WireFormat = WireDefault, WireDefault
+	}
+	m.overrides[sp.WireFormat]++
 	m.static[na] = st
 	m.dialStatic(now, st)
 }
@@ -221,12 +228,13 @@ func (m *Manager) Tick(now time.Time) {
 			l.resends++
 			l.lastSent = now
 			m.stats.HandshakeResends++
-			m.send(l.t, l.addr, l.pkt[:])
+			m.send(l.t, l.addr, l.nextMsg1())
 			gap := float64(m.cfg.HandshakeResendInterval) * math.Pow(m.cfg.HandshakeResendBackoff, float64(l.resends))
 			l.nextResend = now.Add(time.Duration(gap))
 		}
 	}
 	m.expireUnproven(now)
+	m.expirePendingV1(now)
 	for _, p := range sortedValues(m.peers, func(a, b *Peer) int { return a.NodeAddr.Compare(b.NodeAddr) }) {
 		if p.prev != nil && !now.Before(p.prevDrainUntil) {
 			m.delIndex(linkKey{p.Transport, p.prev.ourIndex})
@@ -250,6 +258,7 @@ func (m *Manager) Tick(now time.Time) {
 		if !m.pqTick(now, p) {
 			continue
 		}
+		m.resendRekeyMsg3(now, p)
 		m.sendReports(now, p)
 		m.logMetrics(now, p)
 		m.maybeRekey(now, p)
@@ -282,7 +291,19 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	if now.Before(p.cur.rekeyAt) && p.cur.s.Send().Nonce() < m.cfg.RekeyAfterMessages {
 		return
 	}
-	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p)
+	f := WireV0
+	if p.v1 {
+		// XX, the msg3 naming the session it replaces (REKEY_OF). Only
+		// the smaller NodeAddr of a v1 link starts rekeys: the other
+		// side's identity is known only at msg3, too late to settle
+		// crossed rekeys before both cut over, so fips-go avoids them;
+		// next's tie-break (the smaller wins) agrees with this.
+		if !m.id.NodeAddr().Less(p.NodeAddr) {
+			return
+		}
+		f = WireV1
+	}
+	l, err := m.newLeg(now, p.PublicKey, p.Transport, p.Addr, p, f)
 	if err != nil {
 		m.log.Warn("cannot start rekey", "peer", p.String(), "error", err)
 		return
@@ -290,7 +311,7 @@ func (m *Manager) maybeRekey(now time.Time, p *Peer) {
 	p.rekey = l
 	m.stats.RekeysInitiated++
 	m.log.Debug("rekey: sending msg1", "peer", p.String())
-	m.send(l.t, l.addr, l.pkt[:])
+	m.send(l.t, l.addr, l.nextMsg1())
 }
 
 func sortedValues[K comparable, V any](m map[K]V, cmp func(a, b V) int) []V {
@@ -308,14 +329,14 @@ func (m *Manager) sendReports(now time.Time, p *Peer) {
 	var buf [wire.ReceiverReportSize]byte
 	if sr {
 		if r, ok := p.mmp.BuildSenderReport(now); ok {
-			if n, err := r.MarshalTo(buf[:]); err == nil {
+			if n, err := marshalSenderReportOn(p, r, buf[:]); err == nil {
 				m.sendReport(now, p, buf[:n])
 			}
 		}
 	}
 	if rr {
 		if r, ok := p.mmp.BuildReceiverReport(now); ok {
-			if n, err := r.MarshalTo(buf[:]); err == nil {
+			if n, err := marshalReceiverReportOn(p, r, buf[:]); err == nil {
 				m.sendReport(now, p, buf[:n])
 			}
 		}

@@ -199,14 +199,14 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 			return nil
 		}
 		m.log.Debug("cross-connection: their outbound link wins", "peer", existing.String())
-		m.replaceSession(now, existing, u.sess, t, addr, Inbound, 0)
+		m.replaceSession(now, existing, u.sess, t, addr, Inbound, 0, linkMeta{})
 		m.peerUp(existing)
 		return existing
 	case existing != nil:
 		m.stats.PeerRestarts++
 		oldEpoch, loser := existing.Epoch, existing.LinkID
 		m.removePeerKeeping(now, existing, "peer restarted", false, addrKey{t, addr})
-		p := m.promote(now, u.pk, u.epoch, t, addr, Inbound, u.sess.s, u.sess.ourIndex, u.sess.theirIndex, 0)
+		p := m.promote(now, u.pk, u.epoch, t, addr, Inbound, u.sess.s, u.sess.ourIndex, u.sess.theirIndex, 0, linkMeta{})
 		if p != nil {
 			m.restartedOnPromotion(p, loser, oldEpoch)
 		}
@@ -216,5 +216,5 @@ func (m *Manager) prove(now time.Time, u *unproven, t transport.ID, addr transpo
 		m.stats.Msg1PeerLimit++
 		return nil
 	}
-	return m.promote(now, u.pk, u.epoch, t, addr, Inbound, u.sess.s, u.sess.ourIndex, u.sess.theirIndex, 0)
+	return m.promote(now, u.pk, u.epoch, t, addr, Inbound, u.sess.s, u.sess.ourIndex, u.sess.theirIndex, 0, linkMeta{})
 }

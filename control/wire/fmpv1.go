@@ -144,3 +144,26 @@ func PutFMPv1FrameHeader(b []byte, flags uint8, receiverIndex uint32, counter ui
 	}
 	return n, err
 }
+
+// ParseFMPFrameAny decodes an established frame of either link format
+// (version 0 or 1); FMPFrame.Version says which.
+func ParseFMPFrameAny(b []byte) (FMPFrame, error) {
+	if len(b) > 0 && b[0]>>4 == FMPVersionNext {
+		return ParseFMPv1Frame(b)
+	}
+	return ParseFMPFrame(b)
+}
+
+// Version is the FMP version nibble of the frame's header.
+func (f FMPFrame) Version() uint8 {
+	if len(f.Header) == 0 {
+		return 0
+	}
+	return f.Header[0] >> 4
+}
+
+// IsEstablishedFrameAny reports whether b starts like an established
+// frame of either link format (first byte 0x00 or 0x10).
+func IsEstablishedFrameAny(b []byte) bool {
+	return len(b) > 0 && (b[0] == FMPVersion<<4|FMPPhaseEstablished || b[0] == FMPVersionNext<<4|FMPPhaseEstablished)
+}

@@ -211,3 +211,31 @@ func putTLVs(b []byte, tlvs []TLV) int {
 	}
 	return off
 }
+
+// FMPFeatures is the features field upstream's `next` sends for a node
+// profile (NegotiationPayload::fmp): the profile in bits 0–2 and the MMP
+// reports that profile provides and wants. Full provides and wants both
+// reports (0x78), NonRouting provides both and wants only receiver
+// reports (0x59), Leaf provides receiver reports and wants none (0x12).
+func FMPFeatures(p NodeProfile) uint64 {
+	f := uint64(p) & FMPFeatProfileMask
+	switch p {
+	case ProfileFull:
+		f |= FMPFeatProvidesSR | FMPFeatProvidesRR | FMPFeatWantsSR | FMPFeatWantsRR
+	case ProfileNonRouting:
+		f |= FMPFeatProvidesSR | FMPFeatProvidesRR | FMPFeatWantsRR
+	case ProfileLeaf:
+		f |= FMPFeatProvidesRR
+	}
+	return f
+}
+
+// FMPNegotiation is the payload an FMP v1 link handshake carries for a
+// node profile: versions 1 to 1 and FMPFeatures(p), no TLVs (10 bytes).
+func FMPNegotiation(p NodeProfile) Negotiation {
+	return Negotiation{VersionMin: FMPVersionNext, VersionMax: FMPVersionNext, Features: FMPFeatures(p)}
+}
+
+// ProfilesCompatible is upstream's pairing rule: at least one end of a
+// link must be Full.
+func ProfilesCompatible(a, b NodeProfile) bool { return a == ProfileFull || b == ProfileFull }
