@@ -157,6 +157,7 @@ func runDaemon(ctx context.Context, cfgPath string, stderr io.Writer) error {
 			NoECN: !cfg.Dataplane.ECNEnabled(), AFXDP: cfg.Dataplane.AFXDP,
 			XSKTransmit:    cfg.Dataplane.AFXDPTransmit == config.AFXDPTransmitXSK,
 			AFXDPBusyPoll:  time.Duration(cfg.Dataplane.AFXDPBusyPollUS) * time.Microsecond,
+			AcceptNext:     speaksNext(cfg),
 			XDPAttach:      cfg.Dataplane.XDPAttach,
 			HandshakeBurst: cfg.Node.RateLimit.HandshakeBurst, HandshakeRate: cfg.Node.RateLimit.HandshakeRate},
 		Rendezvous: rdv,
@@ -469,7 +470,31 @@ func sessionConfig(cfg *config.Config) session.Config {
 		sp := session.PQPeerModes(peers)
 		c.PQPeers = &sp
 	}
+	// A node that speaks upstream next's links runs sessions of both
+	// patterns (XK with master nodes, XX with next ones, decided per
+	// session: docs/next.md §15.4); one that speaks master's only keeps
+	// XK, byte for byte as before.
+	if speaksNext(cfg) {
+		c.Patterns = &session.Patterns{Default: session.PatternAuto}
+	}
 	return c
+}
+
+// speaksNext reports whether the node takes links in upstream next's
+// format: node.wire_format or some peer's is v1 or auto. Such a node's
+// XDP program, TCP/Tor streams and Ethernet transports also take next's
+// packets (each judged by its own version), and its sessions run both
+// patterns.
+func speaksNext(cfg *config.Config) bool {
+	if f := cfg.Node.WireFormat; f == config.WireV1 || f == config.WireAuto {
+		return true
+	}
+	for _, p := range cfg.Peers {
+		if p.WireFormat == config.WireV1 || p.WireFormat == config.WireAuto {
+			return true
+		}
+	}
+	return false
 }
 
 // buildTransports makes the configured transports; ids maps
@@ -503,6 +528,7 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 			BindAddr: bind, MTU: int(c.MTU), ConnectTimeout: time.Duration(c.ConnectTimeoutMs) * time.Millisecond,
 			NoDelay: c.NoDelay, KeepaliveSecs: int(c.KeepaliveSecs), RecvBufSize: int(c.RecvBufSize),
 			SendBufSize: int(c.SendBufSize), MaxInboundConnections: int(c.EffectiveMaxInbound(cfg.Node.Limits.MaxConnections)),
+			Next: speaksNext(cfg),
 		}, log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("transports.tcp%s: %w", instSuffix(inst.Name), err)
@@ -512,7 +538,9 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		next++
 	}
 	for _, inst := range cfg.Transports.Tor.List() {
-		t, err := tor.New(next, inst.Name, torOptions(*inst.Config), log)
+		o := torOptions(*inst.Config)
+		o.Next = speaksNext(cfg)
+		t, err := tor.New(next, inst.Name, o, log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("transports.tor%s: %w", instSuffix(inst.Name), err)
 		}
@@ -524,7 +552,9 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		if !ethernet.Supported {
 			break // unimplementedTransports names them
 		}
-		t, err := ethernet.New(next, inst.Name, ethernetOptions(*inst.Config, key), log)
+		o := ethernetOptions(*inst.Config, key)
+		o.Next = speaksNext(cfg)
+		t, err := ethernet.New(next, inst.Name, o, log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("transports.ethernet%s: %w", instSuffix(inst.Name), err)
 		}

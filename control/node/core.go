@@ -497,6 +497,31 @@ func (e coreTreeEnv) PeerKey(peerAddr identity.NodeAddr) (identity.PublicKey, bo
 	return identity.PublicKey{}, false
 }
 
+// PeerProfile is the profile an active peer declared on a link in
+// upstream next's format (false: a master link, or no such peer): the
+// tree takes no non-Full peer as parent, the router sends no one else's
+// traffic or lookups through one.
+func (e coreTreeEnv) PeerProfile(a identity.NodeAddr) (wire.NodeProfile, bool) {
+	return peerProfile(e.c, a)
+}
+
+func peerProfile(c *Core, a identity.NodeAddr) (wire.NodeProfile, bool) {
+	if p := c.peers.Peer(a); p != nil && p.V1() {
+		return p.Profile(), true
+	}
+	return wire.ProfileFull, false
+}
+
+// PeerProfile: see coreTreeEnv.PeerProfile.
+func (l coreLinks) PeerProfile(a identity.NodeAddr) (wire.NodeProfile, bool) { return peerProfile(l.c, a) }
+
+// LinkIsNext reports whether the link to a is in upstream next's format
+// (lookups are encoded in next's layouts on it).
+func (l coreLinks) LinkIsNext(a identity.NodeAddr) bool {
+	p := l.c.peers.Peer(a)
+	return p != nil && p.V1()
+}
+
 // coreBloomEnv adapts the link layer and the tree for the filters.
 type coreBloomEnv struct{ c *Core }
 

@@ -83,6 +83,9 @@ type Options struct {
 	// RetryMin and RetryMax bound the backoff between attempts to bring
 	// the onion service up (0: 1 s and 60 s).
 	RetryMin, RetryMax time.Duration
+	// Next also frames upstream next's version-1 packets on the streams
+	// (tcp.Options.Next).
+	Next bool
 }
 
 // Validate reports the first problem with o.
@@ -182,6 +185,7 @@ func New(id transport.ID, name string, opts Options, log *slog.Logger) (*Transpo
 	// Every inbound stream comes from Tor on loopback: one source.
 	to.MaxInboundPerSource = max(opts.MaxInboundConnections, 1)
 	to.Dial = t.dial
+	to.Next = opts.Next
 	switch opts.Mode {
 	case ModeDirectory:
 		to.BindAddr = opts.BindAddr
