@@ -49,5 +49,5 @@ func sessionEntryJSON(e session.SnapshotEntry) ctl.SessionEntry {
 	return ctl.SessionEntry{RemoteAddr: e.RemoteAddr, State: e.State, IsInitiator: e.IsInitiator, LastActivityMs: e.LastActivityMs,
 		Npub: e.Npub, Stats: ctl.SessionEntryStats(e.Stats), ResendCount: e.ResendCount, SessionStartMs: e.SessionStartMs,
 		CurrentKBit: e.CurrentKBit, CoordsWarmupRemaining: e.CoordsWarmupRemaining, IsDraining: e.IsDraining,
-		PostQuantum: e.PostQuantum}
+		PostQuantum: e.PostQuantum, NoisePattern: e.NoisePattern}
 }

@@ -33,8 +33,20 @@ func showPeerFormats(t *testing.T, n *Node) map[string]string {
 // C only upstream next's (v1), B both (auto). B links to A over IK and
 // to C over XX, and ping6 by name runs A→C and C→A through B; B's
 // show_peers says which format each link runs.
+//
+// It runs over each transport that carries both formats: UDP, TCP (each
+// packet of a stream framed by its own version) and Ethernet (next's
+// 4-byte data header told from master's by the FMP byte). The A–C
+// session is XK: A speaks master's sessions only, C both (a node that
+// speaks next runs both session patterns).
 func TestWireFormatsMixedLine(t *testing.T) {
-	m := New(t, Options{IPv6: true})
+	for _, tr := range []string{"udp", "tcp", "ethernet"} {
+		t.Run(tr, func(t *testing.T) { wireFormatsMixedLine(t, tr) })
+	}
+}
+
+func wireFormatsMixedLine(t *testing.T, transport string) {
+	m := New(t, Options{IPv6: true, Transport: transport})
 	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
 	m.Link(a, b)
 	m.Link(b, c)
@@ -70,7 +82,28 @@ func TestWireFormatsMixedLine(t *testing.T) {
 			t.Fatalf("ping6 %s → %s by name: %v\n%s\nB:\n%s", d.from, d.to.Name, err, out, b.Logs())
 		}
 	}
+	for _, n := range []*Node{a, c} {
+		var ss struct {
+			Sessions []struct {
+				Npub         string `json:"npub"`
+				State        string `json:"state"`
+				NoisePattern string `json:"noise_pattern"`
+			} `json:"sessions"`
+		}
+		if err := n.Call("show_sessions", nil, &ss); err != nil {
+			t.Fatal(err)
+		}
+		ok := false
+		for _, s := range ss.Sessions {
+			if (s.Npub == a.Npub() || s.Npub == c.Npub()) && s.State == "established" && s.NoisePattern == "XK" {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s's sessions: %+v; want an established XK session with the other end", n.Name, ss.Sessions)
+		}
+	}
 	defer IperfServer(t, m, c)()
 	bps := iperf(t, m, "a", addrC, 3)
-	t.Logf("iperf3 A→C, A v0 – B auto – C v1: %.0f Mbit/s", bps/1e6)
+	t.Logf("iperf3 A→C over %s, A v0 – B auto – C v1: %.0f Mbit/s", transport, bps/1e6)
 }
