@@ -329,7 +329,10 @@ func (w *Worker) Receive(t transport.ID, from transport.Addr, b []byte, arrived 
 		return false
 	}
 	l := w.e.cfg.Links.Published().Lookup(t, f.ReceiverIndex)
-	if l == nil {
+	if l == nil || l.V1() != (f.Version() == wire.FMPVersionNext) {
+		// Not this link's format: the loop drops and counts it as a node
+		// configured for that format does (another version, or a
+		// version mismatch), never decrypting it.
 		return false
 	}
 	if ce {

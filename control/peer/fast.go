@@ -109,6 +109,10 @@ func (l *FastLink) Proving() bool { return l.cand != nil }
 // Peer is the link's peer.
 func (l *FastLink) Peer() *Peer { return l.peer }
 
+// V1 reports whether the link's frames carry FMP version 1 (upstream
+// next's format); a frame of the other version is never opened on it.
+func (l *FastLink) V1() bool { return l.sess.v1 }
+
 // FastTx is how a worker sends to a peer: its current session, where it
 // is, and its link metrics, as of the last publication.
 type FastTx struct {
