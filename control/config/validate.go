@@ -356,31 +356,14 @@ func isLoopbackAddr(addr string) bool {
 	return host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" || strings.HasPrefix(host, "127.")
 }
 
-// lintWireFormat warns where v1 links are asked for but cannot run yet:
-// only the UDP transport carries upstream next's format so far (stream
-// framing and the Ethernet header are docs/next.md step 13), and
-// node.disable_routing only changes what v1 links declare.
+// lintWireFormat warns where a wire-format setting does nothing:
+// node.disable_routing only changes what v1 links declare. (Every
+// transport carries both formats: UDP datagrams by their version nibble,
+// TCP/Tor streams and Ethernet frames packet by packet.)
 func (c *Config) lintWireFormat() []Warning {
 	var ws []Warning
 	v1 := func(f string) bool { return f == WireV1 || f == WireAuto }
 	node := c.Node.WireFormat
-	if v1(node) && (len(c.Transports.TCP.List()) > 0 || len(c.Transports.Tor.List()) > 0 || len(c.Transports.Ethernet.List()) > 0) {
-		ws = append(ws, c.warn("node.wire_format", "%s: v1 (upstream next) links run over UDP only so far; TCP, Tor and Ethernet carry v0 links", node))
-	}
-	for i, p := range c.Peers {
-		f := p.WireFormat
-		if f == "" {
-			f = node
-		}
-		if f != WireV1 {
-			continue
-		}
-		for j, a := range p.Addresses {
-			if a.Transport != "udp" && !strings.HasPrefix(a.Transport, "udp/") {
-				ws = append(ws, c.warn(fmt.Sprintf("peers[%d].addresses[%d].transport", i, j), "%s: this peer's links are v1 only, which %s does not carry yet; the address will not link", a.Transport, a.Transport))
-			}
-		}
-	}
 	if c.Node.DisableRouting && !v1(node) {
 		ws = append(ws, c.warn("node.disable_routing", "only declared on v1 (upstream next) links, and node.wire_format is v0"))
 	}
