@@ -513,7 +513,9 @@ func peerProfile(c *Core, a identity.NodeAddr) (wire.NodeProfile, bool) {
 }
 
 // PeerProfile: see coreTreeEnv.PeerProfile.
-func (l coreLinks) PeerProfile(a identity.NodeAddr) (wire.NodeProfile, bool) { return peerProfile(l.c, a) }
+func (l coreLinks) PeerProfile(a identity.NodeAddr) (wire.NodeProfile, bool) {
+	return peerProfile(l.c, a)
+}
 
 // LinkIsNext reports whether the link to a is in upstream next's format
 // (lookups are encoded in next's layouts on it).
