@@ -534,7 +534,16 @@ func (m *Manager) cutover(now time.Time, p *Peer, next *linkSession, initiator b
 	next.start = now
 	next.rekeyAt = now.Add(m.cfg.RekeyAfter + m.jitter())
 	p.kbit = !p.kbit
-	next.kbit, next.v1 = p.kbit, p.v1
+	// A candidate the workers already hold (an answered rekey or
+	// post-quantum upgrade, published for the fast path) was made with
+	// these values: written only when they differ, so no worker reading
+	// them races with the loop.
+	if next.kbit != p.kbit {
+		next.kbit = p.kbit
+	}
+	if next.v1 != p.v1 {
+		next.v1 = p.v1
+	}
 	p.cur = next
 	m.setIndex(linkKey{p.Transport, next.ourIndex}, &indexEntry{peer: p, sess: next})
 	p.mmp.ResetForRekey(now) // timestamps restart with the new session

@@ -356,7 +356,7 @@ func (m *Manager) pqAnswer(now time.Time, p *Peer, id [wire.PQIDSize]byte, offer
 	keys, th := ex.Keys, ex.TH
 	sess := noise.NewDerivedSession(x.epoch.s, keys.AnswererToOfferer, keys.OffererToAnswerer, keys.Exporter)
 	u := &unproven{t: p.Transport, addr: p.Addr, pk: p.PublicKey, na: p.NodeAddr, epoch: p.Epoch, at: now, rekeyOf: p, pq: true,
-		msg1Hash: th, sess: &linkSession{s: sess, ourIndex: ourIdx, theirIndex: wire.LinkPQIndex(offer), kbit: !p.kbit, pq: true}}
+		msg1Hash: th, sess: &linkSession{s: sess, ourIndex: ourIdx, theirIndex: wire.LinkPQIndex(offer), kbit: !p.kbit, pq: true, v1: p.v1}}
 	m.addUnproven(u)
 	x.id, x.answered, x.accept, x.cand = id, true, accept, u
 	m.stats.PQAccepted++
@@ -388,7 +388,7 @@ func (m *Manager) pqFinish(now time.Time, p *Peer, accept []byte) {
 	}
 	keys := ex.Keys
 	next := &linkSession{s: noise.NewDerivedSession(x.epoch.s, keys.OffererToAnswerer, keys.AnswererToOfferer, keys.Exporter),
-		ourIndex: x.ourIndex, theirIndex: wire.LinkPQIndex(accept), pq: true}
+		ourIndex: x.ourIndex, theirIndex: wire.LinkPQIndex(accept), pq: true, v1: p.v1}
 	delete(m.pqIndices, linkKey{p.Transport, x.ourIndex})
 	x.dk = nil // the index is the session's now, not a reservation
 	m.cutover(now, p, next, true)
