@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fips-go/fips/control/peer"
 	"github.com/fips-go/fips/control/pq"
 )
 
@@ -16,9 +17,18 @@ import (
 // follow as they follow a rekey's; no packet is lost, and every link ends
 // post-quantum.
 func TestEngineLinkPQRekeysLoseNoPacket(t *testing.T) {
+	for _, f := range []peer.WireFormat{peer.WireV0, peer.WireV1} {
+		t.Run(f.String(), func(t *testing.T) { engineLinkPQRekeys(t, f) })
+	}
+}
+
+// engineLinkPQRekeys runs the stream with every link in format f (v1:
+// upstream next's XX links, whose post-quantum sessions keep the format).
+func engineLinkPQRekeys(t *testing.T, f peer.WireFormat) {
 	ignore := goleak.IgnoreCurrent()
 	o := rekeyOptions()
 	o.Peer.PQ = pq.Required
+	o.Peer.WireFormat = f
 	a, b, c := engineRekeyStream(t, o, 5)
 	for _, n := range []*loopNode{a, b, c} {
 		if !waitFor(5*time.Second, func() bool {
