@@ -74,7 +74,9 @@ func rendezvousOptions(cfg *config.Config, id *identity.Identity, ids map[string
 		return node.RendezvousOptions{}, nil
 	}
 	secs := func(v uint64) time.Duration { return time.Duration(v) * time.Second }
-	svc, err := rendezvous.New(rendezvousConfig(ns, id, log))
+	rc := rendezvousConfig(ns, id, log)
+	rc.Namespaces = nostrNamespaces(cfg)
+	svc, err := rendezvous.New(rc)
 	if err != nil {
 		return node.RendezvousOptions{}, fmt.Errorf("node.rendezvous.nostr: %w", err)
 	}
@@ -184,6 +186,33 @@ func adoptUDPConfig(cfg *config.Config) udp.Options {
 	return o
 }
 
+// nostrNamespaces are the discovery overlays for the node's wire format:
+// master's (fips-overlay-v1) for v0, next's (fips-overlay-v1-next) for
+// v1, both for auto, so each branch's nodes find the node under their own
+// namespace. The app in the protocol tag is node.rendezvous.nostr.app;
+// left at master's default, next's namespace takes next's default
+// (its app is fips-overlay-v1-next).
+func nostrNamespaces(cfg *config.Config) []rendezvous.Namespace {
+	app := cfg.Node.Rendezvous.Nostr.App
+	master := rendezvous.Namespace{Identifier: rendezvous.AdvertIdentifier, App: app}
+	next := rendezvous.Namespace{Identifier: rendezvous.AdvertIdentifierNext, App: nextApp(app)}
+	switch cfg.Node.WireFormat {
+	case config.WireV1:
+		return []rendezvous.Namespace{next}
+	case config.WireAuto:
+		return []rendezvous.Namespace{master, next}
+	}
+	return []rendezvous.Namespace{master}
+}
+
+// nextApp is the app a next namespace uses for the configured one.
+func nextApp(app string) string {
+	if app == "" || app == rendezvous.AdvertIdentifier {
+		return rendezvous.AdvertIdentifierNext
+	}
+	return app
+}
+
 // lanOptions is node.rendezvous.lan, with upstream's scope rule:
 // lan.scope when set, else the Nostr app without a "fips-overlay-v1:"
 // prefix (so the default app gives the scope "fips-overlay-v1").
@@ -198,6 +227,9 @@ func lanOptions(cfg *config.Config, log *slog.Logger) node.LANOptions {
 	}
 	if scope == "" {
 		app := cfg.Node.Rendezvous.Nostr.App
+		if cfg.Node.WireFormat == config.WireV1 {
+			app = nextApp(app) // next's default app is its scope
+		}
 		scope = strings.TrimSpace(strings.TrimPrefix(app, rendezvous.AdvertIdentifier+":"))
 	}
 	log.Info("LAN rendezvous configured: the node will announce itself on mDNS and dial the FIPS nodes it finds there",

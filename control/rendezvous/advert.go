@@ -89,7 +89,11 @@ func PubliclyUsable(e Endpoint) bool {
 // publicly-usable filter, and signalRelays/stunServers required with a
 // udp:nat endpoint and stripped without one.
 func ValidateAdvert(a OverlayAdvert) (OverlayAdvert, error) {
-	if a.Identifier != AdvertIdentifier {
+	return validateAdvert(a, AdvertIdentifier)
+}
+
+func validateAdvert(a OverlayAdvert, identifier string) (OverlayAdvert, error) {
+	if a.Identifier != identifier {
 		return a, fmt.Errorf("%w: unsupported identifier %q", ErrInvalidAdvert, a.Identifier)
 	}
 	if a.Version != AdvertVersion {
@@ -146,6 +150,13 @@ func DecodeAdvertContent(content []byte) (OverlayAdvert, error) {
 // protocol tag against app, and its content. It does not judge freshness
 // (see ValidUntilMs).
 func ParseAdvertEvent(ev *nostr.Event, app string) (OverlayAdvert, error) {
+	return ParseAdvertEventIn(ev, Namespace{Identifier: AdvertIdentifier, App: app})
+}
+
+// ParseAdvertEventIn is ParseAdvertEvent for the namespace ns: the
+// protocol tag must be ns.App and the body's identifier ns.Identifier.
+func ParseAdvertEventIn(ev *nostr.Event, ns Namespace) (OverlayAdvert, error) {
+	app := ns.App
 	if err := CheckEvent(ev); err != nil {
 		return OverlayAdvert{}, err
 	}
@@ -163,7 +174,7 @@ func ParseAdvertEvent(ev *nostr.Event, app string) (OverlayAdvert, error) {
 	if err != nil {
 		return a, err
 	}
-	return ValidateAdvert(a)
+	return validateAdvert(a, ns.Identifier)
 }
 
 // CheckEvent verifies an event as standard Nostr tooling does: the id is
@@ -453,7 +464,7 @@ func BuildAdvertEvent(pubHex string, a OverlayAdvert, app string, ttlSecs uint64
 		CreatedAt: nostr.Timestamp(nowMs / 1000),
 		Kind:      AdvertKind,
 		Tags: nostr.Tags{
-			{"d", AdvertIdentifier},
+			{"d", a.Identifier},
 			{"protocol", app},
 			{"version", ProtocolVersion},
 			{"expiration", strconv.FormatUint(exp, 10)},

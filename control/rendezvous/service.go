@@ -39,20 +39,23 @@ type Config struct {
 	STUNServers          []string
 	ShareLocalCandidates bool
 	App                  string
-	SignalTTL            time.Duration
-	ReplayWindow         time.Duration
-	AttemptTimeout       time.Duration
-	PunchStartDelay      time.Duration
-	PunchInterval        time.Duration
-	PunchDuration        time.Duration
-	AdvertTTL            time.Duration
-	AdvertRefresh        time.Duration
-	MaxIncomingOffers    int
-	MaxOffersPerNpub     int
-	AdvertCacheMax       int
-	SeenSessionsMax      int
-	Failure              FailurePolicy
-	Log                  *slog.Logger
+	// Namespaces are the overlays the node publishes its advert under and
+	// reads others' from; empty means master's alone, with App.
+	Namespaces        []Namespace
+	SignalTTL         time.Duration
+	ReplayWindow      time.Duration
+	AttemptTimeout    time.Duration
+	PunchStartDelay   time.Duration
+	PunchInterval     time.Duration
+	PunchDuration     time.Duration
+	AdvertTTL         time.Duration
+	AdvertRefresh     time.Duration
+	MaxIncomingOffers int
+	MaxOffersPerNpub  int
+	AdvertCacheMax    int
+	SeenSessionsMax   int
+	Failure           FailurePolicy
+	Log               *slog.Logger
 	// Now is the wall clock (tests move it); nil: time.Now.
 	Now func() time.Time
 	// TestMapTarget, for tests on loopback only, rewrites each planned
@@ -215,6 +218,20 @@ func New(cfg Config) (*Service, error) {
 	if cfg.App == "" {
 		cfg.App = AdvertIdentifier
 	}
+	if len(cfg.Namespaces) == 0 {
+		cfg.Namespaces = []Namespace{{Identifier: AdvertIdentifier, App: cfg.App}}
+	}
+	for i, ns := range cfg.Namespaces {
+		if ns.Identifier == "" || ns.App == "" {
+			return nil, fmt.Errorf("rendezvous: namespace %d has no identifier or app", i)
+		}
+		for _, o := range cfg.Namespaces[:i] {
+			if o.Identifier == ns.Identifier {
+				return nil, fmt.Errorf("rendezvous: namespace %q given twice", ns.Identifier)
+			}
+		}
+	}
+	cfg.Namespaces = slices.Clone(cfg.Namespaces)
 	norm := func(in []string) []string {
 		var out []string
 		for _, u := range in {
@@ -289,7 +306,7 @@ func (s *Service) Start(ctx context.Context) {
 			fs = append(fs, nostr.Filter{Kinds: []int{SignalKind}, Tags: nostr.TagMap{"p": {own}}, LimitZero: true})
 		}
 		if slices.Contains(s.advertRelays, url) {
-			fs = append(fs, nostr.Filter{Kinds: []int{AdvertKind}, Tags: nostr.TagMap{"d": {AdvertIdentifier}}})
+			fs = append(fs, nostr.Filter{Kinds: []int{AdvertKind}, Tags: nostr.TagMap{"d": s.identifiers()}})
 		}
 		return fs
 	}, s.deliver)
@@ -419,7 +436,7 @@ func (s *Service) localAdvert() (OverlayAdvert, bool) {
 	if len(kept) == 0 {
 		return OverlayAdvert{}, false
 	}
-	a := OverlayAdvert{Identifier: AdvertIdentifier, Version: AdvertVersion, Endpoints: kept}
+	a := OverlayAdvert{Version: AdvertVersion, Endpoints: kept}
 	if a.HasNAT() {
 		a.SignalRelays = slices.Clone(s.dmRelays)
 		a.StunServers = slices.Clone(s.cfg.STUNServers)
@@ -452,8 +469,18 @@ func (s *Service) publishAdvert() {
 	if s.relays.count() == 0 {
 		return // each relay connection requests a publish
 	}
+	for i, ns := range s.cfg.Namespaces {
+		a.Identifier = ns.Identifier
+		s.publishIn(ns, a, i == 0)
+	}
+}
+
+// publishIn signs and sends the advert a under the namespace ns; first
+// says it is the node's main namespace, whose body and event id are
+// recorded.
+func (s *Service) publishIn(ns Namespace, a OverlayAdvert, first bool) {
 	body, _ := json.Marshal(a)
-	ev, err := BuildAdvertEvent(s.keys.PublicHex, a, s.cfg.App, uint64(s.cfg.AdvertTTL/time.Second), s.nowMs())
+	ev, err := BuildAdvertEvent(s.keys.PublicHex, a, ns.App, uint64(s.cfg.AdvertTTL/time.Second), s.nowMs())
 	if err == nil {
 		err = ev.Sign(s.keys.SecretHex)
 	}
@@ -469,12 +496,43 @@ func (s *Service) publishAdvert() {
 		return
 	}
 	s.c.advertsPublished.Add(1)
-	s.mu.Lock()
-	s.published, s.advertID = string(body), ev.ID
-	s.mu.Unlock()
+	if first {
+		s.mu.Lock()
+		s.published, s.advertID = string(body), ev.ID
+		s.mu.Unlock()
+	}
 	// Our own advert is cached too (never used as a candidate).
 	s.ingestAdvert(&ev)
-	s.log.Info("overlay advert published", "id", ev.ID, "relays", n, "endpoints", endpointSummary(a.Endpoints))
+	log := []any{"id", ev.ID, "relays", n, "endpoints", endpointSummary(a.Endpoints)}
+	if len(s.cfg.Namespaces) > 1 {
+		log = append(log, "namespace", ns.Identifier)
+	}
+	s.log.Info("overlay advert published", log...)
+}
+
+// identifiers are the d tags of the node's namespaces.
+func (s *Service) identifiers() []string {
+	out := make([]string, len(s.cfg.Namespaces))
+	for i, ns := range s.cfg.Namespaces {
+		out[i] = ns.Identifier
+	}
+	return out
+}
+
+// parseAdvert parses ev in the namespace its d tag names, which must be
+// one of the node's.
+func (s *Service) parseAdvert(ev *nostr.Event) (OverlayAdvert, error) {
+	d := ev.Tags.GetD()
+	for _, ns := range s.cfg.Namespaces {
+		if ns.Identifier == d {
+			return ParseAdvertEventIn(ev, ns)
+		}
+	}
+	if len(s.cfg.Namespaces) == 1 {
+		// One namespace: its checks name what is wrong, as before.
+		return ParseAdvertEventIn(ev, s.cfg.Namespaces[0])
+	}
+	return OverlayAdvert{}, fmt.Errorf("%w: identifier %q is none of this node's", ErrInvalidAdvert, d)
 }
 
 func endpointSummary(eps []Endpoint) string {
@@ -509,7 +567,7 @@ func (s *Service) publishInbox(url string) {
 // advert when it is valid, whether or not the cache kept it.
 func (s *Service) ingestAdvert(ev *nostr.Event) (OverlayAdvert, bool) {
 	now := s.nowMs()
-	a, err := ParseAdvertEvent(ev, s.cfg.App)
+	a, err := s.parseAdvert(ev)
 	if err != nil {
 		s.c.advertsRejected.Add(1)
 		s.log.Debug("overlay advert rejected", "author", ev.PubKey, "error", err)
@@ -577,7 +635,7 @@ func (s *Service) FetchAdvert(ctx context.Context, pk identity.PublicKey) (Overl
 	qctx, cancel := context.WithTimeout(ctx, advertFetchTimeout)
 	defer cancel()
 	evs := s.relays.query(qctx, s.advertRelays, nostr.Filter{Authors: []string{pk.Hex()}, Kinds: []int{AdvertKind},
-		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
+		Tags: nostr.TagMap{"d": s.identifiers()}}, 16)
 	slices.SortFunc(evs, func(a, b *nostr.Event) int { return int(b.CreatedAt - a.CreatedAt) })
 	for _, ev := range evs {
 		if ev.PubKey != pk.Hex() {
@@ -608,14 +666,14 @@ func (s *Service) RefetchAdvert(ctx context.Context, pk identity.PublicKey) stri
 	qctx, cancel := context.WithTimeout(ctx, advertFetchTimeout)
 	defer cancel()
 	evs := s.relays.query(qctx, s.advertRelays, nostr.Filter{Authors: []string{pk.Hex()}, Kinds: []int{AdvertKind},
-		Tags: nostr.TagMap{"d": {AdvertIdentifier}}}, 16)
+		Tags: nostr.TagMap{"d": s.identifiers()}}, 16)
 	old, had := s.CachedAdvert(pk)
 	var newest *nostr.Event
 	for _, ev := range evs {
 		if ev.PubKey != pk.Hex() {
 			continue
 		}
-		if _, err := ParseAdvertEvent(ev, s.cfg.App); err != nil {
+		if _, err := s.parseAdvert(ev); err != nil {
 			continue
 		}
 		if newest == nil || ev.CreatedAt > newest.CreatedAt {

@@ -7,20 +7,33 @@ import (
 
 // Event kinds and fixed identifiers (upstream's types.rs).
 const (
-	AdvertKind        = 37195 // parameterized replaceable; digits spell F-I-P-S
-	AdvertIdentifier  = "fips-overlay-v1"
-	AdvertVersion     = 1
-	ProtocolVersion   = "1"
-	SignalKind        = 21059 // NIP-59 gift wrap in the ephemeral range
-	InboxRelaysKind   = 10050 // NIP-17 DM relay list
-	DeletionKind      = 5
-	RumorKind         = 14
-	SealKind          = 13
-	TransportNameNAT  = "nostr-nat"
-	msgTypeOffer      = "offer"
-	msgTypeAnswer     = "answer"
-	reasonNoAddresses = "no-usable-addresses"
+	AdvertKind       = 37195 // parameterized replaceable; digits spell F-I-P-S
+	AdvertIdentifier = "fips-overlay-v1"
+	// AdvertIdentifierNext is upstream next's namespace (its types.rs):
+	// next nodes publish and read adverts only under it, and it is also
+	// their default app.
+	AdvertIdentifierNext = "fips-overlay-v1-next"
+	AdvertVersion        = 1
+	ProtocolVersion      = "1"
+	SignalKind           = 21059 // NIP-59 gift wrap in the ephemeral range
+	InboxRelaysKind      = 10050 // NIP-17 DM relay list
+	DeletionKind         = 5
+	RumorKind            = 14
+	SealKind             = 13
+	TransportNameNAT     = "nostr-nat"
+	msgTypeOffer         = "offer"
+	msgTypeAnswer        = "answer"
+	reasonNoAddresses    = "no-usable-addresses"
 )
+
+// Namespace is one discovery overlay: the advert's identifier (its d tag
+// and the identifier in its body) and the app in its protocol tag. Master
+// and next publish under different identifiers, so neither finds the
+// other's adverts; a node speaking both formats reads and publishes both.
+type Namespace struct {
+	Identifier string
+	App        string
+}
 
 // Endpoint transports an advert may carry. Anything else makes upstream
 // reject the whole advert, so none other is ever published or accepted.
