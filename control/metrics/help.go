@@ -235,6 +235,7 @@ func counterHelp() map[string]string {
 		"link.msg1_sources_evicted":         "Rate-limit source buckets evicted from the bounded table.",
 		"link.msg1_replayed":                "Copies of an already-authenticated msg1 refused before cryptography.",
 		"link.msg1_not_accepting":           "Handshake msg1 refused: the transport does not accept connections.",
+		"link.msg1_dial_waiver":             "Handshake msg1 taken although the transport does not accept connections, because a dial of ours to its source is in flight.",
 		"link.msg1_decrypt_failed":          "Handshake msg1 that failed to decrypt.",
 		"link.msg1_duplicate":               "Duplicate handshake msg1.",
 		"link.msg1_acl_denied":              "Handshake msg1 refused by the ACL.",

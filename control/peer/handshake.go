@@ -215,7 +215,7 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 		m.rejected(t, from)
 		return
 	}
-	known, ok := m.admitInboundMsg1(now, t, from)
+	waiver, ok := m.admitInboundMsg1(now, t, from)
 	if !ok {
 		return
 	}
@@ -255,12 +255,9 @@ func (m *Manager) handleMsg1(now time.Time, t transport.ID, from transport.Addr,
 	}
 	// The established-link carve-out (own bucket, accept_connections
 	// bypass) was granted on the source address alone; the DH now says
-	// who sent it. Only the peer that owns the address may use it.
-	if known != nil && known.NodeAddr != na {
-		m.stats.Msg1IdentityMismatch++
-		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
-			"expected", m.name(known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
-		m.rejected(t, from)
+	// who sent it. Only the peer that owns the address (or the key we
+	// are dialling there) may use it.
+	if m.waiverMismatch(waiver, na, t, from) {
 		return
 	}
 	if !m.formatAllowed(na, false) {

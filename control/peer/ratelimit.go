@@ -3,6 +3,7 @@ package peer
 import (
 	"time"
 
+	"github.com/fips-go/fips/control/identity"
 	"github.com/fips-go/fips/control/ratelimit"
 	"github.com/fips-go/fips/control/transport"
 )
@@ -78,23 +79,79 @@ func (m *Manager) admitMsg1(now time.Time, t transport.ID, from transport.Addr, 
 	return m.stranger.TakeCounted(now, m.rates.stranger, &m.stats.Msg1StrangerLimited)
 }
 
+// msg1Waiver is whose a msg1 must turn out to be once its sender is
+// known, when it got past a transport that refuses strangers
+// (accept_connections: false) only because of its source address.
+type msg1Waiver struct {
+	// peer is the active peer that owns the address (also when the
+	// transport accepts: its msg1s draw from that peer's bucket).
+	peer *Peer
+	// dial is set when one of our own dials to the address is in flight,
+	// as upstream master and next admit it (a crossed dial needs the
+	// other side's msg1 answered); expect is the key dialled (zero for a
+	// dial that names none).
+	dial   bool
+	expect identity.NodeAddr
+}
+
+// mismatch reports a sender na the waiver was not granted for.
+func (w msg1Waiver) mismatch(na identity.NodeAddr) (identity.NodeAddr, bool) {
+	switch {
+	case w.peer != nil && w.peer.NodeAddr != na:
+		return w.peer.NodeAddr, true
+	case w.peer == nil && w.dial && w.expect != (identity.NodeAddr{}) && w.expect != na:
+		return w.expect, true
+	}
+	return identity.NodeAddr{}, false
+}
+
 // admitInboundMsg1 classifies a msg1 (of either format) by its source
 // and rate-limits it before any crypto: a source address that belongs to
 // an active peer (rekey, restart) draws from that peer's bucket and
 // bypasses accept_connections, so a flood of strangers cannot starve
-// rekeys. It returns that peer, if any, and whether to go on; refusals
-// are counted.
-func (m *Manager) admitInboundMsg1(now time.Time, t transport.ID, from transport.Addr) (*Peer, bool) {
-	known := m.byAddr[addrKey{t, from}]
-	if !m.admitMsg1(now, t, from, known) {
+// rekeys. A source we are dialling bypasses accept_connections too, but
+// draws from the strangers' buckets. It returns the waiver and whether
+// to go on; refusals are counted.
+func (m *Manager) admitInboundMsg1(now time.Time, t transport.ID, from transport.Addr) (msg1Waiver, bool) {
+	w := msg1Waiver{peer: m.byAddr[addrKey{t, from}]}
+	if !m.admitMsg1(now, t, from, w.peer) {
 		m.stats.Msg1RateLimited++
-		return nil, false
+		return msg1Waiver{}, false
 	}
-	if known == nil && !m.env.AcceptConnections(t) {
-		m.stats.Msg1NotAccepting++
-		return nil, false
+	if w.peer == nil && !m.env.AcceptConnections(t) {
+		l := m.dialTo(t, from)
+		if l == nil {
+			m.stats.Msg1NotAccepting++
+			return msg1Waiver{}, false
+		}
+		w.dial, w.expect = true, l.expectAddr
+		m.stats.Msg1DialWaiver++
 	}
-	return known, true
+	return w, true
+}
+
+// waiverMismatch drops a handshake whose sender na is not the one its
+// msg1's waiver was granted for, counted and logged as upstream does.
+func (m *Manager) waiverMismatch(w msg1Waiver, na identity.NodeAddr, t transport.ID, from transport.Addr) bool {
+	expected, bad := w.mismatch(na)
+	if !bad {
+		return false
+	}
+	m.stats.Msg1IdentityMismatch++
+	m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
+		"expected", m.name(expected), "actual", m.name(na), "transport_id", uint32(t))
+	m.rejected(t, from)
+	return true
+}
+
+// dialTo is a dial of ours (not a rekey) in flight to addr on t.
+func (m *Manager) dialTo(t transport.ID, addr transport.Addr) *leg {
+	for _, l := range m.legs {
+		if l.rekeyOf == nil && l.t == t && l.addr == addr {
+			return l
+		}
+	}
+	return nil
 }
 
 // takeHandshakeBudget draws a token for a handshake reply that costs a

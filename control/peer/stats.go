@@ -23,8 +23,11 @@ type Stats struct {
 	Msg1SourcesEvicted     uint64 `json:"msg1_sources_evicted"`
 	// Msg1Replayed: copies of a msg1 whose session already authenticated
 	// a frame, refused before cryptography.
-	Msg1Replayed         uint64 `json:"msg1_replayed"`
-	Msg1NotAccepting     uint64 `json:"msg1_not_accepting"`
+	Msg1Replayed     uint64 `json:"msg1_replayed"`
+	Msg1NotAccepting uint64 `json:"msg1_not_accepting"`
+	// Msg1DialWaiver: msg1s a transport that refuses strangers took
+	// because a dial of ours to their source is in flight.
+	Msg1DialWaiver       uint64 `json:"msg1_dial_waiver"`
 	Msg1DecryptFailed    uint64 `json:"msg1_decrypt_failed"`
 	Msg1Duplicate        uint64 `json:"msg1_duplicate"`
 	Msg1ACLDenied        uint64 `json:"msg1_acl_denied"`

@@ -48,9 +48,11 @@ type pendingV1 struct {
 	msg2       [v1Msg2Size]byte
 	at         time.Time
 	seq        uint64
-	// known is the active peer whose address the msg1 came from: it was
-	// admitted on that peer's bucket, so only that peer may complete it.
-	known *Peer
+	// waiver is whose the msg1 must be when it was admitted for its
+	// source address (an active peer's, on that peer's bucket, or one we
+	// are dialling on a transport that refuses strangers): only that
+	// identity may complete it.
+	waiver msg1Waiver
 	// msg3Own and msg3Other bound the DH a msg3 costs: from the address
 	// msg2 went to, and from anywhere else.
 	msg3Own, msg3Other ratelimit.Bucket
@@ -169,7 +171,7 @@ func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Add
 	// As for IK: classify and rate-limit before any crypto or reply. The
 	// reply is 3.5 times the request here, so this is what keeps the
 	// node from being a reflector (docs/next.md §13).
-	known, ok := m.admitInboundMsg1(now, t, from)
+	waiver, ok := m.admitInboundMsg1(now, t, from)
 	if !ok {
 		return
 	}
@@ -199,7 +201,7 @@ func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Add
 		m.log.Warn("cannot answer msg1", "error", err)
 		return
 	}
-	pd := &pendingV1{t: t, addr: from, hs: hs, ourIndex: ourIdx, theirIndex: h.SenderIndex, msg1Hash: sum, at: now, known: known}
+	pd := &pendingV1{t: t, addr: from, hs: hs, ourIndex: ourIdx, theirIndex: h.SenderIndex, msg1Hash: sum, at: now, waiver: waiver}
 	var pl [wire.NegotiationHeaderSize]byte
 	payload, err := m.ourNegotiation(pl[:])
 	if err != nil {
@@ -442,11 +444,7 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 		m.rejected(t, from)
 		return
 	}
-	if pd.known != nil && pd.known.NodeAddr != na {
-		m.stats.Msg1IdentityMismatch++
-		m.log.Warn("Msg1 admitted by the established-address waiver carries a different identity, dropping",
-			"expected", m.name(pd.known.NodeAddr), "actual", m.name(na), "transport_id", uint32(t))
-		m.rejected(t, from)
+	if m.waiverMismatch(pd.waiver, na, t, from) {
 		return
 	}
 	prof, rekey, rekeyOf, err := m.checkNegotiationRekey(payload)

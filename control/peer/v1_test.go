@@ -343,13 +343,7 @@ func TestV1CrossedDials(t *testing.T) {
 		n := newSimNet(t, seed)
 		n.reorder = true
 		a, b := n.add(1, v1Config(WireV1)), n.add(2, v1Config(WireV1))
-		if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.m.Dial(n.now, a.id.PublicKey(), b.candidate(a)); err != nil {
-			t.Fatal(err)
-		}
-		n.deliver()
+		dialBoth(t, n, a, b)
 		n.advance(3*time.Second, 100*time.Millisecond)
 		linked(t, a, b)
 		if !hasLinkMsgFlow(t, n, a, b) {
