@@ -365,6 +365,9 @@ func peerConfig(cfg *config.Config) peer.Config {
 	c.EstablishedBurst, c.EstablishedRate = float64(eb), er
 	c.MaxConnections = int(n.Limits.MaxConnections)
 	c.MaxPeers = int(n.Limits.MaxPeers)
+	if n.LeafOnly && n.WireFormat == config.WireV1 {
+		c.MaxPeers = 1 // next's Leaf holds one peer
+	}
 	c.MaxPendingInbound = int(n.Limits.MaxPendingInbound)
 	c.RetryBase, c.RetryMax = secs(n.Retry.BaseIntervalSecs), secs(n.Retry.MaxBackoffSecs)
 	c.RetryMaxRetries = int(n.Retry.MaxRetries)
@@ -444,6 +447,12 @@ func routeConfig(cfg *config.Config) route.Config {
 	c.LookupRecentExpiry = secs(n.Lookup.RecentExpirySecs)
 	c.LookupForwardInterval = secs(n.Lookup.ForwardMinIntervalSecs)
 	c.LookupBackoffBase, c.LookupBackoffMax = secs(n.Lookup.BackoffBaseSecs), secs(n.Lookup.BackoffMaxSecs)
+	if n.WireFormat == config.WireV1 {
+		// upstream next's own behaviour (docs/next.md §8, §9): lookups ask
+		// for the TUN MTU, and a Leaf transits none (nor joins the tree).
+		c.LookupMinMTU = cfg.TUN.MTU
+		c.Leaf = n.LeafOnly
+	}
 	return c
 }
 

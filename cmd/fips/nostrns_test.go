@@ -43,3 +43,30 @@ func TestNostrNamespacesFollowWireFormat(t *testing.T) {
 		}
 	}
 }
+
+// next's Leaf and min_mtu follow node.leaf_only and tun.mtu only on a
+// node whose wire format is v1; elsewhere leaf_only stays master's flag
+// and lookups carry min_mtu 0, as master's.
+func TestNextLeafAndMinMTUOnlyOnV1(t *testing.T) {
+	for _, tc := range []struct {
+		yaml     string
+		leaf     bool
+		minMTU   uint16
+		maxPeers int
+	}{
+		{`node: {leaf_only: true}`, false, 0, 128},
+		{`node: {leaf_only: true, wire_format: auto}`, false, 0, 128},
+		{`node: {wire_format: v1}
+tun: {mtu: 1400}`, false, 1400, 128},
+		{`node: {wire_format: v1, leaf_only: true}`, true, 1280, 1},
+	} {
+		cfg, _, err := config.LoadBytes("fips.yaml", []byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		rc, pc := routeConfig(cfg), peerConfig(cfg)
+		if rc.Leaf != tc.leaf || rc.LookupMinMTU != tc.minMTU || pc.MaxPeers != tc.maxPeers {
+			t.Errorf("%s: leaf %v min_mtu %d max_peers %d", tc.yaml, rc.Leaf, rc.LookupMinMTU, pc.MaxPeers)
+		}
+	}
+}

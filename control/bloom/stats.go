@@ -42,7 +42,7 @@ func (s *Stats) reject(r Reason) {
 // DisplayName, and prints optional floats as null.
 type Snapshot struct {
 	OwnNodeAddr        identity.NodeAddr   `json:"own_node_addr"`
-	IsLeafOnly         bool                `json:"is_leaf_only"` // always false: leaf-only mode is unfinished upstream
+	IsLeafOnly         bool                `json:"is_leaf_only"` // false here; show_bloom reports node.leaf_only
 	Sequence           uint64              `json:"sequence"`     // last FilterAnnounce sequence sent
 	LeafDependentCount int                 `json:"leaf_dependent_count"`
 	LeafDependents     []identity.NodeAddr `json:"leaf_dependents"` // always empty, never nil

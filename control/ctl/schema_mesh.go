@@ -178,6 +178,9 @@ type RouteLookupStats struct {
 	RespNoRoute           uint64 `json:"resp_no_route"`
 	RespAccepted          uint64 `json:"resp_accepted"`
 	RespTimedOut          uint64 `json:"resp_timed_out"`
+	// ReqLeafNotForwarded: requests a Leaf node (next's profile) did not
+	// forward, as next does.
+	ReqLeafNotForwarded uint64 `json:"req_leaf_not_forwarded"`
 }
 
 // RouteCongestionStats is the routing layer's part of the congestion family

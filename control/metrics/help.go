@@ -49,6 +49,7 @@ func counterHelp() map[string]string {
 		"lookup.req_forward_rate_limited": "Lookup requests not forwarded because of the forwarding rate limit.",
 		"lookup.req_bloom_miss":           "Lookup requests no peer's bloom filter matched.",
 		"lookup.req_no_tree_peer":         "Lookup requests with no tree peer to forward to.",
+		"lookup.req_leaf_not_forwarded":   "Lookup requests not forwarded because this node is a Leaf (upstream next's node.leaf_only profile).",
 		"lookup.req_fallback_forwarded":   "Lookup requests forwarded along the tree as a fallback.",
 		"lookup.resp_received":            "Lookup responses received.",
 		"lookup.resp_decode_error":        "Lookup responses refused as malformed.",

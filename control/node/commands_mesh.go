@@ -155,7 +155,9 @@ func floatPtr(p *float64) *ctl.Float {
 func (n *Node) showBloom() ctl.BloomJSON {
 	s := n.LiveSnapshot()
 	b := s.Bloom
-	out := ctl.BloomJSON{IsLeafOnly: b.IsLeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
+	// is_leaf_only is node.leaf_only, as upstream's show_bloom says it
+	// (node.is_leaf_only()), not the filter state's own flag.
+	out := ctl.BloomJSON{IsLeafOnly: b.IsLeafOnly || n.opts.LeafOnly, LeafDependentCount: b.LeafDependentCount, LeafDependents: b.LeafDependents,
 		OwnNodeAddr: b.OwnNodeAddr, PeerFilters: make([]map[string]any, 0, len(b.PeerFilters)), Sequence: b.Sequence,
 		Stats: ctl.BloomStats(b.Stats), UptreeEstimatedCount: floatPtr(b.UptreeEstimatedCount), UptreeFillRatio: floatPtr(b.UptreeFillRatio)}
 	if out.LeafDependents == nil {

@@ -195,6 +195,7 @@ func NewCore(now time.Time, o CoreOptions, env Env) (*Core, error) {
 	c.peers = pm
 	c.tree = tree.New(now, o.Identity, o.Tree, coreTreeEnv{c}, o.Log, o.Rand)
 	c.tree.SetNotifier(c)
+	c.tree.SetLeaf(o.Route.Leaf)
 	c.bloom = bloom.New(o.Identity.NodeAddr(), o.Bloom, coreBloomEnv{c}, o.Log)
 	c.route = route.New(o.Identity, o.Route, coreTopology{c.tree}, c.bloom, coreLinks{c}, c.ids, o.Log, o.Rand)
 	c.route.OnLookup(c.lookupDone)

@@ -79,9 +79,9 @@ func typedShape(t *testing.T, doc []byte) map[string]string {
 // fipsGoAdditions are the key paths fips-go adds to upstream's responses
 // (additions only: prefixes of paths upstream does not have).
 var fipsGoAdditions = map[string][]string{
-	"show_routing": {".data.limits", ".data.retries[].resolved_addr", ".data.retries[].last_error"},
+	"show_routing": {".data.limits", ".data.lookup.req_leaf_not_forwarded", ".data.discovery.req_leaf_not_forwarded", ".data.retries[].resolved_addr", ".data.retries[].last_error"},
 	"show_mmp":     {".data.peers[].link_layer.jitter_us", ".data.peers[].link_layer.stats", ".data.sessions[].session_layer.jitter_us", ".data.sessions[].session_layer.stats"},
-	"show_metrics": {".data.session", ".data.ipv6", ".data.rendezvous", ".data.native_limits", ".data.tree.verify_deferred", ".data.tree.ancestry_contradicted"},
+	"show_metrics": {".data.session", ".data.ipv6", ".data.rendezvous", ".data.native_limits", ".data.tree.verify_deferred", ".data.tree.ancestry_contradicted", ".data.lookup.req_leaf_not_forwarded", ".data.discovery.req_leaf_not_forwarded"},
 	"show_tree":    {".data.stats.verify_deferred", ".data.stats.ancestry_contradicted"},
 	"show_sessions": {".data.sessions[].mmp.rtt_trend", ".data.sessions[].mmp.loss_trend", ".data.sessions[].mmp.goodput_trend",
 		".data.sessions[].mmp.jitter_trend", ".data.sessions[].mmp.etx_trend", ".data.sessions[].mmp.spin_bit_role",

@@ -42,6 +42,16 @@ type Config struct {
 	LookupBackoffBase     time.Duration   // backoff_base_secs (0 with max 0: disabled)
 	LookupBackoffMax      time.Duration   // backoff_max_secs
 
+	// Leaf is upstream next's Leaf profile (node.leaf_only on a node whose
+	// wire format is v1): lookups in transit are not forwarded (and
+	// control/node makes its tree a Leaf too: tree.SetLeaf).
+	Leaf bool
+	// LookupMinMTU is the min_mtu this node's lookup requests carry (next
+	// sends its tun.mtu; master, and a v0 node, 0). Forwarding, a request
+	// goes only to peers whose link MTU is at least its min_mtu (0 or an
+	// unknown link MTU passes), as on next.
+	LookupMinMTU uint16
+
 	// Bounds with no upstream counterpart (upstream's tables are
 	// unbounded). A refusal is counted in Stats.Limits.
 	MaxErrorLimiterEntries   int // destinations the error-signal limiter tracks

@@ -227,10 +227,10 @@ func (r *Router) initiate(target identity.NodeAddr) int {
 		r.log.Warn("lookup request id", "err", err)
 		return 0
 	}
-	req := wire.LookupRequest{RequestID: id, Target: target, Origin: r.self, TTL: r.cfg.LookupTTL, OriginCoords: r.myCoords()}
+	req := wire.LookupRequest{RequestID: id, Target: target, Origin: r.self, TTL: r.cfg.LookupTTL, MinMTU: r.cfg.LookupMinMTU, OriginCoords: r.myCoords()}
 	var to []identity.NodeAddr
 	for _, p := range r.links.Peers() {
-		if ((r.flt.MayReach(p, target) && r.topo.IsTreePeer(p)) || r.fullTreeFilter(p)) && (p == target || r.transitPeer(p)) {
+		if ((r.flt.MayReach(p, target) && r.topo.IsTreePeer(p)) || r.fullTreeFilter(p)) && (p == target || r.transitPeer(p)) && r.meetsMTU(p, req.MinMTU) {
 			to = append(to, p)
 		}
 	}
@@ -299,6 +299,16 @@ func (r *Router) fanOut(req wire.LookupRequest, to []identity.NodeAddr) {
 			r.log.Debug("sending lookup request", "peer", p, "err", err)
 		}
 	}
+}
+
+// meetsMTU reports whether the link to p can carry a lookup asking for
+// min: next's rule (min 0, or a link MTU not known, passes).
+func (r *Router) meetsMTU(p identity.NodeAddr, min uint16) bool {
+	if min == 0 {
+		return true
+	}
+	mtu := r.links.LinkMTU(p)
+	return mtu <= 0 || mtu >= int(min)
 }
 
 // peerProfiles is what a Links carrying links in upstream next's format
@@ -473,6 +483,9 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	case req.TTL == 0:
 		L.ReqTTLExhausted++
 		return fmt.Errorf("%w: lookup request %d", ErrTTLExhausted, req.RequestID)
+	case r.cfg.Leaf:
+		L.ReqLeafNotForwarded++
+		return nil // next's Leaf forwards no lookups (it stays on the reverse path only for its own)
 	case r.fwdLimiter.Take(msTime(n), req.Target) != ratelimit.Admitted:
 		L.ReqForwardRateLimited++
 		return fmt.Errorf("%w: lookup forward for %s", ErrRateLimited, req.Target.Short())
@@ -483,6 +496,9 @@ func (r *Router) HandleLookupRequest(now time.Time, from identity.NodeAddr, msg 
 	for _, p := range r.links.Peers() {
 		if p != req.Target && !r.transitPeer(p) {
 			continue // next's NonRouting and Leaf peers carry no lookups but their own
+		}
+		if !r.meetsMTU(p, req.MinMTU) {
+			continue
 		}
 		if !r.flt.MayReach(p, req.Target) {
 			if p != from && r.fullTreeFilter(p) {

@@ -11,7 +11,7 @@ import (
 )
 
 func lookupRequest(t *testing.T, id uint64, target, origin identity.NodeAddr, ttl uint8) []byte {
-	return marshal(t, wire.LookupRequest{RequestID: id, Target: target, Origin: origin, TTL: ttl, MinMTU: 1386, OriginCoords: wire.CoordsOf(origin, addr(0))})
+	return marshal(t, wire.LookupRequest{RequestID: id, Target: target, Origin: origin, TTL: ttl, MinMTU: 1280, OriginCoords: wire.CoordsOf(origin, addr(0))})
 }
 
 // signedResponse is a response by signer for target with coords.
@@ -130,7 +130,7 @@ func TestLookupRequestForwarding(t *testing.T) {
 		t.Fatalf("want the tree peers with a hit (sender included), got %+v", out)
 	}
 	fwd, err := wire.ParseLookupRequest(out[0].msg)
-	if err != nil || fwd.TTL != 4 || fwd.RequestID != 1 || fwd.MinMTU != 1386 || fwd.OriginCoords.Len() != 2 {
+	if err != nil || fwd.TTL != 4 || fwd.RequestID != 1 || fwd.MinMTU != 1280 || fwd.OriginCoords.Len() != 2 {
 		t.Fatalf("%+v %v", fwd, err)
 	}
 

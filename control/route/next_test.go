@@ -1,6 +1,7 @@
 package route
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/fips-go/fips/control/identity"
@@ -143,5 +144,55 @@ func TestNonFullPeersCarryNoTransit(t *testing.T) {
 	// The leaf itself is reached directly.
 	if hop, step, ok := f.r.findNextHop(ms(t0), leaf); !ok || hop != leaf || step != StepDirectPeer {
 		t.Fatalf("next hop to the leaf: %x %v %v", hop[:1], step, ok)
+	}
+}
+
+// next's Leaf forwards no lookups in transit (counted), though it still
+// answers one for itself; next's min_mtu keeps a lookup off links whose
+// MTU is below it (0, and an unknown link MTU, pass); a Leaf or a node
+// with LookupMinMTU originates requests carrying it.
+func TestLeafAndMinMTULookups(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Leaf = true
+	f := newFixture(t, cfg)
+	up, target := addr(0x10), addr(0xBB)
+	f.child(up)
+	f.flt.add(up, target)
+	if err := f.r.HandleLookupRequest(t0, up, lookupRequest(t, 1, target, addr(0xCC), 5)); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.links.take(); len(out) != 0 || f.r.Stats().Lookup.ReqLeafNotForwarded != 1 {
+		t.Fatalf("a leaf forwarded %d, counted %d", len(out), f.r.Stats().Lookup.ReqLeafNotForwarded)
+	}
+
+	cfg = DefaultConfig()
+	cfg.LookupMinMTU = 1400
+	f = newFixture(t, cfg)
+	small, big, unknown, from := addr(0x10), addr(0x20), addr(0x30), addr(0x40)
+	for _, p := range []identity.NodeAddr{small, big, unknown, from} {
+		f.child(p)
+		f.flt.add(p, target)
+	}
+	f.links.peers[big].mtu, f.links.peers[unknown].mtu = 1500, 0
+	req := wire.LookupRequest{RequestID: 2, Target: target, Origin: addr(0xCC), TTL: 5, MinMTU: 1400, OriginCoords: wire.CoordsOf(addr(0xCC))}
+	if err := f.r.HandleLookupRequest(t0, from, marshal(t, req)); err != nil {
+		t.Fatal(err)
+	}
+	var to []identity.NodeAddr
+	for _, s := range f.links.take() {
+		to = append(to, s.to)
+	}
+	if !slices.Equal(to, []identity.NodeAddr{big, unknown}) {
+		t.Fatalf("min_mtu 1400 forwarded to %v, want the 1500 and the unknown link", to)
+	}
+	// Our own request carries LookupMinMTU and skips the 1280 links.
+	if out, n := f.r.StartLookup(t0, target); n != 2 {
+		t.Fatalf("started %v to %d peers", out, n)
+	}
+	for _, s := range f.links.take() {
+		got, err := wire.ParseLookupRequest(s.msg)
+		if err != nil || got.MinMTU != 1400 || s.to == small || s.to == from {
+			t.Fatalf("request to %x: min_mtu %d (%v)", s.to[:1], got.MinMTU, err)
+		}
 	}
 }

@@ -77,6 +77,9 @@ type LookupStats struct {
 	RespNoRoute           uint64 `json:"resp_no_route"`
 	RespAccepted          uint64 `json:"resp_accepted"`
 	RespTimedOut          uint64 `json:"resp_timed_out"`
+	// ReqLeafNotForwarded: requests a Leaf node (next's profile) did not
+	// forward, as next does.
+	ReqLeafNotForwarded uint64 `json:"req_leaf_not_forwarded"`
 }
 
 // CongestionStats are the members of upstream's "congestion" family that

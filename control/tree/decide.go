@@ -45,7 +45,7 @@ func (t *Tree) smallestRoot() (r identity.NodeAddr, ok bool) {
 // shouldBeRoot: no peer announces a root smaller than us.
 func (t *Tree) shouldBeRoot() bool {
 	r, ok := t.smallestRoot()
-	return !ok || t.self.Compare(r) <= 0
+	return !ok || (!t.leaf && t.self.Compare(r) <= 0)
 }
 
 // peerProfiles is what an Env carrying links in upstream next's format
@@ -77,7 +77,9 @@ func (t *Tree) evaluateParent(costs map[identity.NodeAddr]float64) (evalKind, id
 	}
 	// If we are the smallest we must be root: extending any peer's path
 	// would advertise a root larger than us, which receivers reject.
-	if t.self.Compare(smallest) <= 0 {
+	// A Leaf is exempt: it attaches under its upstream whatever the
+	// addresses (next's self_is_leaf).
+	if !t.leaf && t.self.Compare(smallest) <= 0 {
 		return evalNone, none
 	}
 	var best identity.NodeAddr
@@ -176,7 +178,7 @@ func (t *Tree) recompute() {
 		if ps == nil || !ps.accepted {
 			return
 		}
-		if t.self.Compare(ps.pos.root()) > 0 {
+		if t.leaf || t.self.Compare(ps.pos.root()) > 0 {
 			t.coords = positionOf(append([]wire.AncestryEntry{self}, ps.pos.entries...))
 			t.root = t.coords.root()
 			return

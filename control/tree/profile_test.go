@@ -52,3 +52,37 @@ func TestNonFullPeersAreNoParents(t *testing.T) {
 		t.Fatalf("parent %s, want the master peer", f.parent().Short())
 	}
 }
+
+// next's Leaf: it sends no TreeAnnounce, and attaches under its upstream
+// even when its own address is the smaller (a node of another profile
+// stays root there, since extending the peer's path would announce a
+// root larger than itself); with no peer it is its own root.
+func TestLeafAttachesAndAnnouncesNothing(t *testing.T) {
+	for _, leaf := range []bool{false, true} {
+		f := newFixture(t, DefaultConfig())
+		f.tr.SetLeaf(leaf)
+		if !f.tr.IsRoot() {
+			t.Fatalf("leaf %v: not its own root alone", leaf)
+		}
+		up := f.peerAbove(1)
+		f.mustAccept(up.NodeAddr(), rootAnnounce(t, up, 1))
+		f.advance(time.Minute)
+		f.tr.Tick(f.now)
+		sent := f.env.sentTo(up.NodeAddr())
+		if !leaf {
+			if !f.tr.IsRoot() || sent == 0 {
+				t.Fatalf("full node: root %v, %d announces", f.tr.IsRoot(), sent)
+			}
+			continue
+		}
+		if sent != 0 {
+			t.Errorf("a leaf sent %d TreeAnnounces", sent)
+		}
+		if f.parent() != up.NodeAddr() || f.tr.Root() != up.NodeAddr() || f.tr.Depth() != 1 {
+			t.Fatalf("leaf: parent %s root %s depth %d, want under its upstream", f.parent().Short(), f.tr.Root().Short(), f.tr.Depth())
+		}
+		if c := f.tr.Coords(); len(c) != 2 || c[0] != f.tr.Self() || c[1] != up.NodeAddr() {
+			t.Errorf("leaf coords %v", c)
+		}
+	}
+}

@@ -90,6 +90,12 @@ type Tree struct {
 	lastReeval time.Time
 	reevaled   bool
 
+	// leaf is upstream next's Leaf profile (docs/next.md §8): no
+	// TreeAnnounce is sent, and the node never makes itself root while a
+	// peer shows a root, attaching under its upstream even when its
+	// address is the smallest (a coordinate it never announces).
+	leaf bool
+
 	costs  map[identity.NodeAddr]float64 // scratch for peerCosts
 	sigBuf []byte                        // scratch for signing bytes
 	stats  Stats
@@ -129,6 +135,12 @@ func New(now time.Time, id *identity.Identity, cfg Config, env Env, log *slog.Lo
 
 // SetNotifier sets (or with nil, removes) the transition observer.
 func (t *Tree) SetNotifier(n Notifier) { t.notify = n }
+
+// SetLeaf makes the node a Leaf as upstream next's (node.leaf_only on a
+// node whose wire format is v1), before any peer comes: it sends no
+// TreeAnnounce and does not elect itself root while it has a peer with a
+// root to attach under.
+func (t *Tree) SetLeaf(leaf bool) { t.leaf = leaf }
 
 // clampHysteresis clamps to [0, 1] and, like Rust's f64::clamp, passes NaN
 // through (a NaN hysteresis makes every discretionary switch fail).
@@ -369,6 +381,9 @@ func (t *Tree) sendTo(now time.Time, peer identity.NodeAddr) error {
 	ps := t.peers[peer]
 	if ps == nil {
 		return ErrPeerNotFound
+	}
+	if t.leaf {
+		return nil // a Leaf takes no part in the tree: it announces nothing
 	}
 	if !t.canSend(ps, now) {
 		ps.pending = true
