@@ -25,20 +25,41 @@ import (
 // TCP listeners) otherwise.
 func startTCPNode(t testing.TB, listen bool, peers ...*tcpNode) *tcpNode {
 	t.Helper()
+	bind := ""
+	if listen {
+		bind = "127.0.0.1:0"
+	}
+	return startTCPNodeWith(t, tcpNodeSpec{bind: bind, format: peer.WireV0}, peers...)
+}
+
+// tcpNodeSpec is what startTCPNodeWith varies: the listener (empty: none),
+// the node's wire format (its TCP transport frames v1 packets too unless
+// it is v0) and its identity (nil: a new one).
+type tcpNodeSpec struct {
+	bind   string
+	format peer.WireFormat
+	id     *identity.Identity
+}
+
+func startTCPNodeWith(t testing.TB, spec tcpNodeSpec, peers ...*tcpNode) *tcpNode {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	to := tcp.Defaults()
-	if listen {
-		to.BindAddr = "127.0.0.1:0"
-	}
+	to.BindAddr = spec.bind
+	to.Next = spec.format != peer.WireV0
 	tr, err := tcp.New(1, "", to, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := identity.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
+	id := spec.id
+	if id == nil {
+		if id, err = identity.Generate(nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	o := Options{Identity: id, Log: log, Transports: []transport.Transport{tr}, Peer: peer.DefaultConfig()}
+	pc := peer.DefaultConfig()
+	pc.WireFormat = spec.format
+	o := Options{Identity: id, Log: log, Transports: []transport.Transport{tr}, Peer: pc}
 	for _, p := range peers {
 		o.StaticPeers = append(o.StaticPeers, StaticPeer{PublicKey: p.n.Identity().PublicKey(),
 			Addresses: []PeerAddress{{Transport: "tcp", Addr: p.tr.LocalAddr()}}, AutoReconnect: true})
@@ -56,14 +77,15 @@ func startTCPNode(t testing.TB, listen bool, peers ...*tcpNode) *tcpNode {
 			t.Errorf("node run: %v", err)
 		}
 	}()
-	t.Cleanup(func() {
+	tn.stop = func() {
 		cancel()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Errorf("node did not stop within 10 s")
 		}
-	})
+	}
+	t.Cleanup(tn.stop)
 	if !waitFor(5*time.Second, func() bool { return tr.State() == transport.StateUp }) {
 		t.Fatalf("TCP transport not up: %s", tr.State())
 	}
@@ -71,8 +93,9 @@ func startTCPNode(t testing.TB, listen bool, peers ...*tcpNode) *tcpNode {
 }
 
 type tcpNode struct {
-	n  *Node
-	tr *tcp.Transport
+	n    *Node
+	tr   *tcp.Transport
+	stop func() // idempotent enough: a second call finds the node stopped
 }
 
 func (tn *tcpNode) peerCount(t testing.TB) int {
