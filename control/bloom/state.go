@@ -96,7 +96,12 @@ type State struct {
 	env  Env
 	log  *slog.Logger
 
-	base     Filter // own address (leaf dependents would go here)
+	base Filter // own address and leaf dependents
+	// deps are the leaf dependents: peers that declared a profile other
+	// than Full on a next link (they send no filter that counts: next's
+	// Full nodes advertise them in their own, docs/next.md §7). Only
+	// active peers, so bounded by the peer table.
+	deps     []identity.NodeAddr
 	full     Filter // every bit set: what an over-cap tree peer contributes with PassOnFull
 	peers    map[identity.NodeAddr]*peerState
 	order    []*peerState // peers sorted by address: deterministic sends
@@ -166,8 +171,47 @@ func (s *State) PeerDown(now time.Time, peer identity.NodeAddr) {
 	if i, ok := slices.BinarySearchFunc(s.order, peer, cmpPeer); ok {
 		s.order = slices.Delete(s.order, i, i+1)
 	}
+	if i, ok := slices.BinarySearchFunc(s.deps, peer, identity.NodeAddr.Compare); ok {
+		s.deps = slices.Delete(s.deps, i, i+1)
+		s.rebuildBase()
+	}
 	s.MarkAll(now)
 }
+
+// SetLeafDependent makes an active peer a leaf dependent (dep) or not:
+// upstream next's Full nodes put each peer that declared NonRouting or
+// Leaf into the filters they send (such a peer's own filter does not
+// spread: it is no tree peer), so lookups find it. Peers whose filters
+// change are marked. An unknown peer is ignored; PeerDown drops it.
+func (s *State) SetLeafDependent(now time.Time, peer identity.NodeAddr, dep bool) {
+	if s.peers[peer] == nil {
+		return
+	}
+	i, had := slices.BinarySearchFunc(s.deps, peer, identity.NodeAddr.Compare)
+	switch {
+	case dep && !had:
+		s.deps = slices.Insert(s.deps, i, peer)
+	case !dep && had:
+		s.deps = slices.Delete(s.deps, i, i+1)
+	default:
+		return
+	}
+	s.rebuildBase()
+	s.MarkChanged(now, identity.NodeAddr{})
+}
+
+// rebuildBase is our address and the leaf dependents' (a bloom filter
+// forgets nothing, so a removal starts again).
+func (s *State) rebuildBase() {
+	s.base = NewFilter()
+	s.base.Insert(s.self)
+	for _, d := range s.deps {
+		s.base.Insert(d)
+	}
+}
+
+// LeafDependents are the current leaf dependents, in address order.
+func (s *State) LeafDependents() []identity.NodeAddr { return slices.Clone(s.deps) }
 
 // MarkAll marks every peer as owed an announce, whether or not its filter
 // changed (tree parent switch, self-root promotion, peer removal).
@@ -545,11 +589,12 @@ func (s *State) Stats() Stats { return s.stats }
 // when isRoot.
 func (s *State) Snapshot(parent identity.NodeAddr, isRoot bool) Snapshot {
 	snap := Snapshot{
-		OwnNodeAddr:    s.self,
-		Sequence:       s.sequence,
-		LeafDependents: []identity.NodeAddr{},
-		PeerFilters:    make([]PeerFilterRow, 0, len(s.order)),
-		Stats:          s.stats,
+		OwnNodeAddr:        s.self,
+		Sequence:           s.sequence,
+		LeafDependents:     append([]identity.NodeAddr{}, s.deps...),
+		LeafDependentCount: len(s.deps),
+		PeerFilters:        make([]PeerFilterRow, 0, len(s.order)),
+		Stats:              s.stats,
 	}
 	for _, ps := range s.order {
 		row := PeerFilterRow{Peer: ps.addr, HasFilter: ps.seq > 0, FilterSequence: ps.seq}

@@ -45,7 +45,7 @@ type Snapshot struct {
 	IsLeafOnly         bool                `json:"is_leaf_only"` // false here; show_bloom reports node.leaf_only
 	Sequence           uint64              `json:"sequence"`     // last FilterAnnounce sequence sent
 	LeafDependentCount int                 `json:"leaf_dependent_count"`
-	LeafDependents     []identity.NodeAddr `json:"leaf_dependents"` // always empty, never nil
+	LeafDependents     []identity.NodeAddr `json:"leaf_dependents"` // never nil; next's non-Full peers (empty on master links)
 	PeerFilters        []PeerFilterRow     `json:"peer_filters"`    // every peer, by address
 	// The last filter sent to our tree parent (our subtree); nil when we are
 	// root or nothing has been sent to the parent yet. The estimate is also

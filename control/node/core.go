@@ -365,6 +365,11 @@ func (c *Core) PeerUp(p *peer.Peer) {
 	c.ids.Add(c.now, p.PublicKey)
 	c.tree.PeerUp(c.now, p.NodeAddr)
 	c.bloom.PeerUp(c.now, p.NodeAddr)
+	if prof, declared := peerProfile(c, p.NodeAddr); declared && prof != wire.ProfileFull {
+		// next's rule: a NonRouting or Leaf peer is advertised in our
+		// filters (its own does not spread), so lookups find it.
+		c.bloom.SetLeafDependent(c.now, p.NodeAddr, true)
+	}
 	c.route.ResetLookupBackoff()
 }
 
