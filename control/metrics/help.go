@@ -249,6 +249,7 @@ func counterHelp() map[string]string {
 		"link.msg2_leg_limited":             "Handshake msg2 for a pending handshake refused before any DH: the handshake's budget for its source was spent.",
 		"link.msg2_acl_denied":              "Handshake msg2 refused by the ACL.",
 		"link.msg2_wrong_identity":          "Handshake msg2 from a key other than the dialled one.",
+		"link.rekey_static_mismatch":        "Of those, msg2s answering our rekey of a v1 link (upstream next's rekey_static_mismatch): an on-path stranger holding key rotation back; the session is kept.",
 		"link.handshakes_started":           "Link handshakes started.",
 		"link.handshake_resends":            "Link handshake messages resent.",
 		"link.handshake_timeouts":           "Link handshakes that timed out.",

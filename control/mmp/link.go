@@ -23,6 +23,11 @@ type Link struct {
 
 	cfg     Config
 	session bool
+	// v1: upstream next's MMP (docs/next.md §6): no spin bit, reports in
+	// next's layouts. sendSR and sendRR are the link's profile gate
+	// (both true unless SetReportGate says otherwise).
+	v1             bool
+	sendSR, sendRR bool
 
 	base  time.Time // origin of the ms clock the state machines run on
 	epoch time.Time // origin of our session-relative timestamps
@@ -51,6 +56,8 @@ func NewLink(now time.Time, cfg Config, session bool) *Link {
 	l := &Link{
 		cfg:     cfg,
 		session: session,
+		sendSR:  true,
+		sendRR:  true,
 		base:    now,
 		epoch:   now,
 		snd:     newSender(cold),
@@ -88,19 +95,46 @@ func (l *Link) Timestamp(now time.Time) uint32 {
 // that keeps its own session start).
 func (l *Link) SetEpoch(t time.Time) { l.epoch = t }
 
+// SetV1 makes this upstream next's MMP (docs/next.md §6), for a v1 link
+// or an XX session: there is no spin bit (no role, SpinBit always false,
+// received bits ignored), and the reports are next's, built by
+// BuildSenderReportV1 and BuildReceiverReportV1 and read by
+// HandleSenderReportV1 and HandleReceiverReportV1. Call it before any
+// traffic.
+func (l *Link) SetV1() { l.v1 = true }
+
+// V1 reports whether this is next's MMP.
+func (l *Link) V1() bool { return l.v1 }
+
+// SetReportGate is next's per-link report gating by node profile: a
+// SenderReport is sent only when sr (our profile provides it and the
+// peer's wants it: wire.MMPReports), a ReceiverReport only when rr, on
+// top of the mode. Links are created with both true.
+func (l *Link) SetReportGate(sr, rr bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sendSR, l.sendRR = sr, rr
+}
+
 // SetInitiator sets the spin-bit role: true when this node initiated the
 // Noise handshake. Call it before any traffic.
 func (l *Link) SetInitiator(initiator bool) { l.spin.initiator = initiator }
 
-// Initiator reports the spin-bit role.
-func (l *Link) Initiator() bool { return l.spin.initiator }
+// Initiator reports the spin-bit role (false on next's MMP, which has
+// none).
+func (l *Link) Initiator() bool { return l.spin.initiator && !l.v1 }
 
-// SpinBit is the spin bit to set on an outgoing frame.
-func (l *Link) SpinBit() bool { return l.spin.value }
+// SpinBit is the spin bit to set on an outgoing frame (always false on
+// next's MMP).
+func (l *Link) SpinBit() bool { return l.spin.value && !l.v1 }
 
-// ObserveSpinBit feeds the spin bit of a received frame. Upstream discards
-// the initiator's RTT samples; so does this (they are not returned).
+// ObserveSpinBit feeds the spin bit of a received frame; next's MMP
+// ignores it (the bit is reserved there). Upstream discards the
+// initiator's RTT samples; so does this (they are not returned).
 func (l *Link) ObserveSpinBit(now time.Time, bit bool, counter uint64) {
+	if l.v1 {
+		return
+	}
 	l.spin.observe(bit, counter, l.ms(now))
 }
 
@@ -135,14 +169,15 @@ func (l *Link) ResetForRekey(now time.Time) {
 
 // Due reports which reports should be built now: a SenderReport only in
 // full mode, a ReceiverReport in full and lightweight mode, each only when
-// its interval has data and its interval (the SenderReport's stretched by
-// the send-failure backoff) has elapsed since the last one.
+// the report gate lets it (SetReportGate), its interval has data and its
+// interval (the SenderReport's stretched by the send-failure backoff) has
+// elapsed since the last one.
 func (l *Link) Due(now time.Time) (sr, rr bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.ms(now)
-	sr = l.cfg.Mode == Full && l.snd.due(n)
-	rr = l.cfg.Mode != Minimal && l.rcv.due(n)
+	sr = l.cfg.Mode == Full && l.sendSR && l.snd.due(n)
+	rr = l.cfg.Mode != Minimal && l.sendRR && l.rcv.due(n)
 	return sr, rr
 }
 
@@ -170,11 +205,48 @@ func (l *Link) BuildReceiverReport(now time.Time) (wire.ReceiverReport, bool) {
 	return l.rcv.build(l.ms(now))
 }
 
+// BuildSenderReportV1 is BuildSenderReport in next's layout: the
+// interval's frame count, its bytes and the frames sent in all.
+func (l *Link) BuildSenderReportV1(now time.Time) (wire.SenderReportV1, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.Mode != Full {
+		return wire.SenderReportV1{}, false
+	}
+	return l.snd.buildV1(l.ms(now))
+}
+
+// BuildReceiverReportV1 is BuildReceiverReport in next's layout, without
+// master's burst maximum and mean and interval counts.
+func (l *Link) BuildReceiverReportV1(now time.Time) (wire.ReceiverReportV1, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.Mode == Minimal {
+		return wire.ReceiverReportV1{}, false
+	}
+	return l.rcv.buildV1(l.ms(now))
+}
+
 // HandleSenderReport counts a SenderReport from the peer; upstream ignores
 // its content.
 func (l *Link) HandleSenderReport(now time.Time, sr wire.SenderReport) {
 	_, _ = now, sr
 	l.srRecv++
+}
+
+// HandleSenderReportV1 is HandleSenderReport for next's layout (whose
+// content next ignores too).
+func (l *Link) HandleSenderReportV1(now time.Time, sr wire.SenderReportV1) {
+	_, _ = now, sr
+	l.srRecv++
+}
+
+// HandleReceiverReportV1 is HandleReceiverReport for next's layout. What
+// next dropped from the report (burst maximum and mean, interval counts)
+// is what neither line derives anything from, so RTT, loss, goodput,
+// jitter and ETX come out as from master's report.
+func (l *Link) HandleReceiverReportV1(now time.Time, rr wire.ReceiverReportV1) (firstRTT bool) {
+	return l.HandleReceiverReport(now, rr.V0())
 }
 
 // HandleReceiverReport folds in the peer's report on our traffic: RTT from

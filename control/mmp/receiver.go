@@ -170,16 +170,7 @@ func (r *receiver) build(nowMS int64) (wire.ReceiverReport, bool) {
 	if !r.hasData {
 		return wire.ReceiverReport{}, false
 	}
-	var echo uint32
-	var dwell uint16
-	if r.hasLastRecv {
-		d := satSub(nowMS, r.lastRecv)
-		if d > 0xFFFF {
-			echo, dwell = 0, 0xFFFF
-		} else {
-			echo, dwell = r.lastSenderTS, uint16(d)
-		}
-	}
+	echo, dwell := r.echo(nowMS)
 	count, maxLen, mean := r.gaps.take()
 	rep := wire.ReceiverReport{
 		HighestCounter:         r.highest,
@@ -197,9 +188,52 @@ func (r *receiver) build(nowMS int64) (wire.ReceiverReport, bool) {
 		IntervalPacketsRecv:    r.intPackets,
 		IntervalBytesRecv:      r.intBytes,
 	}
+	r.endInterval(nowMS)
+	return rep, true
+}
+
+// buildV1 is build in next's layout (docs/next.md §6.2): the burst
+// maximum and mean and the interval counts are not reported (the burst
+// count still closes the interval's bursts).
+func (r *receiver) buildV1(nowMS int64) (wire.ReceiverReportV1, bool) {
+	if !r.hasData {
+		return wire.ReceiverReportV1{}, false
+	}
+	echo, dwell := r.echo(nowMS)
+	count, _, _ := r.gaps.take()
+	rep := wire.ReceiverReportV1{
+		TimestampEcho:          echo,
+		DwellTime:              dwell,
+		HighestCounter:         r.highest,
+		CumulativePacketsRecv:  r.cumPackets,
+		CumulativeBytesRecv:    r.cumBytes,
+		Jitter:                 r.jitter.us(),
+		ECNCECount:             r.ce,
+		OWDTrend:               r.owd.usPerSec(),
+		BurstLossCount:         count,
+		CumulativeReorderCount: uint32(r.reorders),
+	}
+	r.endInterval(nowMS)
+	return rep, true
+}
+
+// echo is the timestamp echo and dwell time: the last sender timestamp
+// seen and the time since that frame; a dwell over 65535 ms sends echo 0
+// and dwell 65535.
+func (r *receiver) echo(nowMS int64) (uint32, uint16) {
+	if !r.hasLastRecv {
+		return 0, 0
+	}
+	d := satSub(nowMS, r.lastRecv)
+	if d > 0xFFFF {
+		return 0, 0xFFFF
+	}
+	return r.lastSenderTS, uint16(d)
+}
+
+func (r *receiver) endInterval(nowMS int64) {
 	r.intPackets, r.intBytes, r.hasData = 0, 0, false
 	r.lastReport, r.hasLastReport = nowMS, true
-	return rep, true
 }
 
 func (r *receiver) due(nowMS int64) bool {

@@ -3,13 +3,17 @@ package mmp
 import "github.com/fips-go/fips/control/wire"
 
 // sender is the per-link/per-session transmit accounting (upstream
-// SenderState). Times are ms on the owning Link's clock.
+// SenderState). Times are ms on the owning Link's clock. master's report
+// names the interval by its first and last counters and timestamps,
+// next's counts its frames (packets); both are kept, each layout takes
+// its own.
 type sender struct {
 	cumPackets, cumBytes uint64
 
 	startCounter uint64
 	startTS      uint32
 	bytes        uint32
+	packets      uint32
 	lastCounter  uint64
 	lastTS       uint32
 	hasData      bool
@@ -35,6 +39,9 @@ func (s *sender) recordSent(counter uint64, ts uint32, n int) {
 	} else {
 		s.bytes += b
 	}
+	if s.packets != ^uint32(0) {
+		s.packets++
+	}
 	s.cumPackets++
 	s.cumBytes += uint64(n)
 }
@@ -52,9 +59,27 @@ func (s *sender) build(nowMS int64) (wire.SenderReport, bool) {
 		CumulativePacketsSent:  s.cumPackets,
 		CumulativeBytesSent:    s.cumBytes,
 	}
-	s.hasData, s.bytes = false, 0
-	s.lastReport, s.hasLastReport = nowMS, true
+	s.endInterval(nowMS)
 	return r, true
+}
+
+// buildV1 is build in next's layout (docs/next.md §6.2).
+func (s *sender) buildV1(nowMS int64) (wire.SenderReportV1, bool) {
+	if !s.hasData {
+		return wire.SenderReportV1{}, false
+	}
+	r := wire.SenderReportV1{
+		IntervalPacketsSent:   s.packets,
+		IntervalBytesSent:     s.bytes,
+		CumulativePacketsSent: s.cumPackets,
+	}
+	s.endInterval(nowMS)
+	return r, true
+}
+
+func (s *sender) endInterval(nowMS int64) {
+	s.hasData, s.bytes, s.packets = false, 0, 0
+	s.lastReport, s.hasLastReport = nowMS, true
 }
 
 func (s *sender) backoff() float64 {

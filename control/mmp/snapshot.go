@@ -81,8 +81,8 @@ type Snapshot struct {
 	DeliveryRatioReverse float64  `json:"delivery_ratio_reverse"`
 	SmoothedLoss         *float64 `json:"smoothed_loss,omitempty"`
 	SmoothedETX          *float64 `json:"smoothed_etx,omitempty"`
-	Quality              *float64 `json:"-"` // lqi / sqi: smoothed_etx × (1 + srtt_ms/100)
-	SpinBitRole          string   `json:"spin_bit_role"`
+	Quality              *float64 `json:"-"`                       // lqi / sqi: smoothed_etx × (1 + srtt_ms/100)
+	SpinBitRole          string   `json:"spin_bit_role,omitempty"` // none on next's MMP (SetV1)
 	RTTTrend             *string  `json:"rtt_trend,omitempty"`
 	LossTrend            *string  `json:"loss_trend,omitempty"`
 	GoodputTrend         *string  `json:"goodput_trend,omitempty"`
@@ -106,13 +106,16 @@ func (l *Link) Snapshot() Snapshot {
 		GoodputBps:           m.goodput,
 		DeliveryRatioForward: m.dfwd,
 		DeliveryRatioReverse: m.drev,
-		SpinBitRole:          "responder",
 		ECNCECount:           m.prevCE,
 		JitterUs:             l.rcv.jitter.us(),
 		Stats:                l.stats(),
 	}
-	if l.spin.initiator {
+	switch {
+	case l.v1:
+	case l.spin.initiator:
 		s.SpinBitRole = "initiator"
+	default:
+		s.SpinBitRole = "responder"
 	}
 	if v, ok := m.srttMS(); ok {
 		s.SRTTMs = &v

@@ -181,7 +181,8 @@ func (n *Node) showBloom() ctl.BloomJSON {
 // under qkey: lqi or sqi) or, with layer set, show_mmp's link_layer /
 // session_layer (with trends, spin-bit role, ECN count; path_mtu for a
 // session). fips-go's jitter_us and report counters follow in the layer
-// objects.
+// objects. A v1 link or XX session has no spin bit, and as on upstream
+// next no spin_bit_role.
 func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any {
 	o := map[string]any{"loss_rate": ctl.Float(m.LossRate), "etx": ctl.Float(m.ETX)}
 	if !layer || !session {
@@ -219,7 +220,8 @@ func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any 
 					o[k] = *v
 				}
 			}
-			o["spin_bit_role"], o["ecn_ce_count"], o["jitter_us"], o["stats"] = m.SpinBitRole, m.ECNCECount, m.JitterUs, m.Stats
+			o["ecn_ce_count"], o["jitter_us"], o["stats"] = m.ECNCECount, m.JitterUs, m.Stats
+			spinRole(o, m)
 		}
 		return o
 	}
@@ -235,12 +237,19 @@ func mmpObject(m mmp.Snapshot, qkey string, layer, session bool) map[string]any 
 	} else {
 		trend("goodput_trend", m.GoodputTrend)
 		trend("jitter_trend", m.JitterTrend)
-		o["spin_bit_role"] = m.SpinBitRole
+		spinRole(o, m)
 		o["ecn_ce_count"] = m.ECNCECount
 	}
 	o["jitter_us"] = m.JitterUs // ours
 	o["stats"] = m.Stats        // ours
 	return o
+}
+
+// spinRole adds master's spin_bit_role where the metrics have one.
+func spinRole(o map[string]any, m mmp.Snapshot) {
+	if m.SpinBitRole != "" {
+		o["spin_bit_role"] = m.SpinBitRole
+	}
 }
 
 func (n *Node) sessionsJSON() map[string]any {

@@ -26,9 +26,14 @@ type sessionMetrics struct {
 func (c *Core) sessionUp(now time.Time, remote identity.NodeAddr, initiator bool) {
 	l := mmp.NewLink(now, c.opts.SessionMMP, true)
 	l.SetEpoch(now)
-	l.SetInitiator(initiator)
 	in, _ := c.sess.Session(remote)
-	c.smmp[remote] = &sessionMetrics{link: l, v1: in.Pattern == session.PatternXX}
+	v1 := in.Pattern == session.PatternXX
+	if v1 {
+		l.SetV1() // next's MMP: no spin bit
+	} else {
+		l.SetInitiator(initiator)
+	}
+	c.smmp[remote] = &sessionMetrics{link: l, v1: v1}
 }
 
 func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Frame) {
@@ -41,9 +46,7 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 	}
 	switch f.Type {
 	case wire.SessionMsgReceiverReport:
-		rr, err := c.parseSessionRR(sm, f.Body)
-		if err == nil {
-			sm.link.HandleReceiverReport(now, rr)
+		if err := c.handleSessionRR(now, sm, f.Body); err == nil {
 			if srtt, ok := sm.link.SRTT(); ok {
 				sm.link.PathMTU().UpdateInterval(srtt)
 			}
@@ -59,15 +62,36 @@ func (c *Core) sessionFrame(now time.Time, src identity.NodeAddr, f session.Fram
 	}
 }
 
-// parseSessionRR decodes a SessionReceiverReport body in the session's
+// handleSessionRR reads a SessionReceiverReport body in the session's
 // layout.
-func (c *Core) parseSessionRR(sm *sessionMetrics, body []byte) (wire.ReceiverReport, error) {
+func (c *Core) handleSessionRR(now time.Time, sm *sessionMetrics, body []byte) error {
 	if sm.v1 {
 		r, err := wire.ParseSessionReceiverReportV1(body)
-		return r.V0(), err
+		if err == nil {
+			sm.link.HandleReceiverReportV1(now, r)
+		}
+		return err
 	}
 	r, err := wire.ParseSessionReceiverReport(body)
-	return r.ReceiverReport, err
+	if err == nil {
+		sm.link.HandleReceiverReport(now, r.ReceiverReport)
+	}
+	return err
+}
+
+// sessionRR writes the session's ReceiverReport body for the interval
+// in its layout; n is 0 when there is none to send.
+func sessionRR(now time.Time, sm *sessionMetrics, body []byte) (n int, err error) {
+	if sm.v1 {
+		if r, ok := sm.link.BuildReceiverReportV1(now); ok {
+			return r.MarshalSessionTo(body)
+		}
+		return 0, nil
+	}
+	if r, ok := sm.link.BuildReceiverReport(now); ok {
+		return (wire.SessionReceiverReport{ReceiverReport: r}).MarshalTo(body)
+	}
+	return 0, nil
 }
 
 // observePathMTU records the forward-path MTU a datagram from src saw.
@@ -96,18 +120,9 @@ func (c *Core) sessionReports(now time.Time) {
 			c.sessLog.Debug("MMP session metrics", args...)
 		}
 		if _, rr := sm.link.Due(now); rr {
-			if r, ok := sm.link.BuildReceiverReport(now); ok {
-				var body [wire.SessionReceiverReportSize]byte
-				var n int
-				var err error
-				if sm.v1 {
-					n, err = wire.ReceiverReportV1Of(r).MarshalSessionTo(body[:])
-				} else {
-					n, err = (wire.SessionReceiverReport{ReceiverReport: r}).MarshalTo(body[:])
-				}
-				if err == nil {
-					c.sessionSend(now, sm, dest, wire.SessionMsgReceiverReport, body[:n])
-				}
+			var body [wire.SessionReceiverReportSize]byte
+			if n, err := sessionRR(now, sm, body[:]); err == nil && n > 0 {
+				c.sessionSend(now, sm, dest, wire.SessionMsgReceiverReport, body[:n])
 			}
 		}
 		if p := sm.link.PathMTU(); p.NotificationDue(now) {

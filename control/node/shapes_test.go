@@ -287,3 +287,17 @@ func TestDisplayNames(t *testing.T) {
 		t.Errorf("self: %q, want the short hex, as upstream's show_tree parent_display_name at the root", got)
 	}
 }
+
+// TestShapesMatchUpstreamNext: show_mmp of a v1 link (next's MMP, no
+// spin bit) has the shape of upstream next's show_mmp, which is master's
+// without link_layer.spin_bit_role (show_mmp_next.json); a v0 link keeps
+// master's (TestShapesMatchUpstream).
+func TestShapesMatchUpstreamNext(t *testing.T) {
+	n, _ := shapeNode(t)
+	s := *n.Snapshot()
+	s.Peers = append([]PeerView(nil), s.Peers...)
+	s.Peers[0].MMP.SpinBitRole = ""
+	n.snap.Store(&s)
+	golden := readGolden(t, filepath.Join("testdata", "upstream", "show_mmp_next.json"))
+	compareShapes(t, "show_mmp", typedShape(t, respond(t, n.showMMP())), typedShape(t, golden))
+}

@@ -6,6 +6,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fips-go/fips/control/ctl"
+	"github.com/fips-go/fips/control/mmp"
 	"github.com/fips-go/fips/control/peer"
 )
 
@@ -57,6 +59,7 @@ func TestMixedWireFormatsRelay(t *testing.T) {
 			t.Errorf("C's link to B runs %s", p.WireFormat)
 		}
 	}
+	mmpLinksOfB(t, b, a, c)
 	if s := c.n.Snapshot().PeerStats; s.DropOtherVersion == 0 {
 		t.Errorf("C counted none of B's IK msg1s as another version")
 	}
@@ -85,5 +88,57 @@ func TestMixedWireFormatsRelay(t *testing.T) {
 	}
 	if after.Forwarded-before.Forwarded < 90 {
 		t.Errorf("B's engine forwarded %d of them", after.Forwarded-before.Forwarded)
+	}
+}
+
+// mmpLinksOfB: B's link to A (v0) and to C (v1) both measure an RTT and
+// have no loss; show_mmp gives the v0 link master's spin_bit_role and the
+// v1 link none, as upstream next does; the v1 link exchanged next's
+// reports both ways.
+func mmpLinksOfB(t *testing.T, b, a, c *loopNode) {
+	t.Helper()
+	layers := func() map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, p := range b.n.showMMP()["peers"].([]ctl.MMPPeerJSON) {
+			out[p.Peer] = p.LinkLayer
+		}
+		return out
+	}
+	ka, kc := a.n.Identity().NodeAddr().String(), c.n.Identity().NodeAddr().String()
+	if !waitFor(30*time.Second, func() bool {
+		l := layers()
+		_, okA := l[ka]["srtt_ms"]
+		_, okC := l[kc]["srtt_ms"]
+		return okA && okC
+	}) {
+		t.Fatalf("B measured no RTT on both links: %v", layers())
+	}
+	l := layers()
+	if r, _ := l[ka]["spin_bit_role"].(string); r != "initiator" && r != "responder" {
+		t.Errorf("B's v0 link to A: spin_bit_role %q", r)
+	}
+	if r, ok := l[kc]["spin_bit_role"]; ok {
+		t.Errorf("B's v1 link to C: spin_bit_role %v, which next does not have", r)
+	}
+	for k, name := range map[string]string{ka: "A", kc: "C"} {
+		if srtt, _ := l[k]["srtt_ms"].(ctl.Float); !(srtt > 0) {
+			t.Errorf("B's link to %s: srtt_ms %v", name, l[k]["srtt_ms"])
+		}
+		if loss, _ := l[k]["loss_rate"].(ctl.Float); loss != 0 {
+			t.Errorf("B's link to %s: loss %v", name, loss)
+		}
+	}
+	var stB, stC mmp.Stats
+	for _, p := range b.n.LiveSnapshot().Peers {
+		if p.NodeAddr == kc {
+			stB = p.MMP.Stats
+		}
+	}
+	for _, p := range c.n.LiveSnapshot().Peers {
+		stC = p.MMP.Stats
+	}
+	if stB.SenderReportsRecv == 0 || stB.ReportsSeen == 0 || stC.SenderReportsRecv == 0 || stC.ReportsSeen == 0 {
+		t.Errorf("v1 link B–C: B got %d SenderReports and %d ReceiverReports, C %d and %d",
+			stB.SenderReportsRecv, stB.ReportsSeen, stC.SenderReportsRecv, stC.ReportsSeen)
 	}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +68,16 @@ func TestXXSessionOnLoopbackEngine(t *testing.T) {
 		return hasRTT(a, c) && hasRTT(c, a)
 	}) {
 		t.Fatalf("no session RTT from next-layout reports: a %v c %v", hasRTT(a, c), hasRTT(c, a))
+	}
+	// next's MMP on an XX session: no spin bit, so show_sessions' mmp has
+	// no spin_bit_role (a v0 session's keeps it: TestShapesMatchUpstream).
+	v, err := a.do(func(time.Time) any { return a.n.sessionsJSON() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(v)
+	if err != nil || !strings.Contains(string(js), `"srtt_ms"`) || strings.Contains(string(js), "spin_bit_role") {
+		t.Errorf("show_sessions of an XX session: %v %s", err, js)
 	}
 	for _, n := range []*loopNode{a, b, c} {
 		n.stop()

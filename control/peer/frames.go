@@ -112,18 +112,16 @@ func (m *Manager) dispatch(now time.Time, p *Peer, flags uint8, draining bool, i
 	switch in.Type() {
 	case wire.MsgHeartbeat:
 	case wire.MsgSenderReport:
-		if sr, err := parseSenderReportOn(p, in.Message); err == nil {
-			p.mmp.HandleSenderReport(now, sr)
-		} else {
+		if err := handleSenderReport(now, p, in.Message); err != nil {
 			m.stats.DropMalformed++
 		}
 	case wire.MsgReceiverReport:
-		rr, err := parseReceiverReportOn(p, in.Message)
+		first, err := handleReceiverReport(now, p, in.Message)
 		if err != nil {
 			m.stats.DropMalformed++
 			return
 		}
-		if p.mmp.HandleReceiverReport(now, rr) {
+		if first {
 			// The first RTT sample makes the peer eligible as a tree
 			// parent (upstream's first-RTT hook).
 			if fr, ok := m.upper.(interface{ FirstRTT(*Peer) }); ok {

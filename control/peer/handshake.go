@@ -467,9 +467,7 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 	}
 	p.LinkID = linkID
 	p.kbit = false
-	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
-	p.mmp.SetEpoch(now)
-	p.mmp.SetInitiator(dir == Outbound)
+	p.mmp = m.newLinkMMP(now, p, dir)
 	m.setIndex(linkKey{t, next.ourIndex}, &indexEntry{peer: p, sess: p.cur})
 	m.byAddr[addrKey{t, addr}] = p
 	m.authenticated(t, addr)
@@ -477,6 +475,22 @@ func (m *Manager) replaceSession(now time.Time, p *Peer, next *linkSession, t tr
 		m.env.CloseConnection(oldT, oldAddr)
 	}
 	m.pqSessionStart(now, p)
+}
+
+// newLinkMMP starts the link metrics of p, whose format and profile
+// (setMeta) are set: master's MMP with the spin-bit role of dir on a v0
+// link, next's on a v1 link, with next's report gating by the two
+// profiles.
+func (m *Manager) newLinkMMP(now time.Time, p *Peer, dir Direction) *mmp.Link {
+	l := mmp.NewLink(now, m.cfg.MMP, false)
+	l.SetEpoch(now)
+	if p.v1 {
+		l.SetV1()
+		l.SetReportGate(wire.MMPReports(m.cfg.Profile, p.profile))
+	} else {
+		l.SetInitiator(dir == Outbound)
+	}
+	return l
 }
 
 // promote makes a completed handshake an active peer.
@@ -495,9 +509,7 @@ func (m *Manager) promote(now time.Time, pk identity.PublicKey, epoch noise.Epoc
 	p.setMeta(meta)
 	m.learnFormat(p.NodeAddr, meta.v1)
 	p.hot.lastRecv.Store(unixNano(now))
-	p.mmp = mmp.NewLink(now, m.cfg.MMP, false)
-	p.mmp.SetEpoch(now)
-	p.mmp.SetInitiator(dir == Outbound)
+	p.mmp = m.newLinkMMP(now, p, dir)
 	if st := m.static[p.NodeAddr]; st != nil {
 		p.Alias = st.cfg.Alias
 		st.pending, st.retries = false, 0

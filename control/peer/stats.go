@@ -39,9 +39,13 @@ type Stats struct {
 	Msg2DecryptFailed    uint64 `json:"msg2_decrypt_failed"`
 	// Msg2LegLimited counts msg2s for a pending handshake refused before
 	// any DH because the leg's budget for their source was spent.
-	Msg2LegLimited       uint64 `json:"msg2_leg_limited"`
-	Msg2ACLDenied        uint64 `json:"msg2_acl_denied"`
-	Msg2WrongIdentity    uint64 `json:"msg2_wrong_identity"`
+	Msg2LegLimited    uint64 `json:"msg2_leg_limited"`
+	Msg2ACLDenied     uint64 `json:"msg2_acl_denied"`
+	Msg2WrongIdentity uint64 `json:"msg2_wrong_identity"`
+	// RekeyStaticMismatch: of those, msg2s answering our rekey of a v1
+	// link (upstream next's handshake rekey_static_mismatch): an on-path
+	// stranger holding key rotation back; the session is kept.
+	RekeyStaticMismatch  uint64 `json:"rekey_static_mismatch"`
 	HandshakesStarted    uint64 `json:"handshakes_started"`
 	HandshakeResends     uint64 `json:"handshake_resends"`
 	HandshakeTimeouts    uint64 `json:"handshake_timeouts"`

@@ -328,17 +328,13 @@ func (m *Manager) sendReports(now time.Time, p *Peer) {
 	sr, rr := p.mmp.Due(now)
 	var buf [wire.ReceiverReportSize]byte
 	if sr {
-		if r, ok := p.mmp.BuildSenderReport(now); ok {
-			if n, err := marshalSenderReportOn(p, r, buf[:]); err == nil {
-				m.sendReport(now, p, buf[:n])
-			}
+		if n, err := buildSenderReport(now, p, buf[:]); err == nil && n > 0 {
+			m.sendReport(now, p, buf[:n])
 		}
 	}
 	if rr {
-		if r, ok := p.mmp.BuildReceiverReport(now); ok {
-			if n, err := marshalReceiverReportOn(p, r, buf[:]); err == nil {
-				m.sendReport(now, p, buf[:n])
-			}
+		if n, err := buildReceiverReport(now, p, buf[:]); err == nil && n > 0 {
+			m.sendReport(now, p, buf[:n])
 		}
 	}
 }

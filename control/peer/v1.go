@@ -294,8 +294,18 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		// stays as it was for the genuine msg2 (upstream drops it).
 		*l.xx = saved
 		m.stats.Msg2WrongIdentity++
-		m.log.Warn("msg2 answered by a different static than the one dialed, dropping it", "expected", m.name(na),
-			"actual", m.name(pk.NodeAddr()), "transport_id", uint32(t), "remote_addr", from.String())
+		if l.rekeyOf != nil {
+			// Our rekey's msg1 travels in the clear: an on-path
+			// stranger answering it holds key rotation back
+			// (upstream next's rekey_static_mismatch). The working
+			// session is untouched either way.
+			m.stats.RekeyStaticMismatch++
+			m.log.Warn("rekey msg2 answered by a different static than the peer's, keeping the current session",
+				"peer", m.name(na), "actual", m.name(pk.NodeAddr()), "transport_id", uint32(t), "remote_addr", from.String())
+		} else {
+			m.log.Warn("msg2 answered by a different static than the one dialed, dropping it", "expected", m.name(na),
+				"actual", m.name(pk.NodeAddr()), "transport_id", uint32(t), "remote_addr", from.String())
+		}
 		m.rejected(t, from)
 		return
 	}

@@ -255,6 +255,60 @@ func TestV1Msg2FromAnotherKey(t *testing.T) {
 	}
 }
 
+// rekeyingV1Pair links two v1 nodes that rekey every 40 s; small is
+// the one with the smaller NodeAddr, which starts the rekeys.
+func rekeyingV1Pair(t *testing.T, n *simNet) (a, b, small, large *simNode) {
+	t.Helper()
+	cfg := v1Config(WireV1)
+	cfg.RekeyAfter, cfg.RekeyJitter = 40*time.Second, 0
+	a, b = n.add(1, cfg), n.add(2, cfg)
+	if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
+		t.Fatal(err)
+	}
+	n.deliver()
+	linked(t, a, b)
+	if b.id.NodeAddr().Less(a.id.NodeAddr()) {
+		return a, b, b, a
+	}
+	return a, b, a, b
+}
+
+// TestV1RekeyStaticMismatch: a stranger on path answers our rekey msg1
+// of a v1 link with its own key: counted as upstream next's
+// rekey_static_mismatch (and as a msg2 from another key), the session
+// kept, and the genuine msg2 still completes the rekey.
+func TestV1RekeyStaticMismatch(t *testing.T) {
+	n := newSimNet(t, 19)
+	a, b, small, large := rekeyingV1Pair(t, n)
+	c := n.add(3, v1Config(WireV1))
+	forged := false
+	n.intercept = func(p simPkt) bool {
+		if !forged && p.from == small.addr && p.to == large.addr && p.data[0] == 0x11 {
+			forged = true
+			c.m.HandlePacket(n.now, 1, small.addr, p.data) // its msg2 goes ahead of large's
+		}
+		return false
+	}
+	n.advance(60*time.Second, time.Second)
+	if !forged {
+		t.Fatal("no rekey msg1 seen")
+	}
+	linked(t, a, b)
+	s := small.m.Stats()
+	if s.RekeyStaticMismatch != 1 || s.Msg2WrongIdentity != 1 {
+		t.Errorf("rekey static mismatches %d, wrong identities %d; want 1, 1", s.RekeyStaticMismatch, s.Msg2WrongIdentity)
+	}
+	if s.RekeyCutovers == 0 || s.PeersRemoved != 0 {
+		t.Errorf("cutovers %d, peers removed %d", s.RekeyCutovers, s.PeersRemoved)
+	}
+	if !strings.Contains(small.logs.String(), "rekey msg2 answered by a different static than the peer's") {
+		t.Errorf("no warning:\n%s", small.logs)
+	}
+	if c.m.PeerCount() != 0 || large.m.Stats().RekeyStaticMismatch != 0 {
+		t.Errorf("stranger linked (%d) or the responder counted a mismatch", c.m.PeerCount())
+	}
+}
+
 // TestV1ProfilesPairing: two Leaf nodes refuse each other (neither is
 // Full), counted on both sides and logged as upstream's "FMP
 // negotiation failed"; a Leaf and a Full node link, each seeing the
@@ -446,18 +500,7 @@ func FuzzV1Packets(f *testing.F) {
 func TestV1Rekey(t *testing.T) {
 	for seed := uint64(50); seed < 54; seed++ {
 		n := newSimNet(t, seed)
-		cfg := v1Config(WireV1)
-		cfg.RekeyAfter, cfg.RekeyJitter = 40*time.Second, 0
-		a, b := n.add(1, cfg), n.add(2, cfg)
-		if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
-			t.Fatal(err)
-		}
-		n.deliver()
-		linked(t, a, b)
-		small, large := a, b
-		if b.id.NodeAddr().Less(a.id.NodeAddr()) {
-			small, large = b, a
-		}
+		a, b, small, large := rekeyingV1Pair(t, n)
 		n.loss = 0.05
 		sent := 0
 		for range 60 {

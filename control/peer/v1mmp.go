@@ -1,58 +1,73 @@
 package peer
 
-import "github.com/fips-go/fips/control/wire"
+import (
+	"time"
 
-// MMP reports on v1 links travel in next's layouts (docs/next.md §6.2),
-// translated at the link layer from and to the v0 fields the MMP
-// engine works with. Until MMP itself learns the v1 fields (checklist
-// step 11) the translation loses what v1 dropped: a received v1
-// ReceiverReport has no burst-loss maximum and mean and no interval
-// receive counts (zero here), and a v1 SenderReport's interval packet
-// count is the v0 report's counter span.
+	"github.com/fips-go/fips/control/wire"
+)
 
-func parseSenderReportOn(p *Peer, msg []byte) (wire.SenderReport, error) {
-	if !p.v1 {
-		return wire.ParseSenderReport(msg)
+// MMP reports travel in their link's format: master's layouts on v0
+// links, next's on v1 links (docs/next.md §6.2), whose MMP state is
+// next's (mmp.Link.SetV1, set up by newLinkMMP).
+
+// handleSenderReport reads a SenderReport in p's format.
+func handleSenderReport(now time.Time, p *Peer, msg []byte) error {
+	if p.v1 {
+		r, err := wire.ParseSenderReportV1(msg)
+		if err == nil {
+			p.mmp.HandleSenderReportV1(now, r)
+		}
+		return err
 	}
-	r, err := wire.ParseSenderReportV1(msg)
-	if err != nil {
-		return wire.SenderReport{}, err
+	r, err := wire.ParseSenderReport(msg)
+	if err == nil {
+		p.mmp.HandleSenderReport(now, r)
 	}
-	return wire.SenderReport{IntervalBytesSent: r.IntervalBytesSent, CumulativePacketsSent: r.CumulativePacketsSent}, nil
+	return err
 }
 
-func parseReceiverReportOn(p *Peer, msg []byte) (wire.ReceiverReport, error) {
-	if !p.v1 {
-		return wire.ParseReceiverReport(msg)
+// handleReceiverReport reads a ReceiverReport in p's format; firstRTT is
+// mmp.Link.HandleReceiverReport's.
+func handleReceiverReport(now time.Time, p *Peer, msg []byte) (firstRTT bool, err error) {
+	if p.v1 {
+		r, err := wire.ParseReceiverReportV1(msg)
+		if err != nil {
+			return false, err
+		}
+		return p.mmp.HandleReceiverReportV1(now, r), nil
 	}
-	r, err := wire.ParseReceiverReportV1(msg)
+	r, err := wire.ParseReceiverReport(msg)
 	if err != nil {
-		return wire.ReceiverReport{}, err
+		return false, err
 	}
-	return wire.ReceiverReport{HighestCounter: r.HighestCounter, CumulativePacketsRecv: r.CumulativePacketsRecv,
-		CumulativeBytesRecv: r.CumulativeBytesRecv, TimestampEcho: r.TimestampEcho, DwellTime: r.DwellTime,
-		Jitter: r.Jitter, ECNCECount: r.ECNCECount, OWDTrend: r.OWDTrend, BurstLossCount: r.BurstLossCount,
-		CumulativeReorderCount: r.CumulativeReorderCount}, nil
+	return p.mmp.HandleReceiverReport(now, r), nil
 }
 
-func marshalSenderReportOn(p *Peer, r wire.SenderReport, b []byte) (int, error) {
-	if !p.v1 {
+// buildSenderReport writes p's SenderReport for the interval into b in
+// p's format; n is 0 when there is none to send.
+func buildSenderReport(now time.Time, p *Peer, b []byte) (n int, err error) {
+	if p.v1 {
+		if r, ok := p.mmp.BuildSenderReportV1(now); ok {
+			return r.MarshalTo(b)
+		}
+		return 0, nil
+	}
+	if r, ok := p.mmp.BuildSenderReport(now); ok {
 		return r.MarshalTo(b)
 	}
-	var n uint32
-	if r.IntervalEndCounter >= r.IntervalStartCounter {
-		n = uint32(min(r.IntervalEndCounter-r.IntervalStartCounter+1, 1<<32-1))
-	}
-	return wire.SenderReportV1{IntervalPacketsSent: n, IntervalBytesSent: r.IntervalBytesSent,
-		CumulativePacketsSent: r.CumulativePacketsSent}.MarshalTo(b)
+	return 0, nil
 }
 
-func marshalReceiverReportOn(p *Peer, r wire.ReceiverReport, b []byte) (int, error) {
-	if !p.v1 {
+// buildReceiverReport is buildSenderReport for the ReceiverReport.
+func buildReceiverReport(now time.Time, p *Peer, b []byte) (n int, err error) {
+	if p.v1 {
+		if r, ok := p.mmp.BuildReceiverReportV1(now); ok {
+			return r.MarshalTo(b)
+		}
+		return 0, nil
+	}
+	if r, ok := p.mmp.BuildReceiverReport(now); ok {
 		return r.MarshalTo(b)
 	}
-	return wire.ReceiverReportV1{TimestampEcho: r.TimestampEcho, DwellTime: r.DwellTime, HighestCounter: r.HighestCounter,
-		CumulativePacketsRecv: r.CumulativePacketsRecv, CumulativeBytesRecv: r.CumulativeBytesRecv, Jitter: r.Jitter,
-		ECNCECount: r.ECNCECount, OWDTrend: r.OWDTrend, BurstLossCount: r.BurstLossCount,
-		CumulativeReorderCount: r.CumulativeReorderCount}.MarshalTo(b)
+	return 0, nil
 }

@@ -230,6 +230,15 @@ func FMPFeatures(p NodeProfile) uint64 {
 	return f
 }
 
+// MMPReports is upstream next's per-link report gating: a node sends
+// SenderReports on a link when its profile provides them and the peer's
+// wants them, ReceiverReports likewise. next derives both from the two
+// declared profiles (FMPFeatures), not from the bits on the wire.
+func MMPReports(ours, theirs NodeProfile) (sr, rr bool) {
+	o, t := FMPFeatures(ours), FMPFeatures(theirs)
+	return o&FMPFeatProvidesSR != 0 && t&FMPFeatWantsSR != 0, o&FMPFeatProvidesRR != 0 && t&FMPFeatWantsRR != 0
+}
+
 // FMPNegotiation is the payload an FMP v1 link handshake carries for a
 // node profile: versions 1 to 1 and FMPFeatures(p), no TLVs (10 bytes).
 func FMPNegotiation(p NodeProfile) Negotiation {
