@@ -55,6 +55,9 @@ type env struct {
 	bin  map[Impl]daemons.Binaries
 	out  string
 	seed uint64
+	// format is the node.wire_format of the fips-go nodes ("" or v0:
+	// none given, master's); v1 or auto against an upstream next build.
+	format string
 }
 
 func main() {
@@ -62,9 +65,13 @@ func main() {
 	list := flag.Bool("list", false, "list the rows and exit")
 	seed := flag.Uint64("seed", 1, "seed of the random mixed mesh")
 	out := flag.String("out", "", "folder for the rows' logs (default: out/interop in the module)")
+	format := flag.String("format", "v0", "node.wire_format of the fips-go nodes: v0 against upstream master, v1 or auto against an upstream next build")
 	flag.Parse()
 
-	e := &env{seed: *seed}
+	if err := checkFormat(*format); err != nil {
+		fatal(2, "interop: -format: %v", err)
+	}
+	e := &env{seed: *seed, format: *format}
 	rows := plan(e)
 	if *run != "" {
 		re, err := regexp.Compile(*run)
@@ -127,6 +134,9 @@ func main() {
 	e.bin = map[Impl]daemons.Binaries{G: gb, U: ub}
 	for _, i := range []Impl{G, U} {
 		fmt.Printf("%s (%s): %s — %s\n", i, i.Name(), e.bin[i].Fips, version(e.bin[i].Fips))
+	}
+	if e.format != "v0" {
+		fmt.Printf("fips-go nodes run node.wire_format %s (upstream must be a next build)\n", e.format)
 	}
 
 	if ctx.Err() != nil {
@@ -241,6 +251,7 @@ func (c *rowCtx) node(m *netns.Mesh, name string, i Impl, goOnly string) *netns.
 	n := m.AddNode(name)
 	n.Bin = c.env.bin[i]
 	n.ExtraConfig = ExtraFor(i, goOnly)
+	n.NodeConfig = NodeFor(i, c.env.format)
 	c.Logf("node %s: %s (%s), %s", name, i, i.Name(), n.Bin.Fips)
 	if i == U {
 		if err := UpstreamKeysOnly(n.ExtraConfig); err != nil {

@@ -186,6 +186,25 @@ func ExtraFor(i Impl, goOnly string) string {
 	return ""
 }
 
+// NodeFor is what the node: section of a node of implementation i gets
+// for the fips-go nodes' wire format: node.wire_format, which upstream
+// does not have, for fips-go only and only when not master's.
+func NodeFor(i Impl, format string) string {
+	if i != G || format == "" || format == "v0" {
+		return ""
+	}
+	return "  wire_format: " + format + "\n"
+}
+
+// checkFormat accepts the formats -format takes.
+func checkFormat(f string) error {
+	switch f {
+	case "v0", "v1", "auto":
+		return nil
+	}
+	return fmt.Errorf("%q is none of v0, v1, auto", f)
+}
+
 // UpstreamKeysOnly fails unless every top-level key of the YAML document
 // doc is one of upstream's sections.
 func UpstreamKeysOnly(doc string) error {

@@ -178,3 +178,22 @@ func TestPlan(t *testing.T) {
 		t.Errorf("-run '^line.*u-g-u' picks %d rows", len(got))
 	}
 }
+
+// The fips-go nodes' wire format goes to fips-go nodes only, and only
+// when it is not master's; -format takes v0, v1 and auto.
+func TestNodeFor(t *testing.T) {
+	if NodeFor(U, "v1") != "" || NodeFor(G, "v0") != "" || NodeFor(G, "") != "" {
+		t.Error("a wire_format for an upstream node or for v0")
+	}
+	if got := NodeFor(G, "v1"); got != "  wire_format: v1\n" {
+		t.Errorf("fips-go v1: %q", got)
+	}
+	for _, f := range []string{"v0", "v1", "auto"} {
+		if checkFormat(f) != nil {
+			t.Errorf("%s refused", f)
+		}
+	}
+	if checkFormat("next") == nil {
+		t.Error("next accepted")
+	}
+}
