@@ -196,9 +196,13 @@ func (n *Node) showConnections() ctl.ShowConnections {
 		if c.Rekey {
 			state = "rekey_sent_msg1"
 		}
-		out = append(out, ctl.ConnectionInfo{LinkID: c.LinkID, Direction: string(c.Direction), HandshakeState: state,
+		ci := ctl.ConnectionInfo{LinkID: c.LinkID, Direction: string(c.Direction), HandshakeState: state,
 			StartedAtMs: msSince(c.Started), IdleMs: uint64(max(0, s.At.Sub(c.LastSent).Milliseconds())),
-			ResendCount: uint32(c.Resends), ExpectedPeer: c.Expected.Npub()})
+			ResendCount: uint32(c.Resends)}
+		if !c.Anonymous { // upstream shows no expected_peer on an anonymous leg
+			ci.ExpectedPeer = c.Expected.Npub()
+		}
+		out = append(out, ci)
 	}
 	return ctl.ShowConnections{Connections: out}
 }

@@ -47,6 +47,11 @@ type Config struct {
 	// host address (fips-go's; upstream has no such bound).
 	MaxDiscovered        int
 	MaxDiscoveredPerHost int
+	// MaxAnonymous bounds the anonymous (address-only) v1 dials in
+	// flight, to neighbours heard by upstream next's keyless Ethernet
+	// beacons (fips-go's; upstream dials every such neighbour). They also
+	// count as discovered dials.
+	MaxAnonymous int
 	MaxPeers             int // node.limits.max_peers (0 = unlimited)
 	MaxPendingInbound    int // node.limits.max_pending_inbound
 	RetryBase            time.Duration
@@ -109,6 +114,7 @@ func DefaultConfig() Config {
 		MaxConnections:          256,
 		MaxDiscovered:           16,
 		MaxDiscoveredPerHost:    2,
+		MaxAnonymous:            8,
 		MaxPeers:                128,
 		MaxPendingInbound:       1000,
 		RetryBase:               5 * time.Second,

@@ -285,6 +285,9 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	pk := identity.XOnly(rs)
+	if l.anonymous && l.expectAddr.IsZero() && !m.learnAnonymousMsg2(l, pk) {
+		return
+	}
 	na := l.expectAddr
 	if pk.NodeAddr() != na {
 		// Answered by someone else than the key we dialled: anyone who
@@ -305,7 +308,7 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		m.dropLeg(l)
 		m.stats.V1NegotiationFailed++
 		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "outbound", "error", err)
-		if l.rekeyOf == nil {
+		if l.rekeyOf == nil && !l.anonymous {
 			m.scheduleRetry(now, na, true)
 		}
 		return
