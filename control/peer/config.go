@@ -51,15 +51,15 @@ type Config struct {
 	// flight, to neighbours heard by upstream next's keyless Ethernet
 	// beacons (fips-go's; upstream dials every such neighbour). They also
 	// count as discovered dials.
-	MaxAnonymous int
-	MaxPeers             int // node.limits.max_peers (0 = unlimited)
-	MaxPendingInbound    int // node.limits.max_pending_inbound
-	RetryBase            time.Duration
-	RetryMax             time.Duration
-	RetryMaxRetries      int // limits non-auto-reconnect entries only
-	RekeyEnabled         bool
-	RekeyAfter           time.Duration // node.rekey.after_secs
-	RekeyAfterMessages   uint64        // node.rekey.after_messages
+	MaxAnonymous       int
+	MaxPeers           int // node.limits.max_peers (0 = unlimited)
+	MaxPendingInbound  int // node.limits.max_pending_inbound
+	RetryBase          time.Duration
+	RetryMax           time.Duration
+	RetryMaxRetries    int // limits non-auto-reconnect entries only
+	RekeyEnabled       bool
+	RekeyAfter         time.Duration // node.rekey.after_secs
+	RekeyAfterMessages uint64        // node.rekey.after_messages
 	// RekeyJitter is the half-width of the uniform jitter added to RekeyAfter,
 	// redrawn per session.
 	RekeyJitter time.Duration
