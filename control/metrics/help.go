@@ -343,6 +343,7 @@ func counterHelp() map[string]string {
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",
 		"transport.beacons_sent":            "Neighbour beacons broadcast (Ethernet; absent while 0).",
 		"transport.beacons_recv":            "Neighbour beacons received (Ethernet; absent while 0).",
+		"transport.beacons_keyless":         "Upstream next's keyless beacons received, a MAC without a key (Ethernet, on a node that speaks next; absent while 0).",
 		"transport.neighbours_refused":      "Beacons from new addresses dropped because the neighbour buffer was full (Ethernet; absent while 0).",
 	}
 }

@@ -18,7 +18,7 @@ var macForm = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
 // configured find each other by beacons, link, and ping6 and iperf3 each
 // other by .fips name.
 func TestEthernetBeaconDiscovery(t *testing.T) {
-	m, a, b := ethernetPair(t, "")
+	m, a, b := ethernetPair(t, "", "")
 	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
@@ -164,9 +164,10 @@ func TestEthernetLine(t *testing.T) {
 
 // ethernetPair starts two nodes a and b on one veth with only Ethernet
 // transports (announce, auto_connect, accept_connections; no peers), TUN
-// and DNS on, extra appended to both configs, and waits until they have
+// and DNS on, node added to both node: sections (lines indented two
+// spaces), extra appended to both configs, and waits until they have
 // linked by beacons.
-func ethernetPair(t *testing.T, extra string) (*Mesh, *Node, *Node) {
+func ethernetPair(t *testing.T, node, extra string) (*Mesh, *Node, *Node) {
 	t.Helper()
 	m := New(t, Options{IPv6: true, LogLevel: "debug"})
 	a, b := m.AddNode("a"), m.AddNode("b")
@@ -179,7 +180,7 @@ func ethernetPair(t *testing.T, extra string) (*Mesh, *Node, *Node) {
   identity: { nsec: %q }
   control: { socket_path: %q }
   log_level: debug
-transports:
+%stransports:
   ethernet:
     interface: %s
     announce: true
@@ -188,7 +189,7 @@ transports:
 tun: { enabled: true, name: fips0, mtu: 1280 }
 dns: { enabled: true, bind_addr: "::1", port: 5354 }
 peers: []
-%s`, e.n.ID.Secret().Hex(), e.n.Socket, e.iface, extra)
+%s`, e.n.ID.Secret().Hex(), e.n.Socket, node, e.iface, extra)
 		if err := os.WriteFile(e.n.Config, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

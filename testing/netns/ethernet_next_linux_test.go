@@ -1,0 +1,78 @@
+//go:build linux
+
+package netns
+
+import (
+	"strings"
+	"testing"
+)
+
+// nextNode is the node: line of a node that speaks only upstream next's
+// wire format.
+const nextNode = "  wire_format: v1\n"
+
+// TestEthernetNextBeaconDiscovery: two nodes with node.wire_format v1,
+// only Ethernet transports (announce, auto_connect) and no peers find
+// each other by next's keyless beacons alone: each hears only those
+// (beacons_keyless = beacons_recv), so a MAC is all it learns, and the
+// link comes from an anonymous XX dial that learns the key at msg2. The
+// link is v1, and ping6 by name runs both ways.
+func TestEthernetNextBeaconDiscovery(t *testing.T) {
+	m, a, b := ethernetPair(t, nextNode, "")
+	checkNextPair(t, a, b)
+	for _, d := range [][2]*Node{{a, b}, {b, a}} {
+		out, err := m.Exec(d[0].Name, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", d[1].Npub()+".fips")
+		if err != nil || !strings.Contains(string(out), "3 received") {
+			t.Fatalf("ping -6 %s.fips from %s: %v\n%s", d[1].Name, d[0].Name, err, out)
+		}
+	}
+}
+
+// TestEthernetNextAFXDPPair: TestEthernetAFXDPPair (AF_XDP receive and
+// transmit, ping6 and iperf3 by name, frames redirected to the XSKs)
+// between two v1 nodes found by next's keyless beacons: the AF_XDP
+// Ethernet path carries v1 links behind next's 4-byte header.
+//
+// The message-count rekey trigger is pushed out of the run: a v1 rekey
+// initiator cuts over when it sends msg3, and its frames under the new
+// session reach the responder's XDP program before the responder has
+// read msg3 and put the new index in the XDP map, so each rekey under
+// iperf3 loses a few hundred frames as unknown_index (docs/next.md §17,
+// step 14: known, not fixed yet). A few of the first frames may be lost
+// the same way at the link's start (up to 8 allowed).
+func TestEthernetNextAFXDPPair(t *testing.T) {
+	_, a, b := ethernetAFXDPPair(t, nextNode+"  rekey: { after_messages: 1000000000 }\n", 8)
+	checkNextPair(t, a, b)
+}
+
+// checkNextPair: a and b are linked over v1, heard only keyless beacons
+// and sent some, and at least one of them dialled the other anonymously.
+func checkNextPair(t *testing.T, a, b *Node) {
+	t.Helper()
+	anon := uint64(0)
+	for _, d := range [][2]*Node{{a, b}, {b, a}} {
+		n, other := d[0], d[1]
+		if f := showPeerFormats(t, n)[other.Npub()]; f != "v1/full" {
+			t.Errorf("%s's link to %s: %q, want v1/full", n.Name, other.Name, f)
+		}
+		st := ethernetStatsOf(t, n)
+		if st.BeaconsSent == 0 || st.BeaconsKeyless != st.BeaconsRecv {
+			t.Errorf("%s: beacons sent %d, received %d of which keyless %d; want only keyless ones", n.Name,
+				st.BeaconsSent, st.BeaconsRecv, st.BeaconsKeyless)
+		}
+		var s struct {
+			LinkLayer struct {
+				AnonymousDials    uint64 `json:"anonymous_dials"`
+				Msg2WrongIdentity uint64 `json:"msg2_wrong_identity"`
+			} `json:"link_layer"`
+		}
+		if err := n.Call("show_status", nil, &s); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d anonymous dials, beacons %+v", n.Name, s.LinkLayer.AnonymousDials, st)
+		anon += s.LinkLayer.AnonymousDials
+	}
+	if anon == 0 {
+		t.Errorf("no anonymous dial: the link was not made from a keyless beacon\nA:\n%s\nB:\n%s", tail(a.Logs(), 30), tail(b.Logs(), 30))
+	}
+}
