@@ -216,6 +216,7 @@ func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	m.addPendingV1(pd)
+	m.preIndex(linkKey{t, ourIdx})
 	m.stats.V1Msg2Sent++
 	m.send(t, from, pd.msg2[:])
 }
@@ -232,6 +233,7 @@ func (m *Manager) addPendingV1(pd *pendingV1) {
 		}
 		m.stats.V1PendingEvicted++
 		m.dropPendingV1(oldest)
+		m.unpreIndex(linkKey{oldest.t, oldest.ourIndex})
 	}
 	m.pendingV1Seq++
 	pd.seq = m.pendingV1Seq
@@ -256,6 +258,7 @@ func (m *Manager) expirePendingV1(now time.Time) {
 	for _, pd := range m.pendingV1 {
 		if now.Sub(pd.at) >= m.cfg.HandshakeTimeout {
 			m.dropPendingV1(pd)
+			m.unpreIndex(linkKey{pd.t, pd.ourIndex})
 			m.stats.V1PendingExpired++
 		}
 	}
@@ -351,6 +354,10 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	m.dropLeg(l)
+	// The peer promotes on msg3 and sends at once: the index must pass
+	// XDP before msg3 leaves. A session takes it below, or it goes.
+	m.preIndex(linkKey{t, l.ourIndex})
+	defer m.unpreIndex(linkKey{t, l.ourIndex})
 	// msg3 first: frames the promotion sends must not overtake it.
 	m.send(t, from, msg3[:n3])
 	m.stats.V1Msg3Sent++
@@ -434,6 +441,9 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 	}
 	sess, err := pd.hs.Session()
 	m.dropPendingV1(pd)
+	// The index stays with the XDP program if a session takes it below
+	// (promotion, a crossing, a rekey candidate), else it goes.
+	defer m.unpreIndex(linkKey{t, pd.ourIndex})
 	if err != nil {
 		m.stats.V1Msg3DecryptFailed++
 		return
