@@ -5,6 +5,7 @@ package netns
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // nextNode is the node: line of a node that speaks only upstream next's
@@ -70,5 +71,51 @@ func checkNextPair(t *testing.T, a, b *Node) {
 	}
 	if anon == 0 {
 		t.Errorf("no anonymous dial: the link was not made from a keyless beacon\nA:\n%s\nB:\n%s", tail(a.Logs(), 30), tail(b.Logs(), 30))
+	}
+}
+
+// TestEthernetAutoBeaconsBothLines: the line a (v0) – b (auto) – c (v1)
+// over Ethernet with discovery only, no peers configured. b announces
+// both lines' beacons: a reads master's, links to b over IK and drops
+// next's as invalid, as before; b and c link over XX (c dials the key
+// master's beacon names, b dials c's MAC anonymously, whichever is
+// first); and ping6 by name runs a → c through b.
+func TestEthernetAutoBeaconsBothLines(t *testing.T) {
+	m := New(t, Options{IPv6: true, LogLevel: "debug"})
+	a, b, c := m.AddNode("a"), m.AddNode("b"), m.AddNode("c")
+	ab, bc := m.Link(a, b), m.Link(b, c)
+	startEthernetDiscovery(t, a, "  wire_format: v0\n", "", ab.IfA)
+	startEthernetDiscovery(t, b, "  wire_format: auto\n", "", ab.IfB, bc.IfA)
+	startEthernetDiscovery(t, c, nextNode, "", bc.IfB)
+	var ps struct {
+		Peers []struct {
+			Npub       string `json:"npub"`
+			WireFormat string `json:"wire_format"`
+		} `json:"peers"`
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		f := map[string]string{}
+		if b.Call("show_peers", nil, &ps) == nil {
+			for _, p := range ps.Peers {
+				f[p.Npub] = p.WireFormat
+			}
+		}
+		if f[a.Npub()] == "v0" && f[c.Npub()] == "v1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's links after 60 s: %v; want a v0, c v1\nB:\n%s", f, tail(b.Logs(), 40))
+		}
+	}
+	if st := ethernetStatsOf(t, a); st.BeaconsKeyless != 0 || st.DroppedInvalid == 0 {
+		t.Errorf("a (v0) took next's beacons: %+v", st)
+	}
+	m.WaitConverged(60 * time.Second) // one tree root, every peer's filter
+	addrC := resolve(t, m, a, c)
+	resolve(t, m, c, a)
+	waitReply(t, m, a, addrC, 20*time.Second)
+	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", c.Npub()+".fips")
+	if err != nil || !strings.Contains(string(out), "3 received") {
+		t.Fatalf("ping -6 c.fips from a: %v\n%s", err, out)
 	}
 }
