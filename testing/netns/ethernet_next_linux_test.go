@@ -43,7 +43,8 @@ func TestEthernetNextAFXDPPair(t *testing.T) {
 }
 
 // checkNextPair: a and b are linked over v1, heard only keyless beacons
-// and sent some, and at least one of them dialled the other anonymously.
+// and sent some, at least one of them dialled the other anonymously, and
+// neither refused a msg2 for its key (an anonymous leg takes any).
 func checkNextPair(t *testing.T, a, b *Node) {
 	t.Helper()
 	anon := uint64(0)
@@ -67,6 +68,9 @@ func checkNextPair(t *testing.T, a, b *Node) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d anonymous dials, beacons %+v", n.Name, s.LinkLayer.AnonymousDials, st)
+		if s.LinkLayer.Msg2WrongIdentity != 0 {
+			t.Errorf("%s: %d msg2s refused as another key than dialled", n.Name, s.LinkLayer.Msg2WrongIdentity)
+		}
 		anon += s.LinkLayer.AnonymousDials
 	}
 	if anon == 0 {
