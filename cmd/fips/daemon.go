@@ -563,6 +563,7 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		}
 		o := ethernetOptions(*inst.Config, key)
 		o.Next = speaksNext(cfg)
+		o.Beacons = beaconFormats(cfg.Node.WireFormat)
 		t, err := ethernet.New(next, inst.Name, o, log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("transports.ethernet%s: %w", instSuffix(inst.Name), err)
@@ -575,6 +576,21 @@ func buildTransports(cfg *config.Config, key identity.PublicKey, log *slog.Logge
 		log.Warn("transport type not supported by this build yet; skipping", "type", u.typ, "instances", u.n)
 	}
 	return out, ids, nil
+}
+
+// beaconFormats is which Ethernet beacons a node of wire format f
+// announces: master's keyed ones for v0 (byte for byte as before),
+// next's keyless ones for v1, both for auto, so neighbours of either line
+// find it. A peer's override does not change them: a neighbour found by
+// its beacon is an unconfigured peer, which the node's own format rules.
+func beaconFormats(f string) ethernet.BeaconFormats {
+	switch f {
+	case config.WireV1:
+		return ethernet.BeaconsNext
+	case config.WireAuto:
+		return ethernet.BeaconsBoth
+	}
+	return ethernet.BeaconsMaster
 }
 
 // torOptions maps transports.tor.* (already range-checked) onto the

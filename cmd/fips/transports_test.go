@@ -54,3 +54,16 @@ func TestOnlyUnimplementedTransports(t *testing.T) {
 		})
 	}
 }
+
+// TestBeaconFormatsFollowWireFormat: node.wire_format v0 (or unset)
+// announces master's beacons only, v1 next's only, auto both.
+func TestBeaconFormatsFollowWireFormat(t *testing.T) {
+	for f, want := range map[string]ethernet.BeaconFormats{
+		"": ethernet.BeaconsMaster, "v0": ethernet.BeaconsMaster,
+		"v1": ethernet.BeaconsNext, "auto": ethernet.BeaconsBoth,
+	} {
+		if got := beaconFormats(f); got != want {
+			t.Errorf("wire_format %q: beacons %d, want %d", f, got, want)
+		}
+	}
+}

@@ -409,6 +409,13 @@ type LinkLayerStats struct {
 	// configured, not dialled for the discovered-dial pace
 	// (node.rendezvous.lan.dial_burst / dial_rate; fips-go addition).
 	BeaconDialLimited uint64 `json:"beacon_dial_limited"`
+	// AnonymousDials: v1 handshakes started to a neighbour known by its
+	// address alone (upstream next's keyless Ethernet beacon).
+	// AnonymousDialLimited: such dials refused for the in-flight bound.
+	// AnonymousPeerLimit: such handshakes dropped at msg2 for max_peers.
+	AnonymousDials       uint64 `json:"anonymous_dials"`
+	AnonymousDialLimited uint64 `json:"anonymous_dial_limited"`
+	AnonymousPeerLimit   uint64 `json:"anonymous_peer_limit"`
 	// DropOtherVersion: packets of another FMP version dropped before
 	// dispatch (version 1 is upstream's `next` format, which this node
 	// is not configured to speak: docs/next.md, node.wire_format); they

@@ -148,7 +148,7 @@ func NewCollector(src Source, o Options) (*Collector, error) {
 		{"routing", "fips_routing_limits_", "show_routing limits", route.LimitStats{}, &c.routing, nil, nil},
 		// The Ethernet counters are omitted from JSON when 0 (other
 		// transports have none): set here so the family has their keys.
-		{"transport", "fips_transport_", "show_transports stats", transport.Stats{BeaconsSent: 1, BeaconsRecv: 1, NeighboursRefused: 1},
+		{"transport", "fips_transport_", "show_transports stats", transport.Stats{BeaconsSent: 1, BeaconsRecv: 1, BeaconsKeyless: 1, NeighboursRefused: 1},
 			&c.transport, transportLabels(), transportRename()},
 	} {
 		m, err := flatten(g.v)

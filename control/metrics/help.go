@@ -257,6 +257,9 @@ func counterHelp() map[string]string {
 		"link.connection_limit":             "Connections refused at node.limits.max_connections.",
 		"link.discovered_limit":             "Dials to mDNS-discovered peers refused for the discovered-peer handshake budget.",
 		"link.discovered_evicted":           "Handshakes to mDNS-discovered peers dropped to give a configured peer a slot.",
+		"link.anonymous_dials":              "v1 handshakes started to a neighbour known by its MAC alone (upstream next's keyless Ethernet beacon); msg2 reveals its key.",
+		"link.anonymous_dial_limited":       "Anonymous v1 dials refused because the in-flight bound of them was reached.",
+		"link.anonymous_peer_limit":         "Anonymous v1 handshakes dropped at msg2 because the key revealed would be a new peer past max_peers.",
 		"link.beacon_dial_limited":          "Peers found by Ethernet beacons that nobody configured, not dialled for the discovered-dial pace (node.rendezvous.lan.dial_burst/dial_rate).",
 		"link.drop_other_version":           "Packets of an FMP version the node is not configured to speak dropped before dispatch (1 is upstream's next format, 0 its master's; node.wire_format); also in drop_malformed.",
 		"link.drop_version_mismatch":        "Established frames whose FMP version is not their link's, dropped before decryption.",
@@ -343,6 +346,7 @@ func counterHelp() map[string]string {
 		"transport.reply_dials_refused":     "Handshake replies (msg2) for an address with no connection, not dialled (TCP).",
 		"transport.beacons_sent":            "Neighbour beacons broadcast (Ethernet; absent while 0).",
 		"transport.beacons_recv":            "Neighbour beacons received (Ethernet; absent while 0).",
+		"transport.beacons_keyless":         "Upstream next's keyless beacons received, a MAC without a key (Ethernet, on a node that speaks next; absent while 0).",
 		"transport.neighbours_refused":      "Beacons from new addresses dropped because the neighbour buffer was full (Ethernet; absent while 0).",
 	}
 }

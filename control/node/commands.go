@@ -196,9 +196,13 @@ func (n *Node) showConnections() ctl.ShowConnections {
 		if c.Rekey {
 			state = "rekey_sent_msg1"
 		}
-		out = append(out, ctl.ConnectionInfo{LinkID: c.LinkID, Direction: string(c.Direction), HandshakeState: state,
+		ci := ctl.ConnectionInfo{LinkID: c.LinkID, Direction: string(c.Direction), HandshakeState: state,
 			StartedAtMs: msSince(c.Started), IdleMs: uint64(max(0, s.At.Sub(c.LastSent).Milliseconds())),
-			ResendCount: uint32(c.Resends), ExpectedPeer: c.Expected.Npub()})
+			ResendCount: uint32(c.Resends)}
+		if !c.Anonymous { // upstream shows no expected_peer on an anonymous leg
+			ci.ExpectedPeer = c.Expected.Npub()
+		}
+		out = append(out, ci)
 	}
 	return ctl.ShowConnections{Connections: out}
 }
@@ -366,14 +370,17 @@ type connectionlessStats struct {
 // frames_too_long, which upstream never counts, are 0 here too; what
 // fips-go drops for framing is dropped_invalid) and fips-go's.
 type ethernetStats struct {
-	FramesSent        uint64 `json:"frames_sent"`
-	FramesRecv        uint64 `json:"frames_recv"`
-	BytesSent         uint64 `json:"bytes_sent"`
-	BytesRecv         uint64 `json:"bytes_recv"`
-	SendErrors        uint64 `json:"send_errors"`
-	RecvErrors        uint64 `json:"recv_errors"`
-	BeaconsSent       uint64 `json:"beacons_sent"`
-	BeaconsRecv       uint64 `json:"beacons_recv"`
+	FramesSent  uint64 `json:"frames_sent"`
+	FramesRecv  uint64 `json:"frames_recv"`
+	BytesSent   uint64 `json:"bytes_sent"`
+	BytesRecv   uint64 `json:"bytes_recv"`
+	SendErrors  uint64 `json:"send_errors"`
+	RecvErrors  uint64 `json:"recv_errors"`
+	BeaconsSent uint64 `json:"beacons_sent"`
+	BeaconsRecv uint64 `json:"beacons_recv"`
+	// BeaconsKeyless (fips-go's): next's beacons among BeaconsRecv,
+	// counted on a node that speaks next (absent while 0).
+	BeaconsKeyless    uint64 `json:"beacons_keyless,omitempty"`
 	FramesTooShort    uint64 `json:"frames_too_short"`
 	FramesTooLong     uint64 `json:"frames_too_long"`
 	MTUExceeded       uint64 `json:"mtu_exceeded"`
@@ -393,7 +400,7 @@ func transportStats(typ string, st transport.Stats) any {
 	case "ethernet":
 		return ethernetStats{FramesSent: st.PacketsSent, FramesRecv: st.PacketsRecv, BytesSent: st.BytesSent,
 			BytesRecv: st.BytesRecv, SendErrors: st.SendErrors, RecvErrors: st.RecvErrors, BeaconsSent: st.BeaconsSent,
-			BeaconsRecv: st.BeaconsRecv, MTUExceeded: st.MTUExceeded, DroppedQueue: st.DroppedQueue,
+			BeaconsRecv: st.BeaconsRecv, BeaconsKeyless: st.BeaconsKeyless, MTUExceeded: st.MTUExceeded, DroppedQueue: st.DroppedQueue,
 			DroppedInvalid: st.DroppedInvalid, KernelDrops: st.KernelDrops, NeighboursRefused: st.NeighboursRefused}
 	}
 	return connectionlessStats{PacketsSent: st.PacketsSent, PacketsRecv: st.PacketsRecv, BytesSent: st.BytesSent,

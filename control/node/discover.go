@@ -27,6 +27,10 @@ func (n *Node) pollDiscovery(now time.Time) {
 			continue
 		}
 		for _, nb := range n.neighbours {
+			if nb.Keyless {
+				n.dialAnonymous(now, id, nb)
+				continue
+			}
 			pk := identity.PublicKey(nb.Key)
 			na := pk.NodeAddr()
 			if na == n.id.NodeAddr() || n.peers.Peer(na) != nil {
@@ -52,4 +56,33 @@ func (n *Node) pollDiscovery(now time.Time) {
 		}
 	}
 	clear(n.neighbours)
+}
+
+// dialAnonymous dials a neighbour heard by upstream next's keyless
+// beacon, known by its address alone, with a v1 handshake that learns
+// its key from msg2 (as next does). A node whose own wire format is v0
+// ignores it. Nobody configured it, so it is paced from the beacon-dial
+// bucket; the manager skips addresses with a link or handshake already
+// and bounds the anonymous dials in flight.
+func (n *Node) dialAnonymous(now time.Time, id transport.ID, nb transport.Neighbour) {
+	if !n.peers.DialsAnonymously() {
+		return
+	}
+	lc := logging.WithTarget(n.log, "fips::node::lifecycle")
+	if n.peers.AddrBusy(id, nb.Addr) {
+		return
+	}
+	if !n.beaconDials.Take(now, n.opts.LAN.lanDialPace()) {
+		n.peers.BeaconDialLimited()
+		lc.Debug("Discovered peer not dialled", "error", "beacon dial rate exceeded", "remote_addr", nb.Addr.String())
+		return
+	}
+	lc.Info("Auto-connecting to anonymous discovered peer", "transport_id", uint32(id), "remote_addr", nb.Addr.String())
+	err := n.peers.DialAnonymous(now, peer.Candidate{Transport: id, Addr: nb.Addr, Discovered: true})
+	switch {
+	case errors.Is(err, peer.ErrDiscoveredLimit), errors.Is(err, peer.ErrAnonymousLimit), errors.Is(err, peer.ErrConnectionLimit):
+		lc.Debug("Discovered peer not dialled", "error", err)
+	case err != nil:
+		lc.Warn("Failed to auto-connect to discovered peer", "error", err)
+	}
 }

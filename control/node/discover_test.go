@@ -72,3 +72,33 @@ func TestBeaconDialsPaced(t *testing.T) {
 		t.Errorf("a second later: %d more refused, want %d (one dial refilled)", got[1]-got[0], flood-1)
 	}
 }
+
+// TestKeylessNeighboursDialledByFormat: a keyless neighbour (next's
+// beacon) is dialled anonymously by a node whose wire format is v1, once
+// per address while the handshake runs, and ignored by a v0 node.
+func TestKeylessNeighboursDialledByFormat(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, f := range []peer.WireFormat{peer.WireV1, peer.WireV0} {
+		cfg := peer.DefaultConfig()
+		cfg.WireFormat = f
+		a := loopbackNode(t, Options{Peer: cfg})
+		stop := run(t, a)
+		res, _ := a.Do(t.Context(), func(now time.Time) any {
+			id := a.order[0]
+			nb := transport.Neighbour{Addr: transport.AddrFromMAC(transport.MAC{2, 0, 0, 0, 0, 1}), Keyless: true}
+			bt := &beaconingTransport{Transport: a.transports[id], heard: []transport.Neighbour{nb, nb}}
+			a.transports[id] = bt
+			a.pollDiscovery(now)
+			a.transports[id] = bt.Transport
+			return [2]uint64{a.peers.Stats().AnonymousDials, uint64(a.peers.ConnectionCount())}
+		})
+		stop()
+		want := [2]uint64{1, 1}
+		if f == peer.WireV0 {
+			want = [2]uint64{}
+		}
+		if got := res.([2]uint64); got != want {
+			t.Errorf("%s: anonymous dials, legs %v, want %v", f, got, want)
+		}
+	}
+}

@@ -47,14 +47,19 @@ type Config struct {
 	// host address (fips-go's; upstream has no such bound).
 	MaxDiscovered        int
 	MaxDiscoveredPerHost int
-	MaxPeers             int // node.limits.max_peers (0 = unlimited)
-	MaxPendingInbound    int // node.limits.max_pending_inbound
-	RetryBase            time.Duration
-	RetryMax             time.Duration
-	RetryMaxRetries      int // limits non-auto-reconnect entries only
-	RekeyEnabled         bool
-	RekeyAfter           time.Duration // node.rekey.after_secs
-	RekeyAfterMessages   uint64        // node.rekey.after_messages
+	// MaxAnonymous bounds the anonymous (address-only) v1 dials in
+	// flight, to neighbours heard by upstream next's keyless Ethernet
+	// beacons (fips-go's; upstream dials every such neighbour). They also
+	// count as discovered dials.
+	MaxAnonymous       int
+	MaxPeers           int // node.limits.max_peers (0 = unlimited)
+	MaxPendingInbound  int // node.limits.max_pending_inbound
+	RetryBase          time.Duration
+	RetryMax           time.Duration
+	RetryMaxRetries    int // limits non-auto-reconnect entries only
+	RekeyEnabled       bool
+	RekeyAfter         time.Duration // node.rekey.after_secs
+	RekeyAfterMessages uint64        // node.rekey.after_messages
 	// RekeyJitter is the half-width of the uniform jitter added to RekeyAfter,
 	// redrawn per session.
 	RekeyJitter time.Duration
@@ -109,6 +114,7 @@ func DefaultConfig() Config {
 		MaxConnections:          256,
 		MaxDiscovered:           16,
 		MaxDiscoveredPerHost:    2,
+		MaxAnonymous:            8,
 		MaxPeers:                128,
 		MaxPendingInbound:       1000,
 		RetryBase:               5 * time.Second,

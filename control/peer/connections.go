@@ -16,7 +16,8 @@ type Connection struct {
 	Started    time.Time
 	LastSent   time.Time
 	Resends    int
-	Expected   identity.PublicKey
+	Expected   identity.PublicKey // zero on an anonymous dial
+	Anonymous  bool               // a v1 dial naming no key (DialAnonymous)
 	Rekey      bool
 	OurIndex   uint32
 	NextResend time.Time
@@ -27,7 +28,7 @@ func (m *Manager) Connections(f func(Connection)) {
 	for _, l := range m.legs {
 		f(Connection{LinkID: l.linkID, Transport: l.t, Addr: l.addr, Direction: Outbound, Started: l.started,
 			LastSent: l.lastSent, Resends: l.resends, Expected: l.expect, Rekey: l.rekeyOf != nil,
-			OurIndex: l.ourIndex, NextResend: l.nextResend})
+			OurIndex: l.ourIndex, NextResend: l.nextResend, Anonymous: l.anonymous})
 	}
 }
 

@@ -39,6 +39,9 @@ type leg struct {
 	// budget alone.
 	msg2Own, msg2Other ratelimit.Bucket
 	discovered         bool // Candidate.Discovered
+	// anonymous is a v1 dial that named no key (DialAnonymous):
+	// expectAddr stays zero until msg2 reveals who answered.
+	anonymous bool
 	// xx and pkt1 are the v1 (Noise XX) attempt, sharing ourIndex: hs
 	// is nil on a v1-only leg, xx on a v0-only one. A leg with both
 	// (wire_format auto) alternates its msg1s, v1Next saying which goes

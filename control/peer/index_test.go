@@ -5,12 +5,19 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/fips-go/fips/control/transport"
+	"github.com/fips-go/fips/control/wire"
 )
 
-// registered is the set of receiver indices the Manager routes by.
+// registered is the set of receiver indices the Manager routes by, or
+// has reported ahead for a v1 handshake (preIndex).
 func registered(m *Manager) map[uint32]bool {
 	out := map[uint32]bool{}
 	for k := range m.byIndex {
+		out[k.idx] = true
+	}
+	for k := range m.preIndexed {
 		out[k.idx] = true
 	}
 	return out
@@ -138,4 +145,57 @@ func TestIndexObserverUnderLoss(t *testing.T) {
 		t.Errorf("filter dropped %d frames", n.filtered)
 	}
 	t.Logf("%d data frames, %d/%d cutovers, %d dropped by the network", sent, a.m.Stats().RekeyCutovers, b.m.Stats().RekeyCutovers, n.dropped)
+}
+
+// TestV1IndexReportedAtMsg2: a v1 responder reports its index when it
+// sends msg2, before msg3 (the initiator sends under it right after
+// msg3, and an XDP program must not drop those frames), withdraws it
+// when the handshake expires, and a v1 link through rekeys keeps the
+// observer's set equal to what the manager routes by, with the index
+// filter dropping no frame.
+func TestV1IndexReportedAtMsg2(t *testing.T) {
+	cfg := v1Config(WireV1)
+	cfg.RekeyAfter, cfg.RekeyJitter = 30*time.Second, 0
+	n := newSimNet(t, 17)
+	n.filter = true
+	a, b := n.add(1, cfg), n.add(2, cfg)
+	if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
+		t.Fatal(err)
+	}
+	m1 := n.queue[0]
+	n.queue = n.queue[:0]
+	b.m.HandlePacket(n.now, 1, m1.from, m1.data)
+	h, err := wire.ParseFMPv1Handshake(n.queue[0].data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(b.indices, indexSet(h.SenderIndex)) {
+		t.Fatalf("after msg2 b reports %x, want its index %x", slices.Sorted(maps.Keys(b.indices)), h.SenderIndex)
+	}
+	sameIndices(t, b)
+	n.queue = n.queue[:0] // msg2 lost, and the resent msg1s
+	n.cut[[2]transport.Addr{a.addr, b.addr}] = true
+	n.advance(cfg.HandshakeTimeout+time.Second, time.Second)
+	delete(n.cut, [2]transport.Addr{a.addr, b.addr})
+	if len(b.indices) != 0 || len(a.indices) != 0 {
+		t.Fatalf("after the handshake expired: a %x, b %x", slices.Sorted(maps.Keys(a.indices)), slices.Sorted(maps.Keys(b.indices)))
+	}
+	if err := a.m.Dial(n.now, b.id.PublicKey(), a.candidate(b)); err != nil {
+		t.Fatal(err)
+	}
+	n.deliver()
+	linked(t, a, b)
+	sameIndices(t, a, b)
+	pa := a.m.Peer(b.id.NodeAddr())
+	first := pa.OurIndex()
+	for end := n.now.Add(5 * time.Minute); n.now.Before(end); {
+		n.advance(100*time.Millisecond, 100*time.Millisecond)
+		sameIndices(t, a, b)
+	}
+	if pa.OurIndex() == first {
+		t.Fatal("no rekey in 5 simulated minutes")
+	}
+	if n.filtered != 0 {
+		t.Fatalf("the index filter dropped %d frames", n.filtered)
+	}
 }

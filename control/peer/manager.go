@@ -80,13 +80,50 @@ type IndexObserver interface {
 	IndexRemoved(t transport.ID, idx uint32)
 }
 
-// setIndex registers e under k and reports a new key to the observer.
+// setIndex registers e under k and reports a new key to the observer
+// (unless preIndex already did).
 func (m *Manager) setIndex(k linkKey, e *indexEntry) {
 	_, had := m.byIndex[k]
+	_, pre := m.preIndexed[k]
+	delete(m.preIndexed, k)
 	m.byIndex[k] = e
 	m.pubDirty = true
-	if o, ok := m.env.(IndexObserver); ok && !had {
+	if o, ok := m.env.(IndexObserver); ok && !had && !pre {
 		o.IndexAdded(k.t, k.idx)
+	}
+}
+
+// preIndex reports k to the observer before any session is registered
+// under it: the index of a v1 handshake, which the other end sends
+// frames under as soon as it has read our msg2 (its msg3, then its
+// frames, may overtake our reading of msg3) or our msg3 (it promotes at
+// once). Without it an XDP program drops those frames as of an unknown
+// index. setIndex takes the key over; unpreIndex withdraws one that got
+// no session. At most one per pending v1 handshake (bounded by
+// max_pending_inbound) or per msg2 being acted on.
+func (m *Manager) preIndex(k linkKey) {
+	if _, had := m.byIndex[k]; had {
+		return
+	}
+	if _, pre := m.preIndexed[k]; pre {
+		return
+	}
+	o, ok := m.env.(IndexObserver)
+	if !ok {
+		return
+	}
+	m.preIndexed[k] = struct{}{}
+	o.IndexAdded(k.t, k.idx)
+}
+
+// unpreIndex withdraws k if preIndex reported it and no session took it.
+func (m *Manager) unpreIndex(k linkKey) {
+	if _, pre := m.preIndexed[k]; !pre {
+		return
+	}
+	delete(m.preIndexed, k)
+	if o, ok := m.env.(IndexObserver); ok {
+		o.IndexRemoved(k.t, k.idx)
 	}
 }
 
@@ -192,6 +229,9 @@ type Manager struct {
 
 	peers   map[identity.NodeAddr]*Peer
 	byIndex map[linkKey]*indexEntry
+	// preIndexed are indices reported to the IndexObserver ahead of a
+	// byIndex entry (preIndex).
+	preIndexed map[linkKey]struct{}
 	// byAddr finds the active peer at a transport address (msg1 carve-out,
 	// restart detection before crypto).
 	byAddr map[addrKey]*Peer
@@ -291,6 +331,7 @@ func New(cfg Config, id *identity.Identity, env Env, upper Upper, log *slog.Logg
 		rxLog:           logging.WithTarget(log, "fips::node::dataplane::rx_loop"),
 		peers:           map[identity.NodeAddr]*Peer{},
 		byIndex:         map[linkKey]*indexEntry{},
+		preIndexed:      map[linkKey]struct{}{},
 		byAddr:          map[addrKey]*Peer{},
 		legs:            map[linkKey]*leg{},
 		unproven:        map[linkKey]*unproven{},

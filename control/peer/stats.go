@@ -61,6 +61,15 @@ type Stats struct {
 	// configured, not dialled for the discovered-dial pace
 	// (node.rendezvous.lan.dial_burst / dial_rate; fips-go addition).
 	BeaconDialLimited uint64 `json:"beacon_dial_limited"`
+	// AnonymousDials: v1 handshakes started to a neighbour known by its
+	// address alone (upstream next's keyless Ethernet beacon), whose key
+	// msg2 reveals. AnonymousDialLimited: such dials refused because
+	// max_anonymous of them were in flight (fips-go's bound).
+	// AnonymousPeerLimit: anonymous handshakes dropped at msg2 because
+	// the key it revealed would be a new peer past max_peers.
+	AnonymousDials       uint64 `json:"anonymous_dials"`
+	AnonymousDialLimited uint64 `json:"anonymous_dial_limited"`
+	AnonymousPeerLimit   uint64 `json:"anonymous_peer_limit"`
 	// DropOtherVersion: packets of another FMP version dropped before
 	// dispatch (version 1 is upstream's `next` format, which this node
 	// is not configured to speak: docs/next.md, node.wire_format); they

@@ -207,7 +207,8 @@ func (m *Manager) Tick(now time.Time) {
 	// exactly, and map order is random.
 	for _, l := range sortedValues(m.legs, func(a, b *leg) int { return cmp.Compare(a.linkID, b.linkID) }) {
 		switch {
-		case l.rekeyOf == nil && m.peers[l.expectAddr] != nil && !now.Before(l.nextResend):
+		case l.rekeyOf == nil && !now.Before(l.nextResend) &&
+			(m.peers[l.expectAddr] != nil || (l.anonymous && m.byAddr[addrKey{l.t, l.addr}] != nil)):
 			// The peer came up over another link (it dialed us first).
 			// The crossing msg2 had a resend interval to arrive; the
 			// other side ignores further msg1s, so stop sending them.
@@ -219,6 +220,8 @@ func (m *Manager) Tick(now time.Time) {
 			if l.rekeyOf != nil {
 				m.stats.RekeysAbandoned++
 				m.log.Debug("rekey abandoned: no msg2", "peer", l.rekeyOf.String())
+			} else if l.anonymous {
+				m.log.Debug("Anonymous handshake timed out", "link_id", l.linkID, "remote_addr", l.addr.String())
 			} else {
 				m.log.Debug("Handshake connection timed out", "link_id", l.linkID, "peer", m.name(l.expectAddr),
 					"remote_addr", l.addr.String())

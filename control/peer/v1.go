@@ -218,6 +218,7 @@ func (m *Manager) handleMsg1V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	m.addPendingV1(pd)
+	m.preIndex(linkKey{t, ourIdx})
 	m.stats.V1Msg2Sent++
 	m.send(t, from, pd.msg2[:])
 }
@@ -234,6 +235,7 @@ func (m *Manager) addPendingV1(pd *pendingV1) {
 		}
 		m.stats.V1PendingEvicted++
 		m.dropPendingV1(oldest)
+		m.unpreIndex(linkKey{oldest.t, oldest.ourIndex})
 	}
 	m.pendingV1Seq++
 	pd.seq = m.pendingV1Seq
@@ -258,6 +260,7 @@ func (m *Manager) expirePendingV1(now time.Time) {
 	for _, pd := range m.pendingV1 {
 		if now.Sub(pd.at) >= m.cfg.HandshakeTimeout {
 			m.dropPendingV1(pd)
+			m.unpreIndex(linkKey{pd.t, pd.ourIndex})
 			m.stats.V1PendingExpired++
 		}
 	}
@@ -287,6 +290,9 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	pk := identity.XOnly(rs)
+	if l.anonymous && l.expectAddr.IsZero() && !m.learnAnonymousMsg2(l, pk) {
+		return
+	}
 	na := l.expectAddr
 	if pk.NodeAddr() != na {
 		// Answered by someone else than the key we dialled: anyone who
@@ -317,7 +323,7 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		m.dropLeg(l)
 		m.stats.V1NegotiationFailed++
 		m.log.Warn("FMP negotiation failed", "peer", m.name(na), "direction", "outbound", "error", err)
-		if l.rekeyOf == nil {
+		if l.rekeyOf == nil && !l.anonymous {
 			m.scheduleRetry(now, na, true)
 		}
 		return
@@ -360,6 +366,10 @@ func (m *Manager) handleMsg2V1(now time.Time, t transport.ID, from transport.Add
 		return
 	}
 	m.dropLeg(l)
+	// The peer promotes on msg3 and sends at once: the index must pass
+	// XDP before msg3 leaves. A session takes it below, or it goes.
+	m.preIndex(linkKey{t, l.ourIndex})
+	defer m.unpreIndex(linkKey{t, l.ourIndex})
 	// msg3 first: frames the promotion sends must not overtake it.
 	m.send(t, from, msg3[:n3])
 	m.stats.V1Msg3Sent++
@@ -443,6 +453,9 @@ func (m *Manager) handleMsg3V1(now time.Time, t transport.ID, from transport.Add
 	}
 	sess, err := pd.hs.Session()
 	m.dropPendingV1(pd)
+	// The index stays with the XDP program if a session takes it below
+	// (promotion, a crossing, a rekey candidate), else it goes.
+	defer m.unpreIndex(linkKey{t, pd.ourIndex})
 	if err != nil {
 		m.stats.V1Msg3DecryptFailed++
 		return

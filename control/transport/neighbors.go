@@ -6,11 +6,14 @@ import (
 
 // Neighbour is a node a transport heard announce itself on its link (an
 // Ethernet beacon): where it is and its x-only public key. The key is
-// only a hint; the handshake proves it.
+// only a hint; the handshake proves it. A Keyless neighbour (upstream
+// next's beacon) is known by its address alone: only a handshake that
+// learns the responder's key (Noise XX) can reach it.
 type Neighbour struct {
-	Addr Addr
-	Key  [32]byte
-	Seen time.Time // when its latest announcement arrived
+	Addr    Addr
+	Key     [32]byte
+	Keyless bool
+	Seen    time.Time // when its latest announcement arrived
 }
 
 // Discoverer is a transport that learns neighbours by itself (Ethernet
@@ -58,10 +61,25 @@ func (n *Neighbours) Len() int { return len(n.entries) }
 // Add records an announcement from a at now. It returns false when the
 // buffer is full of other, unexpired addresses and a was refused.
 func (n *Neighbours) Add(now time.Time, a Addr, key [32]byte) bool {
+	return n.add(Neighbour{Addr: a, Key: key, Seen: now})
+}
+
+// AddKeyless records a keyless announcement from a at now. An address
+// that also announced its key (a node sending both lines' beacons) keeps
+// it, since a dial that names the key is the stronger one.
+func (n *Neighbours) AddKeyless(now time.Time, a Addr) bool {
+	return n.add(Neighbour{Addr: a, Keyless: true, Seen: now})
+}
+
+func (n *Neighbours) add(nb Neighbour) bool {
+	now := nb.Seen
 	for i := range n.entries {
-		if n.entries[i].Addr == a {
+		if n.entries[i].Addr == nb.Addr {
+			if nb.Keyless && !n.entries[i].Keyless {
+				nb.Key, nb.Keyless = n.entries[i].Key, false
+			}
 			copy(n.entries[i:], n.entries[i+1:])
-			n.entries[len(n.entries)-1] = Neighbour{Addr: a, Key: key, Seen: now}
+			n.entries[len(n.entries)-1] = nb
 			return true
 		}
 	}
@@ -72,7 +90,7 @@ func (n *Neighbours) Add(now time.Time, a Addr, key [32]byte) bool {
 		n.Refused++
 		return false
 	}
-	n.entries = append(n.entries, Neighbour{Addr: a, Key: key, Seen: now})
+	n.entries = append(n.entries, nb)
 	return true
 }
 

@@ -13,9 +13,11 @@
 // and each data frame's packet is offered to the worker, or a pooled copy
 // goes to the node; NewSender gives each worker a send queue of its own
 // (sendmmsg). Beacons go to the broadcast address every
-// beacon_interval_secs when announce is on; when listen is on, received
-// ones fill a bounded neighbour buffer the node drains (Discover) and,
-// with auto_connect, dials. Frames too short, truncated, of an unknown
+// beacon_interval_secs when announce is on — master's with the key,
+// upstream next's 5-byte keyless ones, or both (Options.Beacons); when
+// listen is on, received ones fill a bounded neighbour buffer the node
+// drains (Discover) and, with auto_connect, dials (a keyless one, with
+// Options.Next, by its MAC alone). Frames too short, truncated, of an unknown
 // type or with a bad length or key are counted as DroppedInvalid; frames
 // the kernel dropped for a full receive buffer (PACKET_STATISTICS) as
 // KernelDrops.

@@ -74,17 +74,43 @@ type Options struct {
 	// inbound handshakes from strangers.
 	AutoConnect, AcceptConnections bool
 	BeaconInterval                 time.Duration
-	// Key is the node's x-only public key, which beacons carry. Announce
-	// without it logs a warning and sends none, as upstream.
+	// Key is the node's x-only public key, which master's beacons carry.
+	// Announce without it logs a warning and sends none of them, as
+	// upstream.
 	Key *identity.PublicKey
+	// Beacons is which upstream line's beacons Announce broadcasts:
+	// master's 34-byte ones carrying Key (the zero value), next's 5-byte
+	// keyless ones, or both in one batch each interval (docs/next.md
+	// §12.2), so that neighbours of either line find the node.
+	Beacons BeaconFormats
 	// Next also carries upstream next's data frames (docs/next.md §12.2):
 	// received ones are told from master's by their version-1 FMP byte
 	// (wire.EthernetDataVersion), and a version-1 packet is sent behind
 	// next's 4-byte header [0][flags 0][len LE], a version-0 one behind
 	// master's 3-byte header. The MTU is then the interface's minus 4 for
-	// both. next's beacons carry no key and are counted, not learned
-	// from (an anonymous XX dial is not done yet).
+	// both. next's beacons carry no key: with Listen they are counted
+	// (beacons_keyless) and their MACs handed to the node as keyless
+	// neighbours, which it may dial anonymously over XX.
 	Next bool
+}
+
+// BeaconFormats is a set of beacon formats (Options.Beacons).
+type BeaconFormats uint8
+
+// Beacon formats: master's, with the node's key, and next's keyless one.
+// The zero value means BeaconsMaster.
+const (
+	BeaconsMaster BeaconFormats = 1 << iota
+	BeaconsNext
+	BeaconsBoth = BeaconsMaster | BeaconsNext
+)
+
+// beacons is the set Announce sends (the zero value: master's).
+func (o Options) beacons() BeaconFormats {
+	if o.Beacons == 0 {
+		return BeaconsMaster
+	}
+	return o.Beacons
 }
 
 // headerRoom is the bytes a data frame needs around the FMP packet: the
@@ -119,6 +145,9 @@ func (o Options) Validate() error {
 	}
 	if o.BeaconInterval < 0 || o.BeaconInterval > MaxBeaconInterval {
 		return fmt.Errorf("ethernet: beacon interval %s out of range [0, %s]", o.BeaconInterval, MaxBeaconInterval)
+	}
+	if o.Beacons&^BeaconsBoth != 0 {
+		return fmt.Errorf("ethernet: beacon formats 0x%02x out of range (master 0x01, next 0x02)", uint8(o.Beacons))
 	}
 	return nil
 }
@@ -314,11 +343,9 @@ func (t *Transport) Start(ctx context.Context, deliver transport.Deliver) error 
 	t.wg.Add(1)
 	go t.readLoop(l, deliver, t.dp)
 	if t.opts.Announce {
-		if t.opts.Key == nil {
-			t.log.Warn("Announce enabled but no local pubkey set; beacons disabled")
-		} else {
+		if beacons := t.beaconFrames(); len(beacons) > 0 {
 			t.wg.Add(1)
-			go t.beaconLoop(*t.opts.Key, t.beaconEvery, t.stop)
+			go t.beaconLoop(beacons, t.beaconEvery, t.stop)
 		}
 	}
 	t.stopCtx = context.AfterFunc(ctx, func() { t.Close() })
@@ -426,7 +453,12 @@ func (t *Transport) handle(f *frame, limit int, arrived int64, w transport.DataW
 		}
 		if t.opts.Next {
 			if format, ok := wire.EthernetBeaconFormat(b); ok && format == wire.FMPVersionNext {
-				t.beaconsKeyless.Add(1) // next's: a MAC without a key, no IK dial possible
+				// next's: a MAC without a key, which only an anonymous
+				// XX dial can reach (the node decides whether to).
+				t.beaconsKeyless.Add(1)
+				t.nmu.Lock()
+				t.neighbours.AddKeyless(time.Now(), transport.AddrFromMAC(f.MAC))
+				t.nmu.Unlock()
 				return
 			}
 		}
@@ -520,18 +552,36 @@ func (t *Transport) relink(old link) link {
 	}
 }
 
-// beaconLoop broadcasts the beacon at once and then every interval until
-// stop closes, on the transport's current socket.
-func (t *Transport) beaconLoop(key identity.PublicKey, interval time.Duration, stop <-chan struct{}) {
-	defer t.wg.Done()
-	var buf [wire.EthernetBeaconSize]byte
-	if _, err := (wire.EthernetBeacon{XOnly: key[:]}).MarshalTo(buf[:]); err != nil {
-		t.log.Error("cannot build beacon", "error", err)
-		return
+// beaconFrames builds the broadcast frames of the configured beacon
+// formats: master's first (it needs the key: without one it is left out
+// with upstream's warning), then next's.
+func (t *Transport) beaconFrames() []frame {
+	var fs []frame
+	formats := t.opts.beacons()
+	if formats&BeaconsMaster != 0 {
+		if t.opts.Key == nil {
+			t.log.Warn("Announce enabled but no local pubkey set; beacons disabled")
+		} else {
+			buf := make([]byte, wire.EthernetBeaconSize)
+			if _, err := (wire.EthernetBeacon{XOnly: t.opts.Key[:]}).MarshalTo(buf); err != nil {
+				t.log.Error("cannot build beacon", "error", err)
+			} else {
+				fs = append(fs, frame{Buf: buf, MAC: transport.BroadcastMAC})
+			}
+		}
 	}
+	if formats&BeaconsNext != 0 {
+		fs = append(fs, frame{Buf: wire.AppendEthernetBeaconV1(nil), MAC: transport.BroadcastMAC})
+	}
+	return fs
+}
+
+// beaconLoop broadcasts the beacons fs at once and then every interval
+// until stop closes, on the transport's current socket.
+func (t *Transport) beaconLoop(fs []frame, interval time.Duration, stop <-chan struct{}) {
+	defer t.wg.Done()
 	var ref *linkRef
 	var w frameWriter
-	fs := []frame{{Buf: buf[:], MAC: transport.BroadcastMAC}}
 	failing := 0
 	send := func() {
 		r := t.live.Load()
@@ -539,9 +589,11 @@ func (t *Transport) beaconLoop(key identity.PublicKey, interval time.Duration, s
 			return
 		}
 		if r != ref {
-			ref, w = r, r.l.newWriter(1)
+			ref, w = r, r.l.newWriter(len(fs))
 		}
-		if _, err := w.writeBatch(fs); err != nil {
+		sent, err := w.writeBatch(fs)
+		t.beaconsSent.Add(uint64(sent))
+		if err != nil {
 			if t.isClosed(err) {
 				return
 			}
@@ -555,7 +607,6 @@ func (t *Transport) beaconLoop(key identity.PublicKey, interval time.Duration, s
 			t.log.Debug(fmt.Sprintf("Beacon send recovered after %d errors", failing))
 		}
 		failing = 0
-		t.beaconsSent.Add(1)
 	}
 	send()
 	tick := time.NewTicker(interval)

@@ -492,3 +492,88 @@ func TestNextFrames(t *testing.T) {
 		return st.BeaconsKeyless == 1 && st.DroppedInvalid == 1
 	})
 }
+
+// TestBeaconFormats: the beacons Announce sends per Options.Beacons, in
+// one batch each interval: master's 34 bytes with the key (the zero
+// value, byte for byte as before), next's 5 keyless bytes, or both,
+// master's first. next's need no key.
+func TestBeaconFormats(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	key := testKey(t)
+	master := string(append([]byte{0x01, 0x01}, key[:]...))
+	next := "\x01\x00\x01\x00\x01"
+	for _, c := range []struct {
+		f    BeaconFormats
+		key  bool
+		want []string
+	}{
+		{0, true, []string{master}},
+		{BeaconsMaster, true, []string{master}},
+		{BeaconsNext, true, []string{next}},
+		{BeaconsNext, false, []string{next}},
+		{BeaconsBoth, true, []string{master, next}},
+		{BeaconsBoth, false, []string{next}},
+	} {
+		o := Defaults()
+		o.Interface, o.Announce, o.Beacons = "veth0", true, c.f
+		if c.key {
+			o.Key = &key
+		}
+		l := newFakeLink(1500)
+		tr := startFake(t, o, l, func(p transport.Packet) bool { p.Buf.Release(); return true })
+		waitFor(t, "beacons", func() bool { return tr.Stats().BeaconsSent == uint64(len(c.want)) })
+		fs := l.frames()
+		if len(fs) != len(c.want) {
+			t.Fatalf("formats %d: %d frames", c.f, len(fs))
+		}
+		for i, w := range c.want {
+			if string(fs[i].Buf) != w || fs[i].MAC != transport.BroadcastMAC {
+				t.Fatalf("formats %d: frame %d %x to %s, want %x", c.f, i, fs[i].Buf, fs[i].MAC, w)
+			}
+		}
+		tr.Close()
+	}
+	o := Defaults()
+	o.Interface, o.Beacons = "veth0", 4
+	if err := o.Validate(); err == nil {
+		t.Fatal("beacon formats 4 accepted")
+	}
+}
+
+// TestKeylessNeighbours: with Next and Listen, next's beacon hands its
+// MAC to the node as a keyless neighbour; a MAC that also beacons its key
+// keeps it. Without Next it is an invalid beacon, as before.
+func TestKeylessNeighbours(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	for _, next := range []bool{true, false} {
+		o := Defaults()
+		o.Interface, o.Next = "veth0", next
+		l := newFakeLink(1500)
+		tr := startFake(t, o, l, func(p transport.Packet) bool { p.Buf.Release(); return true })
+		anon, both := transport.MAC{2, 0, 0, 0, 0, 1}, transport.MAC{2, 0, 0, 0, 0, 2}
+		key := testKeyN(t, 0x44)
+		l.in <- frame{Buf: wire.AppendEthernetBeaconV1(nil), MAC: anon}
+		l.in <- frame{Buf: append([]byte{0x01, 0x01}, key[:]...), MAC: both}
+		l.in <- frame{Buf: wire.AppendEthernetBeaconV1(nil), MAC: both}
+		waitFor(t, "beacons", func() bool { return tr.Stats().BeaconsRecv == 3 })
+		ns := tr.Discover(time.Now(), nil)
+		st := tr.Stats()
+		if !next {
+			if len(ns) != 1 || ns[0].Keyless || st.DroppedInvalid != 2 || st.BeaconsKeyless != 0 {
+				t.Fatalf("without Next: neighbours %+v, stats %+v", ns, st)
+			}
+			tr.Close()
+			continue
+		}
+		if len(ns) != 2 || st.BeaconsKeyless != 2 || st.DroppedInvalid != 0 {
+			t.Fatalf("neighbours %+v, stats %+v", ns, st)
+		}
+		if ns[0].Addr != transport.AddrFromMAC(anon) || !ns[0].Keyless {
+			t.Errorf("anonymous neighbour %+v", ns[0])
+		}
+		if ns[1].Addr != transport.AddrFromMAC(both) || ns[1].Keyless || ns[1].Key != key {
+			t.Errorf("neighbour beaconing both %+v", ns[1])
+		}
+		tr.Close()
+	}
+}

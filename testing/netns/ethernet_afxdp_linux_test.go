@@ -17,8 +17,12 @@ import (
 // sockets and the packet sockets see almost none of them. (What a node
 // originates leaves through the packet socket; the TX rings carry what
 // the AF_XDP workers forward: TestEthernetAFXDPTransit.)
-func TestEthernetAFXDPPair(t *testing.T) {
-	m, a, b := ethernetPair(t, "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: xsk }\n")
+func TestEthernetAFXDPPair(t *testing.T) { ethernetAFXDPPair(t, "") }
+
+// ethernetAFXDPPair is TestEthernetAFXDPPair with node added to both
+// nodes' node: sections; it returns the pair, linked and checked.
+func ethernetAFXDPPair(t *testing.T, node string) (*Mesh, *Node, *Node) {
+	m, a, b := ethernetPair(t, node, "dataplane: { mode: xdp, afxdp: true, afxdp_transmit: xsk }\n")
 	for _, n := range []*Node{a, b} {
 		dp := dataplaneOf(t, n)
 		if dp.Mode != "xdp" || !dp.AFXDP.Enabled || dp.AFXDP.Sockets != 1 || len(dp.Interfaces) != 1 {
@@ -73,6 +77,7 @@ func TestEthernetAFXDPPair(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Errorf("ping -6 a.fips from b after iperf3: %v\n%s", err, out)
 	}
+	return m, a, b
 }
 
 // TestEthernetAFXDPTransit: the line a–b–c over Ethernet only, the relay

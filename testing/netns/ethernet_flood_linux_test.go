@@ -104,6 +104,8 @@ func freshMAC(t *testing.T) net.HardwareAddr {
 type ethernetCounters struct {
 	FramesRecv        uint64 `json:"frames_recv"`
 	BeaconsRecv       uint64 `json:"beacons_recv"`
+	BeaconsSent       uint64 `json:"beacons_sent"`
+	BeaconsKeyless    uint64 `json:"beacons_keyless"`
 	DroppedInvalid    uint64 `json:"dropped_invalid"`
 	KernelDrops       uint64 `json:"kernel_drops"`
 	NeighboursRefused uint64 `json:"neighbours_refused"`

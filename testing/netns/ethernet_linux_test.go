@@ -18,7 +18,7 @@ var macForm = regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`)
 // configured find each other by beacons, link, and ping6 and iperf3 each
 // other by .fips name.
 func TestEthernetBeaconDiscovery(t *testing.T) {
-	m, a, b := ethernetPair(t, "")
+	m, a, b := ethernetPair(t, "", "")
 	out, err := m.Exec("a", "ping", "-6", "-c", "3", "-i", "0.2", "-W", "3", b.Npub()+".fips")
 	if err != nil || !strings.Contains(string(out), "3 received") {
 		t.Fatalf("ping -6 b.fips from a: %v\n%s", err, out)
@@ -164,38 +164,16 @@ func TestEthernetLine(t *testing.T) {
 
 // ethernetPair starts two nodes a and b on one veth with only Ethernet
 // transports (announce, auto_connect, accept_connections; no peers), TUN
-// and DNS on, extra appended to both configs, and waits until they have
+// and DNS on, node added to both node: sections (lines indented two
+// spaces), extra appended to both configs, and waits until they have
 // linked by beacons.
-func ethernetPair(t *testing.T, extra string) (*Mesh, *Node, *Node) {
+func ethernetPair(t *testing.T, node, extra string) (*Mesh, *Node, *Node) {
 	t.Helper()
 	m := New(t, Options{IPv6: true, LogLevel: "debug"})
 	a, b := m.AddNode("a"), m.AddNode("b")
 	l := m.Link(a, b)
-	for _, e := range []struct {
-		n     *Node
-		iface string
-	}{{a, l.IfA}, {b, l.IfB}} {
-		cfg := fmt.Sprintf(`node:
-  identity: { nsec: %q }
-  control: { socket_path: %q }
-  log_level: debug
-transports:
-  ethernet:
-    interface: %s
-    announce: true
-    auto_connect: true
-    accept_connections: true
-tun: { enabled: true, name: fips0, mtu: 1280 }
-dns: { enabled: true, bind_addr: "::1", port: 5354 }
-peers: []
-%s`, e.n.ID.Secret().Hex(), e.n.Socket, e.iface, extra)
-		if err := os.WriteFile(e.n.Config, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.n.start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startEthernetDiscovery(t, a, node, extra, l.IfA)
+	startEthernetDiscovery(t, b, node, extra, l.IfB)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		var pa, pb struct {
 			Peers []struct {
@@ -211,4 +189,32 @@ peers: []
 		}
 	}
 	return m, a, b
+}
+
+// startEthernetDiscovery starts n with only Ethernet transports, one on
+// each of ifaces (announce, auto_connect, accept_connections; no peers),
+// TUN and DNS on, node added to its node: section (lines indented two
+// spaces) and extra appended to its config.
+func startEthernetDiscovery(t *testing.T, n *Node, node, extra string, ifaces ...string) {
+	t.Helper()
+	var eth strings.Builder
+	for i, iface := range ifaces {
+		fmt.Fprintf(&eth, "    l%d: { interface: %s, announce: true, auto_connect: true, accept_connections: true }\n", i, iface)
+	}
+	cfg := fmt.Sprintf(`node:
+  identity: { nsec: %q }
+  control: { socket_path: %q }
+  log_level: debug
+%stransports:
+  ethernet:
+%stun: { enabled: true, name: fips0, mtu: 1280 }
+dns: { enabled: true, bind_addr: "::1", port: 5354 }
+peers: []
+%s`, n.ID.Secret().Hex(), n.Socket, node, eth.String(), extra)
+	if err := os.WriteFile(n.Config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.start(); err != nil {
+		t.Fatal(err)
+	}
 }
